@@ -1,0 +1,306 @@
+"""The host API: ``create_agent(...)`` and its ``workflow`` and ``sessions`` surfaces.
+
+A host hands a firing to ``agent.workflow.send``: one call, whatever the session's state. It
+starts the session's workflow when the id is new (update-with-start) or sends the update to the
+one that exists, and returns the :class:`Outcome` when the turn settles. ``deliver`` resumes a
+session parked by ``archmax_wait``. Refusals come back as the typed errors of
+``workflows.errors``, raised before the session is touched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowHandle,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
+
+from activities.model import ModelConfig
+from client.config import RuntimeConfig
+from client.loader import LoadedWorkflow, load_workflow
+from client.runtime import Runtime, WorkerMode, open_runtime, translate
+from workflows import search_attributes as sa
+from workflows.contracts import WORKFLOW_NAME
+from workflows.errors import InvalidSessionIdError, SessionNotFoundError
+from workflows.identity import check_session_id
+from workflows.models import (
+    DeliverInput,
+    Outcome,
+    SendInput,
+    SessionInput,
+    SessionSummary,
+    SessionView,
+)
+from workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
+from workflows.session import ArchmaxSession
+from workflows.spec import MANUAL_TRIGGER
+
+
+@dataclass(frozen=True)
+class ResolvedSession:
+    """Which session a firing belongs to, and what it would do there."""
+
+    session_id: str
+    disposition: Literal["turn", "resume", "reply"]
+    minted: bool
+
+
+def mint_session_id() -> str:
+    """A fresh session id, for a firing nothing else names."""
+    return f"session-{uuid.uuid4()}"
+
+
+class WorkflowSurface:
+    """Firings into sessions of one workflow: send, deliver, resolve_session."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    def _session_id_for(
+        self,
+        trigger: str,
+        variables: dict[str, Any],
+        session_id: str | None,
+        session_path: str | None,
+    ) -> tuple[str, bool]:
+        """Precedence: explicit id, per-firing path, the assembly's path, the trigger's
+        ``session:`` declaration, a minted id (also when a path does not resolve)."""
+        if session_id:
+            return check_session_id(session_id), False
+        declaration = self._agent.loaded.spec.trigger(trigger)
+        for path in (
+            session_path,
+            self._agent.session_path,
+            declaration.session if declaration else None,
+        ):
+            if not path:
+                continue
+            try:
+                value = resolve_path(parse_path(path), variables)
+            except InvalidPathError as exc:
+                raise InvalidSessionIdError(f"malformed session path {path!r}: {exc}") from None
+            if value is not MISSING and isinstance(value, str | int) and str(value):
+                return check_session_id(str(value)), False
+            break
+        return mint_session_id(), True
+
+    async def resolve_session(
+        self,
+        *,
+        trigger: str = MANUAL_TRIGGER,
+        variables: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        session_path: str | None = None,
+    ) -> ResolvedSession:
+        """The session a firing lands on and its disposition, without invoking anything."""
+        sid, minted = self._session_id_for(trigger, variables or {}, session_id, session_path)
+        if minted:
+            return ResolvedSession(sid, "turn", True)
+        try:
+            summary = await self._agent.sessions.get(sid)
+        except SessionNotFoundError:
+            return ResolvedSession(sid, "turn", False)
+        if summary.status == "awaiting_input":
+            return ResolvedSession(sid, "resume", False)
+        if summary.status == "awaiting_decision":
+            return ResolvedSession(sid, "reply", False)
+        return ResolvedSession(sid, "turn", False)
+
+    async def send(
+        self,
+        session_id: str | None,
+        message: str | None,
+        *,
+        trigger: str = MANUAL_TRIGGER,
+        variables: dict[str, Any] | None = None,
+        session_path: str | None = None,
+    ) -> Outcome:
+        """Start or continue a session; returns the Outcome when the turn settles.
+
+        A new id starts the session's workflow (update-with-start); an existing finished one
+        takes its next turn; one parked by ``archmax_wait`` has the firing delivered into it.
+        """
+        agent = self._agent
+        seeds = dict(variables or {})
+        sid, _ = self._session_id_for(trigger, seeds, session_id, session_path)
+        loaded = agent.loaded
+        start = WithStartWorkflowOperation(
+            ArchmaxSession.run,
+            SessionInput(
+                session_id=sid,
+                workflow=loaded.slug,
+                spec=loaded.spec,
+                spec_hash=loaded.spec_hash,
+                prompt=loaded.prompt,
+            ),
+            id=sid,
+            task_queue=agent.config.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            static_summary=f"archmax session · {loaded.slug}",
+            static_details=f"Workflow `{loaded.slug}` (spec {loaded.spec_hash}).",
+            search_attributes=TypedSearchAttributes(
+                [SearchAttributePair(sa.WORKFLOW, loaded.slug), SearchAttributePair(sa.STATUS, "running")]
+            ),
+        )
+        firing = SendInput(message=message, trigger=trigger, variables=seeds)
+        try:
+            return await agent.client.execute_update_with_start_workflow(
+                ArchmaxSession.send, firing, start_workflow_operation=start
+            )
+        except Exception as exc:  # translated at exactly this boundary
+            raise translate(exc, session_id=sid) from exc
+
+    async def deliver(
+        self,
+        session_id: str,
+        *,
+        trigger: str | None,
+        variables: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> Outcome:
+        """Resume a session parked by ``archmax_wait``; returns the resumed turn's Outcome."""
+        handle = self._agent.handle(session_id)
+        delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
+        try:
+            return await handle.execute_update(ArchmaxSession.deliver, delivery)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def signal_deliver(
+        self,
+        session_id: str,
+        *,
+        trigger: str,
+        variables: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Fire-and-forget delivery (the ``deliver`` signal); an invalid one is dropped."""
+        handle = self._agent.handle(session_id)
+        delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
+        try:
+            await handle.signal(ArchmaxSession.deliver_signal, delivery)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+
+class SessionsSurface:
+    """Reading sessions: list, get, view."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    async def get(self, session_id: str) -> SessionSummary:
+        """The session's summary (a query), or :class:`SessionNotFoundError`."""
+        try:
+            return await self._agent.handle(session_id).query(ArchmaxSession.summary)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def view(self, session_id: str) -> SessionView:
+        """The whole recorded session: summary, transcript and trail."""
+        try:
+            return await self._agent.handle(session_id).query(ArchmaxSession.view)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def list(
+        self, *, workflow: str | None = None, limit: int = 100
+    ) -> list[SessionSummary]:
+        """Open and finished sessions, newest first, from visibility plus each one's summary."""
+        query = f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running'"
+        if workflow:
+            query += f" AND ArchmaxWorkflow = '{workflow}'"
+        summaries: list[SessionSummary] = []
+        async for execution in self._agent.client.list_workflows(query, limit=limit):
+            try:
+                summaries.append(await self.get(execution.id))
+            except Exception:  # a session that cannot answer right now is left out
+                continue
+        return summaries
+
+
+class Agent:
+    """One workflow of an authoring root, bound to a Temporal client."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        loaded: LoadedWorkflow | None,
+        *,
+        session_path: str | None = None,
+    ) -> None:
+        if session_path is not None:
+            try:
+                parse_path(session_path)
+            except InvalidPathError as exc:
+                raise InvalidSessionIdError(f"malformed session path {session_path!r}: {exc}") from None
+        self._runtime = runtime
+        self._loaded = loaded
+        self.session_path = session_path
+        self.workflow = WorkflowSurface(self)
+        self.sessions = SessionsSurface(self)
+
+    @property
+    def client(self) -> Client:
+        """The Temporal client."""
+        return self._runtime.client
+
+    @property
+    def config(self) -> RuntimeConfig:
+        """Where this agent runs."""
+        return self._runtime.config
+
+    @property
+    def runtime(self) -> Runtime:
+        """The connection and whatever the agent started (dev server, worker)."""
+        return self._runtime
+
+    @property
+    def loaded(self) -> LoadedWorkflow:
+        """The workflow this agent fires into (required for send)."""
+        if self._loaded is None:
+            raise ValueError("this agent was created without a workflow; pass workflow=...")
+        return self._loaded
+
+    def handle(self, session_id: str) -> WorkflowHandle[Any, Any]:
+        """The Temporal handle of a session (its workflow id is the session id)."""
+        return self.client.get_workflow_handle(check_session_id(session_id))
+
+    async def close(self) -> None:
+        """Stop the in-process worker, if the agent runs one."""
+        await self._runtime.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+
+async def create_agent(
+    workflow: str | None = None,
+    *,
+    root: Path | str | None = None,
+    config: RuntimeConfig | None = None,
+    client: Client | None = None,
+    model: ModelConfig | None = None,
+    session_path: str | None = None,
+    worker: WorkerMode | None = None,
+) -> Agent:
+    """An agent for ``workflows/<workflow>/`` of the authoring root.
+
+    With no ``client``, it connects to ``TEMPORAL_ADDRESS`` or, with nothing configured, finds or
+    starts the embedded dev server. ``worker`` chooses the in-process worker: ``auto`` (only when
+    none polls the task queue), ``inprocess`` or ``external``. Close the agent (or use it as an
+    async context manager) to stop a worker it started.
+    """
+    resolved = config or RuntimeConfig.from_env(root=root)
+    loaded = load_workflow(resolved.root, workflow) if workflow else None
+    runtime = await open_runtime(resolved, model=model, worker_mode=worker, client=client)
+    return Agent(runtime, loaded, session_path=session_path)

@@ -1,0 +1,301 @@
+"""``archmax``: the command line, following archmax's conventions.
+
+stdout carries results only (a reply, a listing, JSON); stderr narrates (session header, state
+flow, park reports with the resume command, verdicts). Exit codes: 0 when the command did its
+job (a park counts: waiting is success), 1 for a failure (failed or rejected session, a refused
+delivery, an invalid workflow), 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from client.config import RuntimeConfig
+from workflows.errors import ArchmaxError
+from workflows.models import Outcome, SessionSummary, TrailStep
+
+
+class UsageError(Exception):
+    """A malformed command line: exit 2, one line plus a pointer to ``--help``."""
+
+    def __init__(self, message: str, command: str | None = None) -> None:
+        super().__init__(message)
+        self.command = command
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.prog.removeprefix("archmax").strip() or None)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="archmax", description="Run archmax workflows on Temporal.")
+    parser.add_argument("--root", help="authoring root (default: ARCHMAX_ROOT or the cwd)")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="start or continue a session with a message")
+    run.add_argument("workflow")
+    run.add_argument("prompt", nargs="*")
+    run.add_argument("--trigger", default="manual")
+    run.add_argument("--variables", help="JSON object of variables (seeded locked)")
+    run.add_argument("--session", help="explicit session id")
+    run.add_argument("--session-path", help="dotted path over the variables to the session id")
+
+    deliver = sub.add_parser("deliver", help="deliver an event to a session parked for input")
+    deliver.add_argument("session")
+    deliver.add_argument("--trigger", required=True)
+    deliver.add_argument("--variables", help="JSON object of variables (seeded locked)")
+
+    sessions = sub.add_parser("sessions", help="list sessions, or show one")
+    sessions.add_argument("session", nargs="?")
+    sessions.add_argument("--workflow")
+    sessions.add_argument("--json", action="store_true")
+
+    sub.add_parser("dev", help="dev server + UI + worker in the foreground")
+    sub.add_parser("worker", help="a worker against TEMPORAL_ADDRESS (for production)")
+
+    demo = sub.add_parser("demo", help="the support-inbox demo: park, deliver, answer")
+    demo.add_argument("--conversation", help="conversation id (default: a fresh one)")
+    return parser
+
+
+def _json_object(raw: str | None, flag: str = "--variables") -> dict[str, Any]:
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{flag} is not valid JSON: {exc.msg} (at char {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{flag} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _err(line: str = "") -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _flow(trail: Sequence[TrailStep]) -> None:
+    for step in trail:
+        if step.kind == "trigger":
+            _err(f"  ▸ {step.to}  (trigger {step.reason})")
+        else:
+            reason = f" — {step.reason}" if step.reason else ""
+            _err(f"  → {step.to}  ({step.kind}){reason}")
+
+
+def report_outcome(outcome: Outcome, *, trail_from: int = 0) -> int:
+    """Narrate ``outcome`` on stderr, print the reply on stdout; the exit code it deserves."""
+    _flow(outcome.trail[trail_from:])
+    if outcome.reply:
+        print(outcome.reply, flush=True)
+    if outcome.kind == "parked" and outcome.pending is not None:
+        pending = outcome.pending
+        due = f" (wakes itself at {pending.resume_at.isoformat()})" if pending.resume_at else ""
+        _err(f"⏸ parked in {pending.state}, awaiting input: {pending.reason}{due}")
+        _err(f"  resume: archmax deliver {outcome.session_id} --trigger <id> --variables '{{…}}'")
+        return 0
+    if outcome.kind == "completed":
+        _err(f"✔ completed in {outcome.state}")
+        return 0
+    if outcome.kind == "failed" and outcome.exit is not None:
+        _err(f"✖ failed {outcome.exit.code}: {outcome.exit.reason}")
+        return 1
+    _err(f"✖ rejected: {outcome.rejected}")
+    return 1
+
+
+def summary_line(s: SessionSummary) -> str:
+    """One ``archmax sessions`` line."""
+    parts = [s.session_id, s.status, s.classification, f"state={s.state}"]
+    if s.pending_input is not None:
+        parts.append(f"awaiting={s.pending_input.state}")
+    if s.exit is not None and not s.exit.success:
+        parts.append(f"exit={s.exit.code}")
+    names = [n for n in s.variables if n != "trigger"]
+    parts.append(f"vars={','.join(sorted(names))}")
+    line = "  ".join(parts)
+    if s.wait_reason:
+        due = f" due={s.resume_at.isoformat()}" if s.resume_at else ""
+        line += f"\n    waiting for: {s.wait_reason}{due}"
+    return line
+
+
+def _summary_detail(s: SessionSummary) -> str:
+    lines = [
+        f"session   {s.session_id}",
+        f"workflow  {s.workflow}",
+        f"status    {s.status} ({s.classification})",
+        f"state     {s.state}",
+        f"spec      {s.spec_hash}",
+    ]
+    if s.pending_input is not None:
+        lines.append(f"awaiting  input in {s.pending_input.state}: {s.pending_input.reason}")
+        if s.resume_at:
+            lines.append(f"due       {s.resume_at.isoformat()}")
+    if s.exit is not None:
+        lines.append(
+            "exit      success" if s.exit.success else f"exit      {s.exit.code}: {s.exit.reason}"
+        )
+    if s.rejected:
+        lines.append(f"rejected  {s.rejected}")
+    lines.append("variables")
+    for name, variable in sorted(s.variables.items()):
+        lock = " (locked)" if variable.locked else ""
+        lines.append(f"  {name}{lock} = {json.dumps(variable.value, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from client.agent import create_agent
+
+    variables = _json_object(args.variables)
+    message = " ".join(args.prompt).strip() or None
+    async with await create_agent(args.workflow, config=config) as agent:
+        loaded = agent.loaded
+        if loaded.spec.disabled:
+            _err(f"✖ Refusing to start: workflow '{loaded.slug}' is disabled.")
+            return 1
+        _err(f"workflow  {loaded.slug}  ·  root {config.root}")
+        resolved = await agent.workflow.resolve_session(
+            trigger=args.trigger,
+            variables=variables,
+            session_id=args.session,
+            session_path=args.session_path,
+        )
+        before = 0
+        if not resolved.minted:
+            try:
+                before = len((await agent.sessions.view(resolved.session_id)).trail)
+            except ArchmaxError:
+                before = 0
+        _err(f"session   {resolved.session_id}  ({resolved.disposition})")
+        outcome = await agent.workflow.send(
+            resolved.session_id, message, trigger=args.trigger, variables=variables
+        )
+        return report_outcome(outcome, trail_from=before)
+
+
+async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from client.agent import create_agent
+
+    variables = _json_object(args.variables)
+    async with await create_agent(None, config=config) as agent:
+        before = len((await agent.sessions.view(args.session)).trail)
+        _err(f"session   {args.session}  (deliver {args.trigger})")
+        outcome = await agent.workflow.deliver(
+            args.session, trigger=args.trigger, variables=variables
+        )
+        return report_outcome(outcome, trail_from=before)
+
+
+async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from client.agent import create_agent
+
+    async with await create_agent(None, config=config) as agent:
+        if args.session:
+            summary = await agent.sessions.get(args.session)
+            print(summary.model_dump_json(indent=2) if args.json else _summary_detail(summary))
+            return 0
+        summaries = await agent.sessions.list(workflow=args.workflow)
+        if args.json:
+            print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+        elif not summaries:
+            _err("No durable sessions found.")
+        else:
+            for summary in summaries:
+                print(summary_line(summary))
+        return 0
+
+
+async def _worker(config: RuntimeConfig) -> int:
+    from activities.model import ModelConfig
+    from client.runtime import connect
+    from worker import build_worker, run_until_signalled
+
+    client = await connect(config.address, config.namespace)
+    worker = build_worker(
+        client, task_queue=config.task_queue, model=ModelConfig.from_env(), store_dir=config.store
+    )
+    _err(f"worker    {config.address} · namespace {config.namespace} · queue {config.task_queue}")
+    await run_until_signalled(worker)
+    _err("worker stopped")
+    return 0
+
+
+async def _dev(config: RuntimeConfig) -> int:
+    from activities.model import ModelConfig
+    from client.devserver import ForegroundDevServer
+    from client.runtime import connect
+    from worker import build_worker, run_until_signalled
+
+    async with ForegroundDevServer(config.root, address=config.address) as dev:
+        server = dev.server
+        client = await connect(server.address, config.namespace)
+        worker = build_worker(
+            client,
+            task_queue=config.task_queue,
+            model=ModelConfig.from_env(),
+            store_dir=config.store,
+        )
+        _err(f"temporal  {server.address}  ·  UI {server.ui_url or 'disabled'}")
+        _err(f"worker    queue {config.task_queue}  ·  Ctrl-C to stop")
+        await run_until_signalled(worker)
+    return 0
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    config = RuntimeConfig.from_env(root=args.root)
+    if args.command == "run":
+        return await _run(args, config)
+    if args.command == "deliver":
+        return await _deliver(args, config)
+    if args.command == "sessions":
+        return await _sessions(args, config)
+    if args.command == "worker":
+        return await _worker(config)
+    if args.command == "dev":
+        return await _dev(config)
+    if args.command == "demo":
+        from client.demo import run_demo
+
+        return await run_demo(root=Path(args.root) if args.root else None,
+                              conversation=args.conversation)
+    raise UsageError(f"unknown command {args.command!r}")
+
+
+def run_cli(argv: Sequence[str] | None = None) -> int:
+    """Parse and run one command; the exit code (never raises for expected failures)."""
+    from client.devserver import DevServerError
+
+    try:
+        args = _parser().parse_args(argv)
+        return asyncio.run(_dispatch(args))
+    except UsageError as exc:
+        _err(f"archmax: {exc}")
+        _err(f"try archmax {exc.command + ' ' if exc.command else ''}--help")
+        return 2
+    except ArchmaxError as exc:
+        _err(f"✖ {type(exc).__name__}: {exc}")
+        return 1
+    except DevServerError as exc:
+        _err(f"✖ {type(exc).__name__}: {exc}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> NoReturn:
+    """Console entry point. Exits through ``os._exit`` after flushing: a process that used the
+    Temporal client can abort at interpreter exit (sdk-python#300)."""
+    code = run_cli(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,50 @@
+"""Where things are: the Temporal server, the task queue, the authoring root, the store.
+
+Read once from the environment at an entry point (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
+``ARCHMAX_TASK_QUEUE``, ``ARCHMAX_ROOT``, ``ARCHMAX_STORE``); command-line flags override it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+DEFAULT_ADDRESS = "localhost:7233"
+DEFAULT_NAMESPACE = "default"
+DEFAULT_TASK_QUEUE = "archmax"
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """The runtime's coordinates, resolved."""
+
+    root: Path
+    store: Path
+    address: str = DEFAULT_ADDRESS
+    namespace: str = DEFAULT_NAMESPACE
+    task_queue: str = DEFAULT_TASK_QUEUE
+    address_configured: bool = False
+    """Whether the address was given (env or flag): then a command never starts a server."""
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, root: Path | str | None = None
+    ) -> RuntimeConfig:
+        """The configuration the environment describes, with ``root`` overriding ARCHMAX_ROOT."""
+        env = os.environ if env is None else env
+        resolved_root = Path(root or env.get("ARCHMAX_ROOT") or Path.cwd()).resolve()
+        store = env.get("ARCHMAX_STORE")
+        return cls(
+            root=resolved_root,
+            store=Path(store).resolve() if store else resolved_root / "sessions",
+            address=env.get("TEMPORAL_ADDRESS") or DEFAULT_ADDRESS,
+            namespace=env.get("TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE,
+            task_queue=env.get("ARCHMAX_TASK_QUEUE") or DEFAULT_TASK_QUEUE,
+            address_configured=bool(env.get("TEMPORAL_ADDRESS")),
+        )
+
+    def with_overrides(self, **changes: object) -> RuntimeConfig:
+        """A copy with the given fields replaced (None values ignored)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]

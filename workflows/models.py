@@ -1,0 +1,279 @@
+"""The data that crosses a boundary: workflow input, updates, signals, queries, activities.
+
+One module both sides import, one pydantic model per message, so fields can be added
+compatibly (new fields get defaults). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workflows.spec import WorkflowSpec
+
+SessionStatus = Literal[
+    "running", "awaiting_input", "awaiting_decision", "completed", "failed", "rejected"
+]
+FINISHED_STATUSES: frozenset[str] = frozenset({"completed", "failed", "rejected"})
+OPEN_STATUSES: frozenset[str] = frozenset({"running", "awaiting_input", "awaiting_decision"})
+
+OutcomeKind = Literal["completed", "parked", "failed", "rejected"]
+Disposition = Literal["turn", "reply", "deliver", "decide"]
+NoteKind = Literal["decision", "event", "error", "after", "sub-workflow", "opening"]
+TrailKind = Literal["trigger", "agent", "human", "sub-workflow", "reset", "on_error"]
+
+
+def is_finished(status: str) -> bool:
+    """True for completed, failed and rejected: the turn is over, the next event is a new turn.
+
+    A parked session (awaiting input or a decision) is open, never finished.
+    """
+    return status in FINISHED_STATUSES
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Variable(_Model):
+    """One session variable: its value and who set it (locked = the host)."""
+
+    value: Any = None
+    locked: bool = False
+
+
+class ToolCall(_Model):
+    """A tool call as the model made it; ``arguments`` is the raw JSON text it produced."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class Message(_Model):
+    """One transcript entry, in Chat Completions shape plus archmax's markers.
+
+    ``note`` marks both halves of a runtime note (the synthetic ``archmax_note`` call and its
+    result): hosts read the marker rather than infer authorship from a role or a prefix.
+    ``status`` is a tool result's outcome (``ok``, ``error``, ``blocked``).
+    """
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    note: NoteKind | None = None
+    status: Literal["ok", "error", "blocked"] | None = None
+    state: str | None = None
+
+
+def is_runtime_note(message: Message) -> bool:
+    """Whether ``message`` is half of a runtime note (never something the model said)."""
+    return message.note is not None
+
+
+class TrailStep(_Model):
+    """A committed step of the audit trail: trigger arrivals, advances, decisions, routes."""
+
+    to: str
+    kind: TrailKind
+    reason: str | None = None
+    workflow: str | None = None
+    status: Literal["ok", "error"] | None = None
+    ts: datetime
+
+
+class PendingInput(_Model):
+    """The park record of ``archmax_wait``: where, why, since when, and when it wakes itself."""
+
+    state: str
+    title: str | None = None
+    reason: str
+    parked_at: datetime
+    resume_at: datetime | None = None
+
+
+class SessionExit(_Model):
+    """How the agent ended a finished turn: success, or the code and reason it raised."""
+
+    success: bool
+    code: str | None = None
+    reason: str | None = None
+
+
+class Usage(_Model):
+    """Token usage, per call and summed per session."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def plus(self, other: Usage) -> Usage:
+        """The sum of two usages."""
+        return Usage(
+            calls=self.calls + other.calls,
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class Raised(_Model):
+    """What ``archmax_raise`` recorded: the agent's code, its reason and the state."""
+
+    code: str
+    reason: str
+    state: str
+
+
+class SessionState(_Model):
+    """Everything a session carries: the durable part of the workflow, and what
+    continue-as-new hands to the next run."""
+
+    status: SessionStatus = "running"
+    state: str | None = None
+    entry_state: str | None = None
+    trigger: str | None = None
+    variables: dict[str, Variable] = Field(default_factory=dict)
+    transcript: list[Message] = Field(default_factory=list)
+    trail: list[TrailStep] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    park_counts: dict[str, int] = Field(default_factory=dict)
+    pending_input: PendingInput | None = None
+    raised: Raised | None = None
+    rejected: str | None = None
+    turns: int = 0
+    deliveries: int = 0
+
+
+class PromptParts(_Model):
+    """Authored prose beside the spec that joins the system prompt."""
+
+    workflow_md: str | None = None
+    agents_md: str | None = None
+
+
+class SessionInput(_Model):
+    """The input of one ``ArchmaxSession`` run: the parsed, hashed spec and, after
+    continue-as-new, the carried session state."""
+
+    session_id: str
+    workflow: str
+    spec: WorkflowSpec
+    spec_hash: str
+    prompt: PromptParts = Field(default_factory=PromptParts)
+    carried: SessionState | None = None
+    requests_per_run: int | None = None
+    """Continue-as-new after this many turns and deliveries (None: the runtime default)."""
+
+
+class SendInput(_Model):
+    """A host's firing: a message, the trigger it came through and the variables it brought."""
+
+    message: str | None = None
+    trigger: str = "manual"
+    variables: dict[str, Any] = Field(default_factory=dict)
+
+
+class DeliverInput(_Model):
+    """An event delivered to a session parked with ``archmax_wait``."""
+
+    trigger: str | None = None
+    variables: dict[str, Any] = Field(default_factory=dict)
+    message: str | None = None
+
+
+class Outcome(_Model):
+    """What a settled turn came to, returned by ``send`` / ``deliver``."""
+
+    session_id: str
+    kind: OutcomeKind
+    disposition: Disposition
+    status: SessionStatus
+    state: str | None = None
+    parked_channel: Literal["input", "decision"] | None = None
+    pending: PendingInput | None = None
+    reply: str = ""
+    rejected: str | None = None
+    exit: SessionExit | None = None
+    variables: dict[str, Variable] = Field(default_factory=dict)
+    trail: list[TrailStep] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class SessionSummary(_Model):
+    """A session as a host lists it: status, classification, where it stands, what it holds."""
+
+    session_id: str
+    workflow: str
+    status: SessionStatus
+    classification: Literal["open", "finished"]
+    state: str | None = None
+    spec_hash: str
+    pending_input: PendingInput | None = None
+    wait_reason: str | None = None
+    resume_at: datetime | None = None
+    exit: SessionExit | None = None
+    rejected: str | None = None
+    trigger: str | None = None
+    variables: dict[str, Variable] = Field(default_factory=dict)
+    usage: Usage = Field(default_factory=Usage)
+    turns: int = 0
+
+
+class SessionView(_Model):
+    """The whole recorded session (summary, transcript and trail), for hosts and cases."""
+
+    summary: SessionSummary
+    transcript: list[Message]
+    trail: list[TrailStep]
+
+
+# --- activities -------------------------------------------------------------------------
+
+
+class ToolSchema(_Model):
+    """A tool as the model is told about it (an OpenAI function definition)."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ModelCallInput(_Model):
+    """One model call. Carries no endpoint and no key: those live on the worker."""
+
+    session_id: str
+    state: str
+    model: str | None = None
+    messages: list[Message]
+    tools: list[ToolSchema] = Field(default_factory=list)
+    tool_choice: Literal["auto", "none"] = "auto"
+
+
+class ModelCallResult(_Model):
+    """The model's answer: text, tool calls, and what it cost."""
+
+    content: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    model: str
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class PersistTurnInput(_Model):
+    """What the store activity writes at the end of every turn, a parked one included."""
+
+    session_id: str
+    workflow: str
+    spec_hash: str
+    spec: WorkflowSpec
+    status: SessionStatus
+    state: str | None
+    trail: list[TrailStep]
+    variables: dict[str, Variable]
+    usage: Usage

@@ -1,0 +1,852 @@
+"""``ArchmaxSession``: one archmax session as one long-running Temporal workflow.
+
+The workflow id is the session id. A turn is an iteration of the run loop, not a workflow:
+a finished turn leaves the workflow waiting for the session's next firing, so transcript,
+position, variables and trail simply carry forward.
+
+- ``send`` (update) opens a turn, or, on a session parked by ``archmax_wait``, delivers into
+  it; it returns the :class:`Outcome` when the turn settles.
+- ``deliver`` (update, typed rejection; and signal, for external systems) resumes a session
+  parked awaiting input. Validators run before anything is written: a refused delivery leaves
+  no event in the history.
+- ``archmax_wait({until})`` parks on ``wait_condition`` with a durable timer; when it fires
+  the session delivers itself trigger ``timer`` with variable ``now``.
+- Every model call is an activity; the runtime tools are handled here, deterministically.
+
+Workflow code does no I/O and reads no clock but ``workflow.now()``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import contracts, prompt, runtime_tools, variables
+    from workflows import search_attributes as sa
+    from workflows.durations import InvalidUntilError, resolve_until
+    from workflows.errors import (
+        ArchmaxError,
+        InvalidVariableNameError,
+        MissingDeliveryTriggerError,
+        SessionNotAwaitingInputError,
+        SessionNotResumableError,
+        UnknownTriggerError,
+    )
+    from workflows.models import (
+        DeliverInput,
+        Disposition,
+        Message,
+        ModelCallInput,
+        ModelCallResult,
+        Outcome,
+        PendingInput,
+        PersistTurnInput,
+        Raised,
+        SendInput,
+        SessionExit,
+        SessionInput,
+        SessionState,
+        SessionSummary,
+        SessionView,
+        ToolCall,
+        TrailKind,
+        TrailStep,
+        is_finished,
+    )
+    from workflows.paths import MISSING, InvalidPathError, resolve_path
+    from workflows.spec import TIMER_TRIGGER
+
+_Stop = Literal["continue", "raised", "parked", "routed", "rejected"]
+
+
+@dataclass
+class _Request:
+    """A queued firing: a host's send, or a delivery (update, signal or the session's timer)."""
+
+    key: str | None
+    send: SendInput | None = None
+    deliver: DeliverInput | None = None
+
+
+@dataclass
+class _ToolAnswer:
+    content: str
+    status: Literal["ok", "error", "blocked"] = "ok"
+
+
+@workflow.defn(name=contracts.WORKFLOW_NAME)
+class ArchmaxSession:
+    """One session: its durable state, its handlers and its turn loop."""
+
+    @workflow.init
+    def __init__(self, input: SessionInput) -> None:
+        self._input = input
+        self._spec = input.spec
+        self._s: SessionState = input.carried or SessionState(status="completed")
+        self._fresh = input.carried is None
+        self._queue: list[_Request] = []
+        self._results: dict[str, Outcome] = {}
+        self._busy = False
+        self._seq = 0
+        self._handled_this_run = 0
+        self._follow_up = False
+
+    # --- run loop -------------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, input: SessionInput) -> SessionSummary:
+        """Serve the session's firings forever; continue as new when the history grows."""
+        limit = input.requests_per_run or contracts.DEFAULT_REQUESTS_PER_RUN
+        while True:
+            await self._wait_for_work()
+            request = self._queue.pop(0)
+            outcome = await self._process(request)
+            if request.key is not None:
+                self._results[request.key] = outcome
+            self._busy = bool(self._queue)
+            self._handled_this_run += 1
+            if not self._queue and (
+                self._handled_this_run >= limit or workflow.info().is_continue_as_new_suggested()
+            ):
+                await workflow.wait_condition(
+                    lambda: workflow.all_handlers_finished() and not self._results
+                )
+                if not self._queue:
+                    workflow.continue_as_new(
+                        SessionInput(
+                            session_id=input.session_id,
+                            workflow=input.workflow,
+                            spec=input.spec,
+                            spec_hash=input.spec_hash,
+                            prompt=input.prompt,
+                            carried=self._s,
+                            requests_per_run=input.requests_per_run,
+                        )
+                    )
+
+    async def _wait_for_work(self) -> None:
+        """Wait for the next firing; a timed park also wakes itself when ``resume_at`` passes.
+
+        The wait always passes the park's timeout (None without ``until``) so its shape never
+        changes between replays.
+        """
+        pending = self._s.pending_input
+        timeout: timedelta | None = None
+        if self._s.status == "awaiting_input" and pending and pending.resume_at:
+            timeout = max(pending.resume_at - workflow.now(), timedelta(0))
+        try:
+            await workflow.wait_condition(
+                lambda: bool(self._queue),
+                timeout=timeout,
+                timeout_summary=f"until {pending.resume_at.isoformat()}" if timeout else None,
+            )
+        except TimeoutError:
+            now = workflow.now()
+            self._busy = True
+            self._queue.append(
+                _Request(
+                    key=None,
+                    deliver=DeliverInput(trigger=TIMER_TRIGGER, variables={"now": now.isoformat()}),
+                )
+            )
+
+    async def _process(self, request: _Request) -> Outcome:
+        disposition: Disposition
+        if request.send is not None and self._s.status != "awaiting_input":
+            disposition = "turn"
+            self._open_turn(request.send)
+        else:
+            disposition = "deliver"
+            delivery = request.deliver or DeliverInput(
+                trigger=request.send.trigger if request.send else None,
+                variables=request.send.variables if request.send else {},
+                message=request.send.message if request.send else None,
+            )
+            self._resume(delivery)
+        self._publish()
+        await self._drive()
+        await self._persist()
+        self._publish()
+        return self._outcome(disposition)
+
+    # --- handlers -------------------------------------------------------------------------
+
+    @workflow.update
+    async def send(self, firing: SendInput) -> Outcome:
+        """A host's firing: a new turn, or a delivery into a session parked for input."""
+        self._check_send(firing)
+        return await self._enqueue_and_wait(_Request(key=self._next_key(), send=firing))
+
+    @send.validator
+    def _validate_send(self, firing: SendInput) -> None:
+        self._check_send(firing)
+
+    @workflow.update
+    async def deliver(self, delivery: DeliverInput) -> Outcome:
+        """Resume a session parked by ``archmax_wait`` with the event that arrived."""
+        self._check_delivery(delivery)
+        return await self._enqueue_and_wait(_Request(key=self._next_key(), deliver=delivery))
+
+    @deliver.validator
+    def _validate_deliver(self, delivery: DeliverInput) -> None:
+        self._check_delivery(delivery)
+
+    @workflow.signal(name="deliver")
+    def deliver_signal(self, delivery: DeliverInput) -> None:
+        """Fire-and-forget delivery for external systems (``temporal workflow signal``).
+
+        A signal cannot be refused, so an invalid one is logged and dropped: the session stays
+        parked exactly as it was.
+        """
+        try:
+            self._check_delivery(delivery)
+        except ApplicationError as refusal:
+            workflow.logger.warning("deliver signal refused: %s (%s)", refusal, refusal.type)
+            return
+        self._busy = True
+        self._queue.append(_Request(key=None, deliver=delivery))
+
+    @workflow.query
+    def summary(self) -> SessionSummary:
+        """Status, classification, position, pending park, variables, usage."""
+        return self._summary()
+
+    @workflow.query
+    def view(self) -> SessionView:
+        """The whole recorded session: summary, transcript and trail."""
+        return SessionView(
+            summary=self._summary(), transcript=self._s.transcript, trail=self._s.trail
+        )
+
+    def _check_send(self, firing: SendInput) -> None:
+        if self._busy or self._s.status == "running":
+            raise _wire(
+                SessionNotResumableError(
+                    f"session {self._input.session_id!r} is mid-turn; retry after it settles"
+                )
+            )
+        self._check_names(firing.variables)
+        if self._s.status == "awaiting_input":
+            if not firing.trigger:
+                raise _wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
+            return
+        if self._s.status == "awaiting_decision":
+            raise _wire(
+                SessionNotResumableError(
+                    f"session {self._input.session_id!r} awaits a human decision"
+                )
+            )
+        if self._s.state is None and self._spec.start_state_for(firing.trigger) is None:
+            declared = ", ".join(self._spec.trigger_ids()) or "(none)"
+            raise _wire(
+                UnknownTriggerError(
+                    f"trigger {firing.trigger!r} is not declared by workflow "
+                    f"{self._input.workflow!r}; declared triggers: {declared}"
+                )
+            )
+
+    def _check_delivery(self, delivery: DeliverInput) -> None:
+        if self._busy or self._s.status != "awaiting_input":
+            raise _wire(
+                SessionNotAwaitingInputError(
+                    f"session {self._input.session_id!r} is not parked awaiting input "
+                    f"(status: {'running' if self._busy else self._s.status})"
+                )
+            )
+        if not delivery.trigger or not delivery.trigger.strip():
+            raise _wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
+        self._check_names(delivery.variables)
+
+    def _check_names(self, seeds: dict[str, Any]) -> None:
+        bad = variables.invalid_names(list(seeds))
+        if bad:
+            raise _wire(
+                InvalidVariableNameError(
+                    f"invalid variable name(s): {', '.join(map(str, bad))} "
+                    "(names match ^[a-z][a-z0-9_]*$; 'trigger' is reserved)"
+                )
+            )
+
+    def _next_key(self) -> str:
+        self._seq += 1
+        return f"r{self._seq}"
+
+    async def _enqueue_and_wait(self, request: _Request) -> Outcome:
+        assert request.key is not None
+        self._busy = True
+        self._queue.append(request)
+        key = request.key
+        await workflow.wait_condition(lambda: key in self._results)
+        return self._results.pop(key)
+
+    # --- turn boundaries ------------------------------------------------------------------
+
+    def _open_turn(self, firing: SendInput) -> None:
+        """A turn boundary: reset the turn's own mechanics, keep the conversation."""
+        s = self._s
+        s.park_counts = {}
+        s.raised = None
+        s.rejected = None
+        self._follow_up = s.state is not None
+        if s.state is None:
+            start = self._spec.start_state_for(firing.trigger)
+            assert start is not None  # the validator refused undeclared triggers
+            s.state = start
+            s.entry_state = start
+        s.trigger = firing.trigger
+        s.variables = variables.set_trigger(
+            variables.seed(s.variables, firing.variables, replace_title=False), firing.trigger
+        )
+        self._trail(s.state, "trigger", firing.trigger)
+        if firing.message:
+            s.transcript.append(Message(role="user", content=firing.message, state=s.state))
+        else:
+            self._note(
+                "opening",
+                f"[opening] trigger {firing.trigger!r} fired" + _with_variables(firing.variables),
+            )
+        s.status = "running"
+        s.turns += 1
+
+    def _resume(self, delivery: DeliverInput) -> None:
+        """An accepted delivery: seed, record the arrival, and continue in the parked state."""
+        s = self._s
+        assert delivery.trigger and s.state is not None
+        s.trigger = delivery.trigger
+        s.variables = variables.set_trigger(
+            variables.seed(s.variables, delivery.variables, replace_title=True), delivery.trigger
+        )
+        self._trail(s.state, "trigger", delivery.trigger)
+        self._note(
+            "event",
+            f"[event] trigger {delivery.trigger!r} delivered" + _with_variables(delivery.variables),
+        )
+        if delivery.message:
+            s.transcript.append(Message(role="user", content=delivery.message, state=s.state))
+        s.pending_input = None
+        s.status = "running"
+        s.deliveries += 1
+        self._follow_up = False
+
+    # --- the agent loop -------------------------------------------------------------------
+
+    async def _drive(self) -> None:
+        """Call the model and run its tool calls until the turn settles."""
+        visit_calls = 0
+        routes = 0
+        while True:
+            slug = self._state_slug()
+            state = self._spec.state(slug)
+            max_calls = state.budget.max_turns or contracts.DEFAULT_MAX_MODEL_CALLS_PER_VISIT
+            if visit_calls >= max_calls:
+                stop = self._turn_failure(
+                    f"budget.maxTurns ({max_calls}) exhausted in state '{slug}'", routes
+                )
+            else:
+                result = await self._call_model(handoff=False)
+                if result is None:
+                    stop = self._turn_failure(self._last_model_failure, routes)
+                else:
+                    visit_calls += 1
+                    self._s.transcript.append(
+                        Message(
+                            role="assistant",
+                            content=result.content,
+                            tool_calls=result.tool_calls,
+                            state=slug,
+                        )
+                    )
+                    if not result.tool_calls:
+                        self._s.status = "completed"
+                        return
+                    stop = await self._run_tool_calls(result.tool_calls)
+                    if self._state_slug() != slug:
+                        visit_calls = 0
+            if stop == "routed":
+                routes += 1
+                visit_calls = 0
+                continue
+            if stop in ("raised", "parked", "rejected"):
+                return
+
+    def _state_slug(self) -> str:
+        assert self._s.state is not None
+        return self._s.state
+
+    async def _call_model(self, *, handoff: bool) -> ModelCallResult | None:
+        """One model call as an activity; None (with the reason kept) when it failed for good."""
+        slug = self._state_slug()
+        state = self._spec.state(slug)
+        system = "\n\n".join(
+            [
+                prompt.render_system_prompt(self._spec, self._input.prompt, self._input.workflow),
+                prompt.render_state_block(
+                    self._spec,
+                    slug,
+                    entry_state=self._s.entry_state,
+                    follow_up=self._follow_up,
+                    variables=self._s.variables,
+                    handoff=handoff,
+                ),
+            ]
+        )
+        call = ModelCallInput(
+            session_id=self._input.session_id,
+            state=slug,
+            model=state.model or self._spec.settings.model,
+            messages=[Message(role="system", content=system), *self._s.transcript],
+            tools=runtime_tools.runtime_tool_schemas(state),
+            tool_choice="none" if handoff else "auto",
+        )
+        if state.budget.timeout_ms:
+            per_call = timedelta(milliseconds=state.budget.timeout_ms)
+            attempt_timeout, deadline = per_call, per_call
+        else:
+            attempt_timeout = contracts.DEFAULT_MODEL_CALL_TIMEOUT
+            deadline = contracts.DEFAULT_MODEL_CALL_DEADLINE
+        try:
+            result = await workflow.execute_activity(
+                contracts.MODEL_ACTIVITY,
+                call,
+                result_type=ModelCallResult,
+                start_to_close_timeout=attempt_timeout,
+                schedule_to_close_timeout=deadline,
+                retry_policy=contracts.MODEL_RETRY,
+                summary=f"{'handoff' if handoff else 'model'} · {slug}",
+            )
+        except ActivityError as failure:
+            cause = failure.cause
+            detail = str(cause) if cause is not None else str(failure)
+            self._last_model_failure = f"model call failed in state '{slug}': {detail}"
+            return None
+        self._s.usage = self._s.usage.plus(result.usage)
+        return result
+
+    async def _run_tool_calls(self, calls: list[ToolCall]) -> _Stop:
+        """Answer every call of one assistant message, in order; then park if one waited."""
+        slug_at_start = self._state_slug()
+        advanced_to: str | None = None
+        park: PendingInput | None = None
+        for call in calls:
+            arguments, parse_error = _arguments(call)
+            if parse_error is not None:
+                self._answer(call, _ToolAnswer(parse_error, "error"))
+                continue
+            if call.name == runtime_tools.RAISE:
+                if len(calls) > 1:
+                    self._answer(
+                        call,
+                        _ToolAnswer(
+                            "archmax_raise refused: it must be the only tool call of its "
+                            "message. Nothing was raised.",
+                            "error",
+                        ),
+                    )
+                    continue
+                refusal = _raise_refusal(arguments)
+                if refusal is not None:
+                    self._answer(call, _ToolAnswer(f"archmax_raise refused: {refusal}", "error"))
+                    continue
+                code, reason = str(arguments["code"]), str(arguments["reason"])
+                self._answer(call, _ToolAnswer(f"Session ended as failed ({code})."))
+                self._s.raised = Raised(code=code, reason=reason, state=self._state_slug())
+                self._s.status = "failed"
+                return "raised"
+            if call.name == runtime_tools.ADVANCE:
+                if advanced_to is not None:
+                    self._answer(
+                        call,
+                        _ToolAnswer(
+                            "archmax_advance rejected: only one advance per message; this "
+                            f"message already advanced to '{advanced_to}'.",
+                            "error",
+                        ),
+                    )
+                    continue
+                answer = self._advance(arguments)
+                if answer.status == "ok":
+                    advanced_to = self._state_slug()
+                self._answer(call, answer)
+                continue
+            if call.name == runtime_tools.WAIT:
+                if park is not None:
+                    self._answer(
+                        call, _ToolAnswer("archmax_wait refused: already parking.", "error")
+                    )
+                    continue
+                wait_answer, park, failure = self._wait(arguments)
+                self._answer(call, wait_answer)
+                if failure is not None:
+                    return self._turn_failure(failure, routes=0)
+                continue
+            if call.name == runtime_tools.SET_VARIABLES:
+                self._answer(call, self._set_variables(arguments))
+                continue
+            if call.name == runtime_tools.GET_VARIABLES:
+                self._answer(call, self._get_variables(arguments))
+                continue
+            if call.name == runtime_tools.RESET:
+                answer = self._reset(arguments)
+                self._answer(call, answer)
+                continue
+            if call.name == runtime_tools.NOTE:
+                self._answer(
+                    call, _ToolAnswer("archmax_note is reserved for the runtime.", "blocked")
+                )
+                continue
+            self._answer(
+                call,
+                _ToolAnswer(
+                    f"Tool '{call.name}' is not available in state '{slug_at_start}'.",
+                    "blocked",
+                ),
+            )
+        if park is not None:
+            await self._park(park)
+            return "parked"
+        return "continue"
+
+    def _answer(self, call: ToolCall, answer: _ToolAnswer) -> None:
+        self._s.transcript.append(
+            Message(
+                role="tool",
+                tool_call_id=call.id,
+                name=call.name,
+                content=answer.content,
+                status=answer.status,
+                state=self._s.state,
+            )
+        )
+
+    # --- runtime tools --------------------------------------------------------------------
+
+    def _advance(self, arguments: dict[str, Any]) -> _ToolAnswer:
+        slug = self._state_slug()
+        state = self._spec.state(slug)
+        target = arguments.get("to")
+        targets = [t.to for t in state.transitions]
+        if not targets:
+            return _ToolAnswer(
+                f"archmax_advance rejected: state '{slug}' is terminal and has no transitions.",
+                "error",
+            )
+        if not isinstance(target, str) or target not in targets:
+            return _ToolAnswer(
+                f"archmax_advance rejected: {target!r} is not a transition of '{slug}'. "
+                f"Valid targets: {', '.join(targets)}.",
+                "error",
+            )
+        reason = arguments.get("reason")
+        self._s.state = target
+        self._trail(target, "agent", reason if isinstance(reason, str) and reason else None)
+        return _ToolAnswer(
+            f"Advanced to state '{target}'. You may now use the tools allowed in this state."
+        )
+
+    def _wait(
+        self, arguments: dict[str, Any]
+    ) -> tuple[_ToolAnswer, PendingInput | None, str | None]:
+        """Check a park: the answer, the park to commit, or the turn failure it causes.
+
+        An unreadable ``until`` refuses the park (the model reads why and goes on); the park
+        beyond ``budget.maxParks`` is a turn failure, routed by ``on_error``.
+        """
+        slug = self._state_slug()
+        state = self._spec.state(slug)
+        reason = arguments.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            refusal = "archmax_wait refused: `reason` must be a non-empty string."
+            return _ToolAnswer(refusal, "error"), None, None
+        now = workflow.now()
+        resume_at = None
+        until = arguments.get("until")
+        if until is not None and until != "":
+            try:
+                resume_at = resolve_until(str(until), now)
+            except InvalidUntilError as exc:
+                return _ToolAnswer(f"archmax_wait refused: {exc}. Not parked.", "error"), None, None
+        max_parks = state.budget.max_parks
+        if max_parks is not None and self._s.park_counts.get(slug, 0) >= max_parks:
+            failure = f"budget.maxParks ({max_parks}) exhausted in state '{slug}'"
+            return _ToolAnswer(f"archmax_wait refused: {failure}.", "error"), None, failure
+        park = PendingInput(
+            state=slug,
+            title=state.title,
+            reason=reason.strip(),
+            parked_at=now,
+            resume_at=resume_at,
+        )
+        wake = f" It wakes itself at {resume_at.isoformat()}." if resume_at else ""
+        return (
+            _ToolAnswer(
+                f"Parked in state '{slug}': {park.reason}. The session resumes here when an event "
+                f"is delivered.{wake}"
+            ),
+            park,
+            None,
+        )
+
+    async def _park(self, park: PendingInput) -> None:
+        """Commit the park; spend the handoff call only if the agent said nothing yet."""
+        s = self._s
+        s.park_counts[park.state] = s.park_counts.get(park.state, 0) + 1
+        if not _agent_spoke_since_last_opening(s.transcript):
+            result = await self._call_model(handoff=True)
+            if result is not None and result.content:
+                s.transcript.append(
+                    Message(role="assistant", content=result.content, state=park.state)
+                )
+        s.pending_input = park
+        s.status = "awaiting_input"
+
+    def _set_variables(self, arguments: dict[str, Any]) -> _ToolAnswer:
+        writes = arguments.get("variables")
+        lock = arguments.get("lock")
+        refusal = variables.agent_write_refusal(self._s.variables, writes, lock)
+        if refusal is not None:
+            return _ToolAnswer(
+                f"archmax_set_variables refused: {refusal}. Nothing was set.", "error"
+            )
+        assert isinstance(writes, dict)
+        self._s.variables = variables.agent_write(self._s.variables, writes, bool(lock))
+        return _ToolAnswer(f"Set {', '.join(sorted(writes))}.")
+
+    def _get_variables(self, arguments: dict[str, Any]) -> _ToolAnswer:
+        name = arguments.get("name") or None
+        path = arguments.get("path") or None
+        store = self._s.variables
+        if name is None and path is None:
+            return _ToolAnswer(
+                json.dumps({n: v.model_dump() for n, v in sorted(store.items())}, default=str)
+            )
+        if name is not None and name not in store:
+            known = ", ".join(sorted(store)) or "(none)"
+            return _ToolAnswer(f"Unknown variable {name!r}. Set variables: {known}.", "error")
+        target = f"{name}.{path}" if name is not None and path is not None else (path or name)
+        try:
+            value = resolve_path(str(target), variables.plain(store))
+        except InvalidPathError as exc:
+            return _ToolAnswer(f"archmax_get_variables refused: {exc}", "error")
+        if value is MISSING:
+            return _ToolAnswer(f"Path {target!r} does not resolve.", "error")
+        return _ToolAnswer(json.dumps(value, default=str))
+
+    def _reset(self, arguments: dict[str, Any]) -> _ToolAnswer:
+        s = self._s
+        if s.entry_state is None or s.state == s.entry_state:
+            return _ToolAnswer(
+                "archmax_reset refused: the session is already in the state the conversation "
+                "began in.",
+                "error",
+            )
+        s.state = s.entry_state
+        reason = arguments.get("reason")
+        self._trail(s.entry_state, "reset", reason if isinstance(reason, str) else None)
+        return _ToolAnswer(f"Reset to state '{s.entry_state}'.")
+
+    # --- failures -------------------------------------------------------------------------
+
+    _last_model_failure: str = "model call failed"
+
+    def _turn_failure(self, reason: str, routes: int) -> _Stop:
+        """Route a turn failure through ``on_error`` with an [error] note, or reject."""
+        s = self._s
+        slug = self._state_slug()
+        target = self._spec.state(slug).on_error
+        if target is not None and routes < contracts.MAX_ERROR_ROUTES_PER_TURN:
+            self._note("error", f"[error] {reason}; routed to '{target}'")
+            s.state = target
+            self._trail(target, "on_error", reason)
+            s.pending_input = None
+            return "routed"
+        s.rejected = reason
+        s.status = "rejected"
+        return "rejected"
+
+    # --- records --------------------------------------------------------------------------
+
+    def _trail(self, to: str, kind: TrailKind, reason: str | None) -> None:
+        self._s.trail.append(TrailStep(to=to, kind=kind, reason=reason, ts=workflow.now()))
+
+    def _note(self, kind: Any, text: str) -> None:
+        """A runtime note: a synthetic ``archmax_note`` call and its result, both marked."""
+        s = self._s
+        call_id = f"note_{len(s.transcript)}"
+        arguments = json.dumps({"kind": kind})
+        s.transcript.append(
+            Message(
+                role="assistant",
+                tool_calls=[ToolCall(id=call_id, name=runtime_tools.NOTE, arguments=arguments)],
+                note=kind,
+                state=s.state,
+            )
+        )
+        s.transcript.append(
+            Message(
+                role="tool",
+                tool_call_id=call_id,
+                name=runtime_tools.NOTE,
+                content=text,
+                note=kind,
+                status="ok",
+                state=s.state,
+            )
+        )
+
+    async def _persist(self) -> None:
+        """Rewrite the artifacts; a store outage never fails the session (it is logged)."""
+        s = self._s
+        try:
+            await workflow.execute_activity(
+                contracts.PERSIST_ACTIVITY,
+                PersistTurnInput(
+                    session_id=self._input.session_id,
+                    workflow=self._input.workflow,
+                    spec_hash=self._input.spec_hash,
+                    spec=self._spec,
+                    status=s.status,
+                    state=s.state,
+                    trail=s.trail,
+                    variables=s.variables,
+                    usage=s.usage,
+                ),
+                start_to_close_timeout=contracts.PERSIST_TIMEOUT,
+                retry_policy=contracts.PERSIST_RETRY,
+                summary=f"artifacts · {s.status}",
+            )
+        except ActivityError as failure:
+            workflow.logger.warning("artifacts not written: %s", failure.cause or failure)
+
+    def _publish(self) -> None:
+        """Keep search attributes and the UI's current details in step with the session."""
+        s = self._s
+        pending = s.pending_input if s.status == "awaiting_input" else None
+        updates = [
+            sa.WORKFLOW.value_set(self._input.workflow),
+            sa.STATUS.value_set(s.status),
+            sa.STATE.value_set(s.state or ""),
+            sa.PARKED_CHANNEL.value_set("input" if pending else ""),
+            sa.RESUME_AT.value_set(pending.resume_at)
+            if pending and pending.resume_at
+            else sa.RESUME_AT.value_unset(),
+        ]
+        workflow.upsert_search_attributes(updates)
+        details = [f"**{self._input.workflow}** · `{s.status}` in `{s.state}`"]
+        if pending:
+            details.append(f"waiting for: {pending.reason}")
+            if pending.resume_at:
+                details.append(f"wakes at {pending.resume_at.isoformat()}")
+        if s.raised:
+            details.append(f"raised `{s.raised.code}`: {s.raised.reason}")
+        if s.rejected:
+            details.append(f"rejected: {s.rejected}")
+        workflow.set_current_details("\n\n".join(details))
+
+    def _exit(self) -> SessionExit | None:
+        s = self._s
+        if s.status == "completed":
+            return SessionExit(success=True)
+        if s.status == "failed" and s.raised is not None:
+            return SessionExit(success=False, code=s.raised.code, reason=s.raised.reason)
+        return None
+
+    def _outcome(self, disposition: Disposition) -> Outcome:
+        s = self._s
+        kind = {
+            "completed": "completed",
+            "failed": "failed",
+            "rejected": "rejected",
+            "awaiting_input": "parked",
+            "awaiting_decision": "parked",
+        }.get(s.status, "rejected")
+        parked = s.status == "awaiting_input"
+        return Outcome(
+            session_id=self._input.session_id,
+            kind=kind,  # type: ignore[arg-type]
+            disposition=disposition,
+            status=s.status,
+            state=s.state,
+            parked_channel="input" if parked else None,
+            pending=s.pending_input if parked else None,
+            reply=_last_reply(s.transcript),
+            rejected=s.rejected,
+            exit=self._exit(),
+            variables=s.variables,
+            trail=s.trail,
+            usage=s.usage,
+        )
+
+    def _summary(self) -> SessionSummary:
+        s = self._s
+        pending = s.pending_input if s.status == "awaiting_input" else None
+        return SessionSummary(
+            session_id=self._input.session_id,
+            workflow=self._input.workflow,
+            status="running" if self._busy and s.status != "awaiting_input" else s.status,
+            classification="finished" if is_finished(s.status) and not self._busy else "open",
+            state=s.state,
+            spec_hash=self._input.spec_hash,
+            pending_input=pending,
+            wait_reason=pending.reason if pending else None,
+            resume_at=pending.resume_at if pending else None,
+            exit=self._exit(),
+            rejected=s.rejected,
+            trigger=s.trigger,
+            variables=s.variables,
+            usage=s.usage,
+            turns=s.turns,
+        )
+
+
+def _wire(error: ArchmaxError) -> ApplicationError:
+    return error.to_application_error()
+
+
+def _arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
+    try:
+        parsed = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        return {}, f"Arguments of {call.name} are not valid JSON ({exc.msg}). Nothing was done."
+    if not isinstance(parsed, dict):
+        return {}, f"Arguments of {call.name} must be a JSON object. Nothing was done."
+    return parsed, None
+
+
+def _raise_refusal(arguments: dict[str, Any]) -> str | None:
+    code, reason = arguments.get("code"), arguments.get("reason")
+    if not isinstance(code, str) or not 1 <= len(code.strip()) <= 64 or "\n" in code:
+        return "`code` must be a single-line token of 1-64 characters"
+    if not isinstance(reason, str) or not reason.strip():
+        return "`reason` must be a non-empty string"
+    return None
+
+
+def _agent_spoke_since_last_opening(transcript: list[Message]) -> bool:
+    """Whether the agent wrote any text since the person's last message (or last delivery)."""
+    for message in reversed(transcript):
+        if message.role == "user" or (
+            message.role == "tool" and message.note in ("event", "opening")
+        ):
+            return False
+        if message.role == "assistant" and message.note is None and (message.content or "").strip():
+            return True
+    return False
+
+
+def _last_reply(transcript: list[Message]) -> str:
+    for message in reversed(transcript):
+        if message.role == "assistant" and message.note is None and (message.content or "").strip():
+            return message.content or ""
+    return ""
+
+
+def _with_variables(seeds: dict[str, Any]) -> str:
+    if not seeds:
+        return "."
+    return " with variables " + json.dumps(seeds, ensure_ascii=False, default=str, sort_keys=True)

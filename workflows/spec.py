@@ -1,0 +1,452 @@
+"""The ``workflow.yaml`` schema as strict pydantic models.
+
+Fail closed: every block forbids unknown keys, so a typo (``transtions``) is a load error that
+names the key and its path instead of a silently ignored setting. The only loose slots are the
+ones archmax leaves loose: ``metadata`` (root, state) and a trigger declaration's own keys.
+
+Field names are snake_case; the camelCase spellings of archmax's schema (``timeoutMs``,
+``maxParks``) are the aliases, so an archmax user's tree loads unchanged.
+
+Pure: the workflow receives a parsed :class:`WorkflowSpec`; parsing and hashing happen on the
+host (``client/loader.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from workflows.errors import SpecValidationError
+from workflows.paths import InvalidPathError, parse_path
+
+SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+"""State and workflow slugs: kebab-case."""
+
+VARIABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+"""Variable names: flat, lower snake case, never dotted."""
+
+MANUAL_TRIGGER = "manual"
+"""The reserved trigger id of ``archmax run``, a plain host invoke and every delegation."""
+
+TIMER_TRIGGER = "timer"
+"""The trigger a timed ``archmax_wait`` delivers to its own session when ``until`` passes."""
+
+RESERVED_VARIABLES = frozenset({"trigger", "title"})
+"""Names the runtime owns: ``trigger`` (always locked) and ``title`` (agent-owned)."""
+
+SignatureType = Literal[
+    "string", "integer", "number", "boolean", "date", "date-time", "object", "array"
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class SignatureEntry(_Strict):
+    """A typed entry of a trigger's ``requires`` / ``returns``."""
+
+    name: str
+    type: SignatureType | None = None
+    description: str | None = None
+
+
+Signature = list[str | SignatureEntry]
+
+
+class TriggerSpec(BaseModel):
+    """A trigger declaration; its key is the id and the state it sits on its entry state.
+
+    Unknown keys are preserved (archmax lints them rather than refusing them).
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+    session: str | None = None
+    requires: Signature = Field(default_factory=list)
+    returns: Signature = Field(default_factory=list)
+    description: str | None = None
+    message: str | Literal[False] | None = None
+    connection: str | None = None
+
+    @field_validator("session")
+    @classmethod
+    def _session_is_a_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_path(value)
+            except InvalidPathError as exc:
+                raise ValueError(str(exc)) from exc
+        return value
+
+    @field_validator("description", "connection")
+    @classmethod
+    def _non_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+
+class TransitionSpec(_Strict):
+    """An outgoing edge: the only thing the agent learns about its target is ``description``."""
+
+    to: str
+    description: str
+    type: Literal["approve", "reject", "refine", "none"] = "none"
+
+    @field_validator("description")
+    @classmethod
+    def _description_required(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a transition needs a non-empty description")
+        return value
+
+
+class BudgetSpec(_Strict):
+    """Per-state bounds: model calls per visit, per-call timeout, parks per turn."""
+
+    max_turns: int | None = Field(default=None, alias="maxTurns", gt=0)
+    timeout_ms: int | None = Field(default=None, alias="timeoutMs", gt=0)
+    max_parks: int | None = Field(default=None, alias="maxParks", gt=0)
+
+
+class ToolGrant(_Strict):
+    """An argument- or path-scoped ``tools.allow`` / ``tools.forbid`` entry."""
+
+    tool: str
+    args: dict[str, str | list[str]] | None = None
+    paths: list[str] | None = None
+    connection: str | None = None
+    source: str | None = None
+
+
+ToolEntry = str | ToolGrant
+
+
+class StateToolsSpec(_Strict):
+    """A state's tool grants and denials (closed by default)."""
+
+    allow: list[ToolEntry] = Field(default_factory=list)
+    forbid: list[ToolEntry] = Field(default_factory=list)
+
+
+class RootToolsSpec(_Strict):
+    """Workflow-wide tool grants and denials."""
+
+    allow_always: list[ToolEntry] = Field(default_factory=list)
+    forbid_always: list[ToolEntry] = Field(default_factory=list)
+
+
+class StateListSpec(_Strict):
+    """A state's ``skills`` or ``mounts`` block."""
+
+    allow: list[str | dict[str, str]] = Field(default_factory=list)
+    forbid: list[str] = Field(default_factory=list)
+
+
+class RootListSpec(_Strict):
+    """The root ``skills`` or ``mounts`` block."""
+
+    allow_always: list[str | dict[str, str]] = Field(default_factory=list)
+    forbid_always: list[str] = Field(default_factory=list)
+
+
+class RubricSpec(BaseModel):
+    """A model-graded hook."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    instructions: str
+    model: str | None = None
+    max_iterations: int | None = Field(default=None, ge=0)
+    metadata: dict[str, Any] | None = None
+
+
+class HookSpec(BaseModel):
+    """One lifecycle hook: ``{script: path}``, ``{rubric: {...}}`` or a declared custom kind."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+    script: str | None = None
+    rubric: RubricSpec | None = None
+    max_iterations: int | None = Field(default=None, ge=0)
+
+
+HookList = list[HookSpec]
+
+
+class StateSpec(_Strict):
+    """One state of the machine; its key in ``states`` is its slug and identity."""
+
+    type: Literal["agent", "human"] = "agent"
+    title: str | None = None
+    summary: str | None = None
+    instructions: str | None = None
+    transitions: list[TransitionSpec] = Field(default_factory=list)
+    triggers: dict[str, TriggerSpec] = Field(default_factory=dict)
+    before: HookList = Field(default_factory=list)
+    after: HookList = Field(default_factory=list)
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    on_error: str | None = None
+    model: str | None = None
+    requires: list[str] = Field(default_factory=list)
+    tools: StateToolsSpec = Field(default_factory=StateToolsSpec)
+    skills: StateListSpec = Field(default_factory=StateListSpec)
+    mounts: StateListSpec = Field(default_factory=StateListSpec)
+    evidence: list[str] = Field(default_factory=list)
+    approvers: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("triggers", mode="before")
+    @classmethod
+    def _null_declarations(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: ({} if decl is None else decl) for key, decl in value.items()}
+        return value
+
+    @field_validator("before", "after", mode="before")
+    @classmethod
+    def _single_hook_is_a_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return value if isinstance(value, list) else [value]
+
+    @field_validator("model")
+    @classmethod
+    def _model_non_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a non-empty model id")
+        return value
+
+    @property
+    def is_terminal(self) -> bool:
+        """A state with no outgoing transitions: a turn that finishes here is completed."""
+        return not self.transitions
+
+    @property
+    def is_human(self) -> bool:
+        """A human decision node: a person picks one of its edges."""
+        return self.type == "human"
+
+
+class SettingsSpec(_Strict):
+    """Runtime knobs."""
+
+    model: str | None = None
+    timeout_ms: int | None = Field(default=None, alias="timeoutMs", gt=0)
+    memory_limit_bytes: int | None = Field(default=None, alias="memoryLimitBytes", gt=0)
+    max_ptc_calls: int | None = Field(default=None, alias="maxPtcCalls", ge=0)
+    max_result_chars: int | None = Field(default=None, alias="maxResultChars", gt=0)
+    prompt_cache: dict[str, Any] | None = None
+
+    @field_validator("model")
+    @classmethod
+    def _model_non_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a non-empty model id")
+        return value
+
+
+class JudgeSpec(_Strict):
+    """The grading model of ``grade`` assertions."""
+
+    model: str | None = None
+    model_options: dict[str, Any] | None = Field(default=None, alias="modelOptions")
+
+
+class TestsSpec(_Strict):
+    """Suite configuration for ``archmax test``."""
+
+    __test__ = False  # not a pytest class
+
+    max_concurrency: int | None = Field(default=None, alias="maxConcurrency", gt=0)
+    case_timeout_ms: int | None = Field(default=None, alias="caseTimeoutMs", gt=0)
+    judge: JudgeSpec | None = None
+
+    @field_validator("judge", mode="before")
+    @classmethod
+    def _empty_judge(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class RuntimeSpec(_Strict):
+    """The contract pin, ``{engine: archmax-harness, version: "2"}``."""
+
+    engine: Literal["archmax-harness"] = "archmax-harness"
+    version: str = "1"
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            value = str(int(value)) if float(value).is_integer() else str(value)
+        if value not in ("1", "2"):
+            raise ValueError(f"unsupported runtime version {value!r} (supported: 1, 2)")
+        return value
+
+
+class ExtensionsSpec(_Strict):
+    """Custom hook kinds the host registers executors for."""
+
+    hooks: list[str] = Field(default_factory=list)
+
+
+class WorkflowSpec(_Strict):
+    """A whole ``workflow.yaml``: the enforced state machine of one workflow."""
+
+    title: str | None = None
+    instructions: str | None = None
+    disabled: bool = False
+    runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
+    settings: SettingsSpec = Field(default_factory=SettingsSpec)
+    tests: TestsSpec = Field(default_factory=TestsSpec)
+    tools: RootToolsSpec = Field(default_factory=RootToolsSpec)
+    skills: RootListSpec = Field(default_factory=RootListSpec)
+    mounts: RootListSpec = Field(default_factory=RootListSpec)
+    extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
+    metadata: dict[str, Any] | None = None
+    states: dict[str, StateSpec]
+
+    @field_validator("states", mode="before")
+    @classmethod
+    def _bare_states(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {slug: ({} if state is None else state) for slug, state in value.items()}
+        return value
+
+    @field_validator("instructions")
+    @classmethod
+    def _instructions_non_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a non-empty string")
+        return value
+
+    def state(self, slug: str) -> StateSpec:
+        """The state named ``slug`` (a KeyError for an undeclared one is a programming error)."""
+        return self.states[slug]
+
+    def trigger_entry(self, trigger_id: str) -> str | None:
+        """The entry state of ``trigger_id``, or None when no state declares it."""
+        for slug, state in self.states.items():
+            if trigger_id in state.triggers:
+                return slug
+        return None
+
+    def trigger(self, trigger_id: str) -> TriggerSpec | None:
+        """The declaration of ``trigger_id``, or None when no state declares it."""
+        entry = self.trigger_entry(trigger_id)
+        return None if entry is None else self.states[entry].triggers[trigger_id]
+
+    def trigger_ids(self) -> list[str]:
+        """Every declared trigger id, in declaration order."""
+        return [tid for state in self.states.values() for tid in state.triggers]
+
+    @property
+    def entry(self) -> str:
+        """The machine's entry: the ``manual`` start state, else the first start state."""
+        manual = self.trigger_entry(MANUAL_TRIGGER)
+        if manual is not None:
+            return manual
+        for slug, state in self.states.items():
+            if state.triggers:
+                return slug
+        return next(iter(self.states))
+
+    def start_state_for(self, trigger_id: str) -> str | None:
+        """Where a fresh session under ``trigger_id`` opens.
+
+        ``manual`` opens at the machine's entry even when no state declares it, so a workflow
+        whose only start state declares other triggers still runs under ``archmax run``.
+        """
+        entry = self.trigger_entry(trigger_id)
+        if entry is None and trigger_id == MANUAL_TRIGGER:
+            return self.entry
+        return entry
+
+
+def machine_problems(spec: WorkflowSpec) -> list[str]:
+    """Graph-level errors a field validator cannot see, each ``"<path>: <message>"``."""
+    problems: list[str] = []
+    if not spec.states:
+        return ["states: Machine spec is missing or has empty 'states'"]
+    declared_by: dict[str, str] = {}
+    for slug, state in spec.states.items():
+        if not SLUG.match(slug):
+            problems.append(f"states.{slug}: state slug must be kebab-case ([a-z0-9-])")
+        for index, transition in enumerate(state.transitions):
+            if transition.to not in spec.states:
+                problems.append(
+                    f"states.{slug}.transitions.{index}.to: "
+                    f"transition to undeclared state {transition.to!r}"
+                )
+        if state.on_error is not None and state.on_error not in spec.states:
+            problems.append(f"states.{slug}.on_error: undeclared state {state.on_error!r}")
+        for trigger_id, declaration in state.triggers.items():
+            if trigger_id in declared_by:
+                problems.append(
+                    f"states.{slug}.triggers.{trigger_id}: trigger {trigger_id!r} is declared "
+                    f"by both {declared_by[trigger_id]!r} and {slug!r}"
+                )
+            declared_by.setdefault(trigger_id, slug)
+            for kind in ("requires", "returns"):
+                names = [e if isinstance(e, str) else e.name for e in getattr(declaration, kind)]
+                for name in names:
+                    if not VARIABLE_NAME.match(name):
+                        problems.append(
+                            f"states.{slug}.triggers.{trigger_id}.{kind}: "
+                            f"invalid variable name {name!r}"
+                        )
+                if len(set(names)) != len(names):
+                    problems.append(f"states.{slug}.triggers.{trigger_id}.{kind}: duplicated names")
+    if not declared_by:
+        problems.append("states: Workflow has no start state (no state declares a trigger)")
+    return problems
+
+
+def parse_spec(data: Any, source: str = "workflow.yaml") -> WorkflowSpec:
+    """Validate parsed YAML into a :class:`WorkflowSpec`, or raise :class:`SpecValidationError`.
+
+    Every problem is reported at once, each addressed by its dotted path:
+    ``states.review: unknown key "transtions"``.
+    """
+    if not isinstance(data, dict):
+        raise SpecValidationError(source, ["<root>: a workflow spec must be a mapping"])
+    if not data.get("states"):
+        raise SpecValidationError(source, ["states: Machine spec is missing or has empty 'states'"])
+    try:
+        spec = WorkflowSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecValidationError(source, format_validation_errors(exc)) from None
+    problems = machine_problems(spec)
+    if problems:
+        raise SpecValidationError(source, problems)
+    return spec
+
+
+def format_validation_errors(exc: ValidationError) -> list[str]:
+    """Pydantic's errors as ``"<dotted.path>: <message>"`` lines, unknown keys named."""
+    lines: list[str] = []
+    for error in exc.errors():
+        loc = [str(part) for part in error["loc"] if not _is_union_branch(part)]
+        if error["type"] == "extra_forbidden":
+            key = loc[-1] if loc else "?"
+            where = ".".join(loc[:-1]) or "<root>"
+            line = f'{where}: unknown key "{key}"'
+        else:
+            where = ".".join(loc) or "<root>"
+            message = error["msg"].removeprefix("Value error, ")
+            line = f"{where}: {message}"
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
+def _is_union_branch(part: object) -> bool:
+    """Pydantic names union branches in ``loc`` (``str``, ``SignatureEntry``): drop them."""
+    return isinstance(part, str) and (
+        part in {"str", "int", "bool", "list[str]", "literal[False]"}
+        or part[:1].isupper()
+        or part.startswith(("function-", "literal["))
+    )
