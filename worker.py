@@ -44,6 +44,7 @@ def build_worker(
     model: ModelConfig,
     store_dir: Path,
     max_cached_workflows: int = 1000,
+    identity: str | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities."""
     model_activities = ModelActivities(model)
@@ -56,6 +57,7 @@ def build_worker(
         workflow_runner=workflow_runner(),
         max_cached_workflows=max_cached_workflows,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        identity=identity,
     )
 
 

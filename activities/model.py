@@ -72,6 +72,9 @@ class ModelActivities:
             api_key=config.api_key or PLACEHOLDER_KEY,
             max_retries=0,
             timeout=config.request_timeout,
+            # A plain httpx client: openai's own wrapper schedules its close from __del__,
+            # which can land inside a workflow's event loop when the worker is collected.
+            http_client=openai.DefaultAsyncHttpxClient(timeout=config.request_timeout),
         )
 
     @activity.defn(name=MODEL_ACTIVITY)

@@ -145,7 +145,10 @@ class WorkflowSurface:
             static_summary=f"archmax session · {loaded.slug}",
             static_details=f"Workflow `{loaded.slug}` (spec {loaded.spec_hash}).",
             search_attributes=TypedSearchAttributes(
-                [SearchAttributePair(sa.WORKFLOW, loaded.slug), SearchAttributePair(sa.STATUS, "running")]
+                [
+                    SearchAttributePair(sa.WORKFLOW, loaded.slug),
+                    SearchAttributePair(sa.STATUS, "running"),
+                ]
             ),
         )
         firing = SendInput(message=message, trigger=trigger, variables=seeds)
@@ -209,9 +212,7 @@ class SessionsSurface:
         except Exception as exc:
             raise translate(exc, session_id=session_id) from exc
 
-    async def list(
-        self, *, workflow: str | None = None, limit: int = 100
-    ) -> list[SessionSummary]:
+    async def list(self, *, workflow: str | None = None, limit: int = 100) -> list[SessionSummary]:
         """Open and finished sessions, newest first, from visibility plus each one's summary."""
         query = f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running'"
         if workflow:
@@ -239,7 +240,9 @@ class Agent:
             try:
                 parse_path(session_path)
             except InvalidPathError as exc:
-                raise InvalidSessionIdError(f"malformed session path {session_path!r}: {exc}") from None
+                raise InvalidSessionIdError(
+                    f"malformed session path {session_path!r}: {exc}"
+                ) from None
         self._runtime = runtime
         self._loaded = loaded
         self.session_path = session_path

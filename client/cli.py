@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from client.config import RuntimeConfig
+from client.logs import configure_logging
 from workflows.errors import ArchmaxError
 from workflows.models import Outcome, SessionSummary, TrailStep
 
@@ -38,6 +39,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="archmax", description="Run archmax workflows on Temporal.")
     parser.add_argument("--root", help="authoring root (default: ARCHMAX_ROOT or the cwd)")
+    parser.add_argument("--verbose", action="store_true", help="log each model call on stderr")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="start or continue a session with a message")
@@ -217,12 +219,16 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 async def _worker(config: RuntimeConfig) -> int:
     from activities.model import ModelConfig
-    from client.runtime import connect
+    from client.runtime import SERVICE_IDENTITY_PREFIX, connect, worker_identity
     from worker import build_worker, run_until_signalled
 
     client = await connect(config.address, config.namespace)
     worker = build_worker(
-        client, task_queue=config.task_queue, model=ModelConfig.from_env(), store_dir=config.store
+        client,
+        task_queue=config.task_queue,
+        model=ModelConfig.from_env(),
+        store_dir=config.store,
+        identity=worker_identity(SERVICE_IDENTITY_PREFIX),
     )
     _err(f"worker    {config.address} · namespace {config.namespace} · queue {config.task_queue}")
     await run_until_signalled(worker)
@@ -233,7 +239,7 @@ async def _worker(config: RuntimeConfig) -> int:
 async def _dev(config: RuntimeConfig) -> int:
     from activities.model import ModelConfig
     from client.devserver import ForegroundDevServer
-    from client.runtime import connect
+    from client.runtime import SERVICE_IDENTITY_PREFIX, connect, worker_identity
     from worker import build_worker, run_until_signalled
 
     async with ForegroundDevServer(config.root, address=config.address) as dev:
@@ -244,6 +250,7 @@ async def _dev(config: RuntimeConfig) -> int:
             task_queue=config.task_queue,
             model=ModelConfig.from_env(),
             store_dir=config.store,
+            identity=worker_identity(SERVICE_IDENTITY_PREFIX),
         )
         _err(f"temporal  {server.address}  ·  UI {server.ui_url or 'disabled'}")
         _err(f"worker    queue {config.task_queue}  ·  Ctrl-C to stop")
@@ -266,8 +273,9 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "demo":
         from client.demo import run_demo
 
-        return await run_demo(root=Path(args.root) if args.root else None,
-                              conversation=args.conversation)
+        return await run_demo(
+            root=Path(args.root) if args.root else None, conversation=args.conversation
+        )
     raise UsageError(f"unknown command {args.command!r}")
 
 
@@ -275,10 +283,14 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     """Parse and run one command; the exit code (never raises for expected failures)."""
     from client.devserver import DevServerError
 
+    args: argparse.Namespace | None = None
     try:
         args = _parser().parse_args(argv)
+        configure_logging(verbose=args.verbose or args.command in ("worker", "dev"))
         return asyncio.run(_dispatch(args))
     except UsageError as exc:
+        if exc.command is None and args is not None:
+            exc.command = args.command
         _err(f"archmax: {exc}")
         _err(f"try archmax {exc.command + ' ' if exc.command else ''}--help")
         return 2

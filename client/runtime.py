@@ -12,6 +12,7 @@ This is also the one place Temporal's client errors become archmax's typed error
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -49,8 +50,38 @@ async def connect(address: str, namespace: str) -> Client:
     )
 
 
+EPHEMERAL_IDENTITY_PREFIX = "archmax-cli:"
+"""Identity prefix of the worker a command runs in-process; others never count on it."""
+
+SERVICE_IDENTITY_PREFIX = "archmax-worker:"
+"""Identity prefix of long-lived workers (``archmax worker``, ``archmax dev``)."""
+
+
+def worker_identity(prefix: str) -> str:
+    """``<prefix><pid>@<host>``: lets a later command tell a dead local worker from a live one."""
+    return f"{prefix}{os.getpid()}@{socket.gethostname()}"
+
+
+def _identity_alive(identity: str) -> bool:
+    """False only for a worker of this host whose process is gone."""
+    for prefix in (EPHEMERAL_IDENTITY_PREFIX, SERVICE_IDENTITY_PREFIX):
+        if identity.startswith(prefix):
+            pid_text, _, host = identity.removeprefix(prefix).partition("@")
+            if host != socket.gethostname() or not pid_text.isdigit():
+                return True
+            try:
+                os.kill(int(pid_text), 0)
+            except ProcessLookupError:
+                return False
+            except PermissionError:
+                return True
+            return True
+    return True
+
+
 async def worker_polling(client: Client, task_queue: str) -> bool:
-    """Whether some worker polled ``task_queue`` for workflow tasks within the live window."""
+    """Whether a long-lived worker polls ``task_queue``: seen within the live window, not a
+    command's own in-process worker, and not a local process that has exited."""
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,
@@ -61,7 +92,11 @@ async def worker_polling(client: Client, task_queue: str) -> bool:
     now = datetime.now(UTC)
     for poller in response.pollers:
         seen = poller.last_access_time.ToDatetime(tzinfo=UTC)
-        if now - seen <= LIVE_POLLER_WINDOW:
+        if now - seen > LIVE_POLLER_WINDOW:
+            continue
+        if poller.identity.startswith(EPHEMERAL_IDENTITY_PREFIX):
+            continue
+        if _identity_alive(poller.identity):
             return True
     return False
 
@@ -107,12 +142,15 @@ async def open_runtime(
     if mode not in ("auto", "inprocess", "external"):
         raise ValueError(f"ARCHMAX_WORKER must be auto, inprocess or external, not {mode!r}")
     worker: Worker | None = None
-    if mode == "inprocess" or (mode == "auto" and not await worker_polling(client, config.task_queue)):
+    if mode == "inprocess" or (
+        mode == "auto" and not await worker_polling(client, config.task_queue)
+    ):
         worker = build_worker(
             client,
             task_queue=config.task_queue,
             model=model or ModelConfig.from_env(env),
             store_dir=config.store,
+            identity=worker_identity(EPHEMERAL_IDENTITY_PREFIX),
         )
         await _start_worker(worker)
     return Runtime(client=client, config=config, server=server, worker=worker)

@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
+from temporalio.common import SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
@@ -45,6 +46,7 @@ with workflow.unsafe.imports_passed_through():
         ModelCallInput,
         ModelCallResult,
         Outcome,
+        OutcomeKind,
         PendingInput,
         PersistTurnInput,
         Raised,
@@ -138,13 +140,13 @@ class ArchmaxSession:
         """
         pending = self._s.pending_input
         timeout: timedelta | None = None
+        summary: str | None = None
         if self._s.status == "awaiting_input" and pending and pending.resume_at:
             timeout = max(pending.resume_at - workflow.now(), timedelta(0))
+            summary = f"archmax_wait until {pending.resume_at.isoformat()}"
         try:
             await workflow.wait_condition(
-                lambda: bool(self._queue),
-                timeout=timeout,
-                timeout_summary=f"until {pending.resume_at.isoformat()}" if timeout else None,
+                lambda: bool(self._queue), timeout=timeout, timeout_summary=summary
             )
         except TimeoutError:
             now = workflow.now()
@@ -411,7 +413,7 @@ class ArchmaxSession:
             attempt_timeout = contracts.DEFAULT_MODEL_CALL_TIMEOUT
             deadline = contracts.DEFAULT_MODEL_CALL_DEADLINE
         try:
-            result = await workflow.execute_activity(
+            result: ModelCallResult = await workflow.execute_activity(
                 contracts.MODEL_ACTIVITY,
                 call,
                 result_type=ModelCallResult,
@@ -727,7 +729,7 @@ class ArchmaxSession:
         """Keep search attributes and the UI's current details in step with the session."""
         s = self._s
         pending = s.pending_input if s.status == "awaiting_input" else None
-        updates = [
+        updates: list[SearchAttributeUpdate[Any]] = [
             sa.WORKFLOW.value_set(self._input.workflow),
             sa.STATUS.value_set(s.status),
             sa.STATE.value_set(s.state or ""),
@@ -758,7 +760,7 @@ class ArchmaxSession:
 
     def _outcome(self, disposition: Disposition) -> Outcome:
         s = self._s
-        kind = {
+        kind: OutcomeKind = {  # type: ignore[assignment]
             "completed": "completed",
             "failed": "failed",
             "rejected": "rejected",
@@ -768,7 +770,7 @@ class ArchmaxSession:
         parked = s.status == "awaiting_input"
         return Outcome(
             session_id=self._input.session_id,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             disposition=disposition,
             status=s.status,
             state=s.state,

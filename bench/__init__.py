@@ -1,0 +1,1 @@
+"""Benchmarks: what archmax adds on top of Temporal's own round trips (see bench/README.md)."""

@@ -1,0 +1,82 @@
+"""``archmax demo``: the seed's email conversation, end to end, with no API key.
+
+An email arrives (``email_received``); the session asks which order it is about and parks with
+``archmax_wait``; the customer's reply is delivered (``email_reply``); the session resumes in
+``clarify``, advances to ``answer`` and names the order. It runs on the embedded dev server with
+an in-process worker, and the model is the scripted one from the example's playbook, reached
+through the same ``openai`` client code as any real endpoint.
+"""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+
+from activities.model import ModelConfig
+from client.agent import create_agent
+from client.config import RuntimeConfig
+from client.scripted_model import Playbook, ScriptedModelServer
+
+WORKFLOW = "support-inbox"
+DEMO_TASK_QUEUE = "archmax-demo"
+"""Its own queue, so the demo's scripted-model worker never serves real sessions."""
+
+
+def default_root() -> Path:
+    """The example tree shipped in the repository."""
+    return Path(__file__).resolve().parents[1] / "examples" / WORKFLOW
+
+
+def _say(line: str = "") -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+async def run_demo(root: Path | None = None, conversation: str | None = None) -> int:
+    """Run the demo; 0 when the session parked, resumed and answered naming the order."""
+    root = (root or default_root()).resolve()
+    playbook = Playbook.load(root / "workflows" / WORKFLOW / "playbook.yaml")
+    config = RuntimeConfig.from_env(root=root).with_overrides(task_queue=DEMO_TASK_QUEUE)
+    conversation_id = conversation or f"demo-{uuid.uuid4().hex[:8]}"
+    with ScriptedModelServer(playbook) as model:
+        model_config = ModelConfig(base_url=model.url, api_key="scripted", default_model="scripted")
+        async with await create_agent(
+            WORKFLOW, config=config, model=model_config, worker="inprocess"
+        ) as agent:
+            server = agent.runtime.server
+            _say(
+                f"temporal  {config.address}"
+                + (" (started the embedded dev server)" if server and server.started else "")
+            )
+            _say(f"model     scripted, at {model.url}")
+            _say()
+            first = "About the thing we discussed on the phone — can you sort it out?"
+            _say(f"1. email_received on conversation {conversation_id}:\n   “{first}”")
+            parked = await agent.workflow.send(
+                None,
+                first,
+                trigger="email_received",
+                variables={"conversation_id": conversation_id},
+            )
+            reason = parked.pending.reason if parked.pending else ""
+            _say(f"   → {parked.kind} in {parked.state}: {reason}")
+            _say(f"   the agent asked: {parked.reply}")
+            summary = await agent.sessions.get(conversation_id)
+            _say(f"2. sessions.get → status {summary.status}, waiting for: {summary.wait_reason}")
+            reply = "It's ORD-1001."
+            _say(f"3. email_reply delivered with reply_body “{reply}”")
+            resumed = await agent.workflow.deliver(
+                conversation_id, trigger="email_reply", variables={"reply_body": reply}
+            )
+            flow = " → ".join(f"{s.to}" for s in resumed.trail)
+            _say(f"   → {resumed.kind} in {resumed.state} (trail: {flow})")
+            print(resumed.reply, flush=True)
+            ui = server.ui_url if server and server.ui_url else "http://localhost:8233"
+            _say()
+            _say(
+                f"See it in the Temporal UI: {ui}/namespaces/{config.namespace}/workflows/"
+                f"{conversation_id}"
+            )
+            _say(f"Artifacts: {config.store / conversation_id / 'artifacts'}")
+            ok = resumed.kind == "completed" and "ORD-1001" in resumed.reply
+            return 0 if ok else 1

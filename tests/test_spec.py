@@ -1,0 +1,345 @@
+"""workflows/spec.py: the strict ``workflow.yaml`` schema (harness reference §2, §5)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from workflows.errors import SpecValidationError
+from workflows.spec import ToolGrant, WorkflowSpec, machine_problems, parse_spec
+
+
+def base() -> dict[str, Any]:
+    """intake (manual start) → done (terminal, bare ``done:``)."""
+    return {
+        "title": "Support",
+        "states": {
+            "intake": {
+                "triggers": {"manual": None},
+                "transitions": [{"to": "done", "description": "The work is done."}],
+            },
+            "done": None,
+        },
+    }
+
+
+DELETE = object()
+
+
+def issues(data: Any) -> list[str]:
+    with pytest.raises(SpecValidationError) as caught:
+        parse_spec(data, "wf.yaml")
+    assert caught.value.source == "wf.yaml"
+    return caught.value.issues
+
+
+def with_(path: str, value: Any) -> dict[str, Any]:
+    """``base()`` with the dotted ``path`` set to ``value``."""
+    data = base()
+    *parents, last = path.split(".")
+    node: Any = data
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    if value is DELETE:
+        del node[last]
+    else:
+        node[last] = value
+    return data
+
+
+class TestParseSpec:
+    def test_minimal_spec_loads(self):
+        """A spec with a start state and a bare terminal state loads into typed models."""
+        spec = parse_spec(base())
+        assert isinstance(spec, WorkflowSpec)
+        assert list(spec.states) == ["intake", "done"]
+        assert spec.state("done").transitions == []
+        assert spec.runtime.version == "1" and spec.disabled is False
+
+    def test_non_mapping_root_is_refused(self):
+        """A document that is not a mapping is refused at the root."""
+        assert issues(["states"]) == ["<root>: a workflow spec must be a mapping"]
+
+    @pytest.mark.parametrize("states", [None, {}, []])
+    def test_missing_or_empty_states_is_refused(self, states):
+        """Missing or empty ``states`` fails with archmax's own message."""
+        data = base() | {"states": states}
+        assert issues(data) == ["states: Machine spec is missing or has empty 'states'"]
+
+    @pytest.mark.parametrize(
+        ("path", "expected"),
+        [
+            ("states.intake.transtions", 'states.intake: unknown key "transtions"'),
+            *[(key, f'<root>: unknown key "{key}"') for key in ("name", "triggers", "policy")],
+            ("description", '<root>: unknown key "description"'),
+            ("settings.prompt", 'settings: unknown key "prompt"'),
+            ("settings.forbid_tools", 'settings: unknown key "forbid_tools"'),
+            ("tools.allow", 'tools: unknown key "allow"'),
+            ("skills.allow", 'skills: unknown key "allow"'),
+            ("states.intake.tools.allow_always", 'states.intake.tools: unknown key "allow_always"'),
+            ("extensions.metadata", 'extensions: unknown key "metadata"'),
+        ],
+    )
+    def test_unknown_and_misplaced_keys_are_named_with_their_path(self, path, expected):
+        """A typo, a retired root key or a key at the wrong level is named with its path."""
+        assert expected in issues(with_(path, []))
+
+    def test_every_problem_is_reported_at_once(self):
+        """All field errors come back in one pass, each addressed by its path."""
+        data = with_("states.intake.type", "wait")
+        data["states"]["intake"]["model"] = ""
+        found = issues(data)
+        assert "states.intake.type: Input should be 'agent' or 'human'" in found
+        assert "states.intake.model: must be a non-empty model id" in found
+
+    @pytest.mark.parametrize(
+        ("path", "value"),
+        [
+            *[("states.intake.transitions.0.description", v) for v in (DELETE, "", "  ", 5)],
+            *[("states.intake.model", v) for v in ("", 3, {"id": "gpt", "temperature": 0})],
+            *[("instructions", v) for v in ("", "  ", 5)],
+        ],
+    )
+    def test_required_strings_are_non_empty_strings(self, path, value):
+        """A missing, blank or mistyped description, model or instructions is addressed to it."""
+        found = issues(with_(path, value))
+        assert found and all(line.startswith(f"{path}: ") for line in found)
+
+    @pytest.mark.parametrize(
+        ("version", "expected"), [("1", "1"), ("2", "2"), (2, "2"), (2.0, "2")]
+    )
+    def test_runtime_version_may_be_string_or_number(self, version, expected):
+        """The contract pin accepts versions 1 and 2 spelled as strings or numbers."""
+        spec = parse_spec(base() | {"runtime": {"engine": "archmax-harness", "version": version}})
+        assert spec.runtime.version == expected
+
+    @pytest.mark.parametrize("runtime", [{"version": 3}, {"version": True}, {"engine": "other"}])
+    def test_unsupported_runtime_pin_is_refused(self, runtime):
+        """An unsupported version or engine is an error on ``runtime``."""
+        assert any(line.startswith("runtime.") for line in issues(base() | {"runtime": runtime}))
+
+    def test_camel_case_aliases_load(self):
+        """archmax's camelCase spellings (maxParks, timeoutMs...) load into snake_case fields."""
+        data = with_("states.intake.budget", {"maxTurns": 4, "timeoutMs": 900, "maxParks": 5})
+        data["settings"] = {"timeoutMs": 15000, "maxPtcCalls": 0, "maxResultChars": 10}
+        data["tests"] = {"maxConcurrency": 2, "caseTimeoutMs": 100, "judge": None}
+        spec = parse_spec(data)
+        budget = spec.state("intake").budget
+        assert (budget.max_turns, budget.timeout_ms, budget.max_parks) == (4, 900, 5)
+        assert spec.settings.timeout_ms == 15000 and spec.settings.max_ptc_calls == 0
+        assert spec.tests.max_concurrency == 2 and spec.tests.judge is not None
+
+    @pytest.mark.parametrize("value", [0, -1, 1.5])
+    def test_budget_values_must_be_positive_integers(self, value):
+        """``budget.maxParks`` of zero, a negative or a fraction is an error."""
+        found = issues(with_("states.intake.budget", {"maxParks": value}))
+        assert all(line.startswith("states.intake.budget.maxParks: ") for line in found)
+
+    @pytest.mark.xfail(strict=True, reason="BUG: lax int coercion accepts true / '5' as a budget")
+    @pytest.mark.parametrize("value", [True, "5"])
+    def test_budget_values_are_not_coerced(self, value):
+        """A boolean or a quoted number is not a positive integer."""
+        issues(with_("states.intake.budget", {"maxParks": value}))
+
+    def test_metadata_is_loose(self):
+        """``metadata`` on the root and on a state accepts any mapping."""
+        data = base() | {"metadata": {"canvas": {"zoom": 2}}}
+        data["states"]["intake"]["metadata"] = {"x": 1, "y": 2, "anything": [None]}
+        assert parse_spec(data).state("intake").metadata == {"x": 1, "y": 2, "anything": [None]}
+
+    def test_unknown_trigger_keys_are_preserved(self):
+        """A trigger declaration's own unknown keys are kept, not refused."""
+        spec = parse_spec(with_("states.intake.triggers.manual", {"channel": "email"}))
+        manual = spec.trigger("manual")
+        assert manual is not None and manual.model_extra == {"channel": "email"}
+
+    def test_trigger_declaration_must_be_a_mapping(self):
+        """A trigger declaration that is neither a mapping nor empty is an error."""
+        found = issues(with_("states.intake.triggers.manual", "x"))
+        assert any(line.startswith("states.intake.triggers.manual: ") for line in found)
+
+    @pytest.mark.parametrize("path", ["${{conversation_id}}", "a..b", "", "mail. id"])
+    def test_malformed_session_path_is_refused(self, path):
+        """A ``session:`` path that the shared path parser rejects is a load error."""
+        found = issues(with_("states.intake.triggers.manual", {"session": path}))
+        assert any(line.startswith("states.intake.triggers.manual.session: ") for line in found)
+
+    @pytest.mark.parametrize("key", ["description", "connection"])
+    def test_empty_trigger_strings_are_refused(self, key):
+        """An empty trigger ``description`` or ``connection`` is an error."""
+        found = issues(with_("states.intake.triggers.manual", {key: ""}))
+        assert f"states.intake.triggers.manual.{key}: must be a non-empty string" in found
+
+    @pytest.mark.xfail(strict=True, reason="BUG: entry:/name: are load errors on a trigger (§5)")
+    @pytest.mark.parametrize("key", ["entry", "name"])
+    def test_trigger_entry_and_name_keys_are_refused(self, key):
+        """``entry:`` and ``name:`` in a trigger declaration are load errors."""
+        issues(with_("states.intake.triggers.manual", {key: "intake"}))
+
+    @pytest.mark.xfail(strict=True, reason="BUG: _is_union_branch drops capitalised dict keys")
+    def test_error_path_keeps_a_capitalised_trigger_id(self):
+        """An error inside trigger ``EmailIn`` is addressed through ``triggers.EmailIn``."""
+        found = issues(with_("states.intake.triggers.EmailIn", {"description": ""}))
+        assert "states.intake.triggers.EmailIn.description: must be a non-empty string" in found
+
+    def test_disabled_reads_a_boolean(self):
+        """``disabled: true`` takes the workflow out of service."""
+        assert parse_spec(base() | {"disabled": True}).disabled is True
+
+    @pytest.mark.xfail(strict=True, reason="BUG: lax bool; 'false'/0 enable, null refused (§2.1)")
+    @pytest.mark.parametrize(("value", "loads"), [(None, True), ("false", False), (0, False)])
+    def test_disabled_is_strict_and_null_means_enabled(self, value, loads):
+        """``disabled: null`` means in service; a non-boolean is a schema error."""
+        if loads:
+            assert parse_spec(base() | {"disabled": value}).disabled is False
+        else:
+            issues(base() | {"disabled": value})
+
+    @pytest.mark.xfail(strict=True, reason="BUG: `*` allow / path-shaped skill slug (§2.4, §2.2)")
+    @pytest.mark.parametrize(
+        ("path", "value"),
+        [
+            ("states.intake.tools", {"allow": ["*"]}),
+            ("tools", {"allow_always": [{"tool": "*"}]}),
+            ("states.intake.skills", {"allow": ["skills/billing"]}),
+            ("states.intake.skills", {"allow": ["bill*"]}),
+        ],
+    )
+    def test_star_grants_and_path_shaped_skills_are_refused(self, path, value):
+        """Only a forbid entry may use ``*``; skill entries are slugs, never paths or globs."""
+        issues(with_(path, value))
+
+    def test_star_in_a_forbid_list_loads(self):
+        """A forbid entry may deny every tool with ``*``."""
+        spec = parse_spec(with_("states.intake.tools", {"forbid": [{"tool": "*"}]}))
+        (entry,) = spec.state("intake").tools.forbid
+        assert isinstance(entry, ToolGrant) and entry.tool == "*"
+
+
+class TestMachineProblems:
+    def test_dangling_transition_is_addressed_to_its_field(self):
+        """A transition to an undeclared state is an error on that ``to``."""
+        data = with_("states.intake.transitions.0.to", "nowhere")
+        assert issues(data) == [
+            "states.intake.transitions.0.to: transition to undeclared state 'nowhere'"
+        ]
+
+    def test_on_error_must_name_a_declared_state(self):
+        """``on_error`` naming no declared state is an error."""
+        assert issues(with_("states.intake.on_error", "ghost")) == [
+            "states.intake.on_error: undeclared state 'ghost'"
+        ]
+
+    def test_a_trigger_has_one_entry_state(self):
+        """Two states declaring one trigger id is an error naming both."""
+        data = with_("states.done", {"triggers": {"manual": None}})
+        (line,) = issues(data)
+        assert line.startswith("states.done.triggers.manual: ")
+        assert "'intake'" in line and "'done'" in line
+
+    def test_no_start_state(self):
+        """A workflow where no state declares a trigger has no start state."""
+        data = with_("states.intake.triggers", {})
+        assert issues(data) == ["states: Workflow has no start state (no state declares a trigger)"]
+
+    @pytest.mark.parametrize("slug", ["Review", "re_view", "-x", "a--b"])
+    def test_state_slugs_are_kebab_case(self, slug):
+        """A state slug outside ``^[a-z0-9]+(-[a-z0-9]+)*$`` is reported."""
+        data = base()
+        data["states"][slug] = None
+        assert f"states.{slug}: state slug must be kebab-case ([a-z0-9-])" in issues(data)
+
+    @pytest.mark.parametrize("kind", ["requires", "returns"])
+    def test_signature_names_are_variable_names_and_distinct(self, kind):
+        """Signature names must be valid variable names, distinct across both spellings."""
+        decl = {kind: ["Order-Id", "a", {"name": "a", "type": "string"}]}
+        found = issues(with_("states.intake.triggers.manual", decl))
+        where = f"states.intake.triggers.manual.{kind}"
+        assert f"{where}: invalid variable name 'Order-Id'" in found
+        assert f"{where}: duplicated names" in found
+
+    def test_typed_signature_entries_are_strict(self):
+        """A typed entry with an unknown key or type is an error."""
+        decl = {"requires": [{"name": "a", "tipe": "string"}, {"name": "b", "type": "file"}]}
+        found = issues(with_("states.intake.triggers.manual", decl))
+        assert 'states.intake.triggers.manual.requires.0: unknown key "tipe"' in found
+        assert any(
+            line.startswith("states.intake.triggers.manual.requires.1.type") for line in found
+        )
+
+    @pytest.mark.xfail(strict=True, reason="BUG: trigger/title are refused in returns (§4.8)")
+    @pytest.mark.parametrize("name", ["trigger", "title"])
+    def test_reserved_names_are_refused_in_returns(self, name):
+        """``returns`` may not name the runtime-owned ``trigger`` or ``title``."""
+        issues(with_("states.intake.triggers.manual", {"returns": [name]}))
+
+    def test_a_valid_spec_has_no_problems(self):
+        """The graph checks find nothing in a well-formed spec."""
+        assert machine_problems(parse_spec(base())) == []
+
+
+class TestWorkflowSpec:
+    def spec(self, states: dict[str, Any]) -> WorkflowSpec:
+        return parse_spec({"states": copy.deepcopy(states)})
+
+    def test_entry_prefers_the_manual_start_state(self):
+        """The machine's entry is the ``manual`` start state even when it is not first."""
+        spec = self.spec({"a": {"triggers": {"email": None}}, "b": {"triggers": {"manual": None}}})
+        assert spec.entry == "b"
+
+    def test_entry_falls_back_to_the_first_start_state(self):
+        """Without ``manual`` the entry is the first state that declares a trigger."""
+        spec = self.spec(
+            {"a": None, "b": {"triggers": {"x": None}}, "c": {"triggers": {"y": None}}}
+        )
+        assert spec.entry == "b"
+
+    def test_start_state_for_a_declared_trigger(self):
+        """A declared trigger opens at its own entry state."""
+        spec = self.spec({"a": {"triggers": {"manual": None}}, "b": {"triggers": {"reply": None}}})
+        assert spec.start_state_for("reply") == "b"
+        assert spec.start_state_for("manual") == "a"
+
+    def test_manual_opens_at_entry_when_undeclared(self):
+        """``manual`` opens at the entry even when no state declares it; others do not."""
+        spec = self.spec({"a": None, "b": {"triggers": {"email": None}}})
+        assert spec.start_state_for("manual") == "b"
+        assert spec.start_state_for("sms") is None
+
+    def test_trigger_lookup_and_ids(self):
+        """``trigger`` finds a declaration; ``trigger_ids`` lists all in declaration order."""
+        spec = self.spec(
+            {
+                "a": {"triggers": {"manual": None, "email": {"session": "conversation_id"}}},
+                "b": {"triggers": {"reply": {"session": "triggers.-1.conversationId"}}},
+            }
+        )
+        assert spec.trigger_ids() == ["manual", "email", "reply"]
+        reply = spec.trigger("reply")
+        assert reply is not None and reply.session == "triggers.-1.conversationId"
+        assert spec.trigger("nope") is None
+        assert spec.trigger_entry("email") == "a"
+
+
+class TestStateSpec:
+    def test_terminal_means_no_transitions(self):
+        """A state with no transitions is terminal; one with an edge is not."""
+        spec = parse_spec(base())
+        assert spec.state("done").is_terminal
+        assert not spec.state("intake").is_terminal
+
+    def test_human_type(self):
+        """``type: human`` marks a human decision node; the default type is agent."""
+        data = with_("states.done", {"type": "human", "instructions": "Decide."})
+        data["states"]["done"]["transitions"] = [{"to": "intake", "description": "Redo."}]
+        spec = parse_spec(data)
+        assert spec.state("done").is_human and not spec.state("done").is_terminal
+        assert not spec.state("intake").is_human
+        assert spec.state("intake").type == "agent"
+
+    def test_single_hook_becomes_a_list(self):
+        """A lone hook mapping is read as a one-entry list."""
+        spec = parse_spec(with_("states.intake.before", {"script": "hooks/check.js"}))
+        assert [h.script for h in spec.state("intake").before] == ["hooks/check.js"]
