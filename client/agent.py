@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,6 +41,10 @@ from workflows.models import (
 from workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from workflows.session import ArchmaxSession
 from workflows.spec import MANUAL_TRIGGER
+
+
+LIST_QUERY_TIMEOUT = timedelta(seconds=5)
+"""How long ``sessions.list`` waits for one session's summary before leaving it out."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,7 @@ class WorkflowSurface:
                 spec=loaded.spec,
                 spec_hash=loaded.spec_hash,
                 prompt=loaded.prompt,
+                search_attributes=agent.config.search_attributes,
             ),
             id=sid,
             task_queue=agent.config.task_queue,
@@ -149,7 +155,9 @@ class WorkflowSurface:
                     SearchAttributePair(sa.WORKFLOW, loaded.slug),
                     SearchAttributePair(sa.STATUS, "running"),
                 ]
-            ),
+            )
+            if agent.config.search_attributes
+            else None,
         )
         firing = SendInput(message=message, trigger=trigger, variables=seeds)
         try:
@@ -198,10 +206,12 @@ class SessionsSurface:
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
 
-    async def get(self, session_id: str) -> SessionSummary:
+    async def get(self, session_id: str, *, timeout: timedelta | None = None) -> SessionSummary:
         """The session's summary (a query), or :class:`SessionNotFoundError`."""
         try:
-            return await self._agent.handle(session_id).query(ArchmaxSession.summary)
+            return await self._agent.handle(session_id).query(
+                ArchmaxSession.summary, rpc_timeout=timeout
+            )
         except Exception as exc:
             raise translate(exc, session_id=session_id) from exc
 
@@ -213,14 +223,18 @@ class SessionsSurface:
             raise translate(exc, session_id=session_id) from exc
 
     async def list(self, *, workflow: str | None = None, limit: int = 100) -> list[SessionSummary]:
-        """Open and finished sessions, newest first, from visibility plus each one's summary."""
-        query = f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running'"
+        """This deployment's sessions (its task queue), newest first: visibility finds them,
+        each one's summary query describes it; one that cannot answer in time is left out."""
+        query = (
+            f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running' "
+            f"AND TaskQueue = '{self._agent.config.task_queue}'"
+        )
         if workflow:
             query += f" AND ArchmaxWorkflow = '{workflow}'"
         summaries: list[SessionSummary] = []
         async for execution in self._agent.client.list_workflows(query, limit=limit):
             try:
-                summaries.append(await self.get(execution.id))
+                summaries.append(await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT))
             except Exception:  # a session that cannot answer right now is left out
                 continue
         return summaries
@@ -295,6 +309,7 @@ async def create_agent(
     model: ModelConfig | None = None,
     session_path: str | None = None,
     worker: WorkerMode | None = None,
+    worker_cache: int = 1000,
 ) -> Agent:
     """An agent for ``workflows/<workflow>/`` of the authoring root.
 
@@ -305,5 +320,7 @@ async def create_agent(
     """
     resolved = config or RuntimeConfig.from_env(root=root)
     loaded = load_workflow(resolved.root, workflow) if workflow else None
-    runtime = await open_runtime(resolved, model=model, worker_mode=worker, client=client)
+    runtime = await open_runtime(
+        resolved, model=model, worker_mode=worker, client=client, worker_cache=worker_cache
+    )
     return Agent(runtime, loaded, session_path=session_path)

@@ -160,7 +160,7 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
     variables = _json_object(args.variables)
     message = " ".join(args.prompt).strip() or None
-    async with await create_agent(args.workflow, config=config) as agent:
+    async with await create_agent(args.workflow, config=config, worker_cache=0) as agent:
         loaded = agent.loaded
         if loaded.spec.disabled:
             _err(f"✖ Refusing to start: workflow '{loaded.slug}' is disabled.")
@@ -189,7 +189,7 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from client.agent import create_agent
 
     variables = _json_object(args.variables)
-    async with await create_agent(None, config=config) as agent:
+    async with await create_agent(None, config=config, worker_cache=0) as agent:
         before = len((await agent.sessions.view(args.session)).trail)
         _err(f"session   {args.session}  (deliver {args.trigger})")
         outcome = await agent.workflow.deliver(
@@ -201,7 +201,7 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
 async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from client.agent import create_agent
 
-    async with await create_agent(None, config=config) as agent:
+    async with await create_agent(None, config=config, worker_cache=0) as agent:
         if args.session:
             summary = await agent.sessions.get(args.session)
             print(summary.model_dump_json(indent=2) if args.json else _summary_detail(summary))

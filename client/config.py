@@ -27,6 +27,9 @@ class RuntimeConfig:
     task_queue: str = DEFAULT_TASK_QUEUE
     address_configured: bool = False
     """Whether the address was given (env or flag): then a command never starts a server."""
+    search_attributes: bool = True
+    """Whether sessions publish the Archmax* search attributes (ARCHMAX_SEARCH_ATTRIBUTES=0
+    for a namespace that has not registered them)."""
 
     @classmethod
     def from_env(
@@ -43,6 +46,8 @@ class RuntimeConfig:
             namespace=env.get("TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE,
             task_queue=env.get("ARCHMAX_TASK_QUEUE") or DEFAULT_TASK_QUEUE,
             address_configured=bool(env.get("TEMPORAL_ADDRESS")),
+            search_attributes=env.get("ARCHMAX_SEARCH_ATTRIBUTES", "1").lower()
+            not in ("0", "false", "off", "no"),
         )
 
     def with_overrides(self, **changes: object) -> RuntimeConfig:

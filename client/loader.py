@@ -2,7 +2,10 @@
 
 Parse before you start: the YAML becomes a typed, hashed :class:`WorkflowSpec` on the host,
 and the session workflow receives that. The spec hash is key-order insensitive and excludes
-``metadata``, so moving a node on a canvas does not change the spec a session runs under.
+``metadata``, so moving a node on a canvas does not change the spec a session runs under; the
+order of ``states`` is the one order it keeps, because it decides the machine's entry.
+
+YAML is read fail closed: a key repeated in one mapping is a load error, not "last one wins".
 """
 
 from __future__ import annotations
@@ -12,14 +15,66 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 from workflows.errors import SpecValidationError, UnknownWorkflowError
 from workflows.models import PromptParts
 from workflows.spec import SLUG, WorkflowSpec, parse_spec
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_MERGE_TAGS = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})
+
+
+class DuplicateKeyError(ConstructorError):
+    """A mapping in the YAML repeats a key (``problem_mark`` points at the repetition)."""
+
+    def __init__(self, key: Any, first: Node, again: Node, mapping: MappingNode) -> None:
+        super().__init__(
+            "while constructing a mapping",
+            mapping.start_mark,
+            f"duplicate key {key!r} (first at line {first.start_mark.line + 1}, "
+            f"column {first.start_mark.column + 1})",
+            again.start_mark,
+        )
+        self.key = key
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key repeated within one mapping.
+
+    The check runs in ``flatten_mapping``, which sees every mapping once before merge keys
+    (``<<: *base``) are folded in, so a key that overrides a merged one is no duplicate.
+    """
+
+    def flatten_mapping(self, node: MappingNode) -> None:
+        checked: set[int] = self.__dict__.setdefault("_checked_mappings", set())
+        if id(node) not in checked:
+            checked.add(id(node))
+            seen: dict[Any, Node] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, ScalarNode) or key_node.tag in _MERGE_TAGS:
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:
+                    continue
+                if first is not key_node:
+                    raise DuplicateKeyError(key, first, key_node, node)
+        super().flatten_mapping(node)
+
+
+def _read_yaml(text: str) -> Any:
+    """One YAML document read with :class:`_UniqueKeyLoader`."""
+    loader = _UniqueKeyLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 @dataclass(frozen=True)
@@ -42,16 +97,28 @@ def workflow_slugs(root: Path) -> list[str]:
 
 
 def spec_hash(spec: WorkflowSpec) -> str:
-    """A stable hash of the governing spec: canonical JSON, sorted keys, no ``metadata``."""
+    """A stable hash of the governing spec: canonical JSON, sorted keys, no ``metadata``.
+
+    ``states`` is hashed as an ordered list of ``[slug, state]`` pairs: its order decides the
+    machine's entry, so it survives the key sorting that makes every other mapping's order moot.
+    """
     governing = spec.model_dump(mode="json", by_alias=True, exclude={"metadata"})
-    for state in governing.get("states", {}).values():
+    states = governing.pop("states", {})
+    for state in states.values():
         state.pop("metadata", None)
+    governing["states"] = [[slug, state] for slug, state in states.items()]
     canonical = json.dumps(governing, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
 def load_workflow(root: Path, slug: str) -> LoadedWorkflow:
     """Load ``workflows/<slug>/`` under ``root``, or raise a typed error naming the problem."""
+    source = f"workflows/{slug}/workflow.yaml"
+    # Before any filesystem access: a slug such as ``../x`` never probes outside workflows/.
+    if not isinstance(slug, str) or not SLUG.match(slug):
+        raise SpecValidationError(
+            source, [f"<workflow>: workflow slug {slug!r} must be kebab-case"]
+        )
     directory = root / "workflows" / slug
     spec_file = directory / "workflow.yaml"
     if not spec_file.is_file():
@@ -59,13 +126,12 @@ def load_workflow(root: Path, slug: str) -> LoadedWorkflow:
         raise UnknownWorkflowError(
             f"no workflow {slug!r} under {root / 'workflows'} (workflows: {known})"
         )
-    source = f"workflows/{slug}/workflow.yaml"
-    if not SLUG.match(slug):
-        raise SpecValidationError(
-            source, [f"<workflow>: workflow slug {slug!r} must be kebab-case"]
-        )
     try:
-        data = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
+        data = _read_yaml(spec_file.read_text(encoding="utf-8"))
+    except DuplicateKeyError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<root>"
+        raise SpecValidationError(source, [f"{where}: {exc.problem}"]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<root>"

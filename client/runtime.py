@@ -127,9 +127,15 @@ async def open_runtime(
     worker_mode: WorkerMode | None = None,
     client: Client | None = None,
     env: Mapping[str, str] | None = None,
+    worker_cache: int = 1000,
 ) -> Runtime:
     """Connect (starting the embedded dev server when nothing is configured) and make sure
-    some worker serves the task queue."""
+    some worker serves the task queue.
+
+    ``worker_cache`` sizes the in-process worker's workflow cache. A command that exits soon
+    passes 0: with no cache there is no sticky queue, so the next process's worker takes the
+    session's next task at once instead of after the sticky timeout.
+    """
     env = os.environ if env is None else env
     server: DevServer | None = None
     if client is None:
@@ -151,6 +157,7 @@ async def open_runtime(
             model=model or ModelConfig.from_env(env),
             store_dir=config.store,
             identity=worker_identity(EPHEMERAL_IDENTITY_PREFIX),
+            max_cached_workflows=worker_cache,
         )
         await _start_worker(worker)
     return Runtime(client=client, config=config, server=server, worker=worker)

@@ -108,6 +108,7 @@ async def running_agent(
     *,
     store: Path | None = None,
     worker: bool = True,
+    search_attributes: bool = True,
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
@@ -118,6 +119,7 @@ async def running_agent(
         address="unused",
         task_queue=task_queue,
         address_configured=True,
+        search_attributes=search_attributes,
     )
     agent = await create_agent(
         workflow, config=config, client=client, worker="external", **agent_kwargs

@@ -169,6 +169,9 @@ class SessionInput(_Model):
     carried: SessionState | None = None
     requests_per_run: int | None = None
     """Continue-as-new after this many turns and deliveries (None: the runtime default)."""
+    search_attributes: bool = True
+    """Publish the Archmax* search attributes. Off only for a namespace that has not
+    registered them (an upsert of an unregistered attribute fails every workflow task)."""
 
 
 class SendInput(_Model):

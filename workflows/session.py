@@ -129,6 +129,7 @@ class ArchmaxSession:
                             prompt=input.prompt,
                             carried=self._s,
                             requests_per_run=input.requests_per_run,
+                            search_attributes=input.search_attributes,
                         )
                     )
 
@@ -738,7 +739,8 @@ class ArchmaxSession:
             if pending and pending.resume_at
             else sa.RESUME_AT.value_unset(),
         ]
-        workflow.upsert_search_attributes(updates)
+        if self._input.search_attributes:
+            workflow.upsert_search_attributes(updates)
         details = [f"**{self._input.workflow}** · `{s.status}` in `{s.state}`"]
         if pending:
             details.append(f"waiting for: {pending.reason}")

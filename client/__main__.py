@@ -1,0 +1,5 @@
+"""``python -m client ...`` is ``archmax ...``."""
+
+from client.cli import main
+
+main()

@@ -1,0 +1,201 @@
+"""The ``archmax`` command line as a user runs it: a separate process, result on stdout,
+narration on stderr, exit 0 for completed and parked, 1 for failures, 2 for usage errors.
+
+Each command runs its own in-process worker (none polls the test's task queue) against the
+suite's dev server, with the model endpoint from the environment: a scripted model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, copy_example, write_workflow
+
+PLAYBOOK = EXAMPLES / "support-inbox" / "workflows" / "support-inbox" / "playbook.yaml"
+
+
+@dataclass
+class Result:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def cli(client, scripted, tmp_path: Path):
+    root = copy_example("support-inbox", tmp_path)
+    server = scripted(PLAYBOOK)
+    environment = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "ARCHMAX_TASK_QUEUE": f"cli-{uuid.uuid4().hex[:8]}",
+        "ARCHMAX_ROOT": str(root),
+        "ARCHMAX_API_BASE_URL": server.url,
+        "ARCHMAX_API_KEY": "sk-cli-test",
+        "ARCHMAX_MODEL": "scripted",
+        "NO_COLOR": "1",
+    }
+    environment.pop("ARCHMAX_WORKER", None)
+
+    def run(*argv: str, model_url: str | None = None) -> Result:
+        env = {**environment, "ARCHMAX_API_BASE_URL": model_url or server.url}
+        done = subprocess.run(
+            [sys.executable, "-m", "client", *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        return Result(done.returncode, done.stdout, done.stderr)
+
+    run.root = root  # type: ignore[attr-defined]
+    return run
+
+
+def _park(cli, conversation: str) -> Result:
+    return cli(
+        "run",
+        "support-inbox",
+        "About",
+        "my",
+        "order",
+        "--trigger",
+        "email_received",
+        "--variables",
+        json.dumps({"conversation_id": conversation}),
+    )
+
+
+class TestRunAndDeliver:
+    def test_a_park_exits_zero_with_the_question_on_stdout(self, cli):
+        """Waiting is success: exit 0, the agent's question on stdout, the park on stderr."""
+        result = _park(cli, "cli-park-1")
+        assert result.code == 0, result.stderr
+        assert result.stdout.strip().startswith("Thanks for writing! Which order")
+        assert "⏸ parked in clarify" in result.stderr
+        assert "archmax deliver cli-park-1" in result.stderr
+        assert "parked" not in result.stdout
+
+    def test_deliver_resumes_and_prints_the_answer(self, cli):
+        """`archmax deliver` exits 0 with the resumed reply on stdout."""
+        assert _park(cli, "cli-park-2").code == 0
+        result = cli(
+            "deliver",
+            "cli-park-2",
+            "--trigger",
+            "email_reply",
+            "--variables",
+            json.dumps({"reply_body": "It's ORD-1001."}),
+        )
+        assert result.code == 0, result.stderr
+        assert "ORD-1001" in result.stdout
+        assert "✔ completed in answer" in result.stderr
+
+    def test_a_second_delivery_exits_one_naming_the_error(self, cli):
+        """A session that is not parked refuses the delivery: exit 1, nothing on stdout."""
+        assert _park(cli, "cli-park-3").code == 0
+        assert cli("deliver", "cli-park-3", "--trigger", "email_reply").code == 0
+        result = cli("deliver", "cli-park-3", "--trigger", "email_reply")
+        assert result.code == 1
+        assert result.stdout == ""
+        assert "SessionNotAwaitingInputError" in result.stderr
+
+    def test_sessions_lists_and_shows_variables_with_locks(self, cli):
+        """`archmax sessions <id>` prints each variable's value and lock."""
+        assert _park(cli, "cli-park-4").code == 0
+        detail = cli("sessions", "cli-park-4")
+        listing = cli("sessions", "--json")
+        assert detail.code == 0, detail.stderr
+        assert "status    awaiting_input (open)" in detail.stdout
+        assert 'conversation_id (locked) = "cli-park-4"' in detail.stdout
+        records = json.loads(listing.stdout)
+        mine = [r for r in records if r["session_id"] == "cli-park-4"]
+        assert mine and mine[0]["wait_reason"] == "the customer's reply naming the order"
+
+
+class TestExitCodes:
+    def test_malformed_variables_is_a_usage_error(self, cli):
+        """Malformed --variables: exit 2, one line plus the help pointer, nothing on stdout."""
+        result = cli("run", "support-inbox", "hi", "--variables", "{not json")
+        assert result.code == 2
+        assert result.stdout == ""
+        assert "--variables is not valid JSON" in result.stderr
+        assert "try archmax run --help" in result.stderr
+
+    def test_a_missing_required_flag_is_a_usage_error(self, cli):
+        """`deliver` without --trigger: exit 2."""
+        assert cli("deliver", "someone").code == 2
+
+    def test_an_unknown_trigger_exits_one_listing_the_declared_ones(self, cli):
+        """An undeclared trigger fails before any model call, naming the declared triggers."""
+        result = cli("run", "support-inbox", "hi", "--trigger", "sms")
+        assert result.code == 1
+        assert result.stdout == ""
+        assert "UnknownTriggerError" in result.stderr
+        assert "manual, email_received, email_reply" in result.stderr
+
+    def test_an_unknown_session_exits_one(self, cli):
+        """`archmax sessions <id>` for a session that never ran: exit 1."""
+        result = cli("sessions", "never-ran-1")
+        assert result.code == 1
+        assert "SessionNotFoundError" in result.stderr
+
+    def test_an_invalid_workflow_exits_one_naming_key_and_path(self, cli):
+        """A typo in workflow.yaml is reported with its path before anything runs."""
+        write_workflow(
+            cli.root,
+            "broken",
+            "states:\n  review:\n    triggers: {manual: }\n    transtions: []\n",
+        )
+        result = cli("run", "broken", "hi")
+        assert result.code == 1
+        assert 'states.review: unknown key "transtions"' in result.stderr
+
+    def test_a_disabled_workflow_refuses_with_one_line(self, cli):
+        """`disabled: true`: one line on stderr, exit 1, nothing on stdout."""
+        write_workflow(
+            cli.root,
+            "retired",
+            "disabled: true\nstates:\n  only:\n    triggers: {manual: }\n",
+        )
+        result = cli("run", "retired", "hi")
+        assert result.code == 1
+        assert result.stdout == ""
+        assert "Refusing to start: workflow 'retired' is disabled." in result.stderr
+
+    def test_a_raise_exits_one_with_code_and_reason(self, cli, scripted):
+        """A session the agent ended with archmax_raise: `✖ failed <code>: <reason>`, exit 1."""
+        write_workflow(cli.root, "lookup", "states:\n  only:\n    triggers: {manual: }\n")
+        raising = scripted(
+            json.dumps(
+                {
+                    "rules": [
+                        {
+                            "when": {"state": "only"},
+                            "reply": {
+                                "tool_calls": [
+                                    {
+                                        "name": "archmax_raise",
+                                        "arguments": {
+                                            "code": "orders-unavailable",
+                                            "reason": "The order system is down.",
+                                        },
+                                    }
+                                ]
+                            },
+                        }
+                    ]
+                }
+            )
+        )
+        result = cli("run", "lookup", "hi", model_url=raising.url)
+        assert result.code == 1
+        assert "✖ failed orders-unavailable: The order system is down." in result.stderr
+        assert result.stdout == ""

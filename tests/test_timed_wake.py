@@ -1,0 +1,135 @@
+"""A timed ``archmax_wait`` wakes the session itself: a many-day durable timer, proven on
+Temporal's time-skipping test server (a 3-day timer fires in milliseconds).
+
+The test server implements no operator service, so custom search attributes cannot be
+registered on it: these sessions run with ``search_attributes=False``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from client.devserver import find_test_server
+from tests.conftest import running_agent, write_workflow
+
+BANK = """
+title: Bank check
+states:
+  check-bank:
+    triggers: { manual: }
+    instructions: Look for the transaction; wait a day and retry if it has not posted.
+    transitions:
+      - { to: reconcile, description: The transaction was found. }
+  reconcile:
+    instructions: Confirm the reconciliation.
+"""
+
+PLAYBOOK = {
+    "rules": [
+        {
+            "name": "woken-by-the-timer",
+            "when": {
+                "state": "check-bank",
+                "last_tool": "archmax_note",
+                "last_tool_result": "/trigger 'timer'/",
+            },
+            "reply": {
+                "tool_calls": [{"name": "archmax_advance", "arguments": {"to": "reconcile"}}]
+            },
+        },
+        {
+            "name": "wait-three-days",
+            "when": {"state": "check-bank"},
+            "reply": {
+                "content": "Not posted yet; I will look again in three days.",
+                "tool_calls": [
+                    {"name": "archmax_wait", "arguments": {"reason": "posting", "until": "3d"}}
+                ],
+            },
+        },
+        {"when": {"state": "reconcile"}, "reply": {"content": "Reconciled."}},
+    ]
+}
+
+
+@pytest.fixture
+async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(find_test_server()),
+        data_converter=pydantic_data_converter,
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()
+
+
+async def test_a_three_day_wait_wakes_itself_with_trigger_timer(
+    skipping_env: WorkflowEnvironment, task_queue: str, scripted, tmp_path: Path
+):
+    """When resume_at passes, the session delivers itself trigger `timer` with variable `now`
+    and continues in the parked state."""
+    write_workflow(tmp_path, "bank", BANK)
+    server = scripted(json.dumps(PLAYBOOK))
+    client = skipping_env.client
+    async with running_agent(
+        client, task_queue, tmp_path, "bank", server, search_attributes=False
+    ) as agent:
+        parked = await agent.workflow.send("timed-1", "Has the payment posted?")
+        assert parked.kind == "parked"
+        assert parked.pending is not None and parked.pending.resume_at is not None
+        assert parked.pending.resume_at - parked.pending.parked_at == timedelta(days=3)
+        await skipping_env.sleep(timedelta(days=3, minutes=1))
+        summary = await agent.sessions.get("timed-1")
+        view = await agent.sessions.view("timed-1")
+        history = await agent.handle("timed-1").fetch_history()
+    assert summary.status == "completed"
+    assert summary.state == "reconcile"
+    assert summary.variables["trigger"].value == "timer"
+    now = summary.variables["now"]
+    assert now.locked
+    assert str(now.value) >= parked.pending.resume_at.isoformat()[:16]
+    assert [(s.kind, s.reason) for s in view.trail] == [
+        ("trigger", "manual"),
+        ("trigger", "timer"),
+        ("agent", None),
+    ]
+    timers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_FIRED]
+    assert len(timers) == 1
+    assert [r.rule for r in server.requests] == [
+        "wait-three-days",
+        "woken-by-the-timer",
+        "rules[2]",
+    ]
+
+
+async def test_a_delivery_before_resume_at_wins_and_the_timer_never_fires(
+    skipping_env: WorkflowEnvironment, task_queue: str, scripted, tmp_path: Path
+):
+    """resume_at is advice: an event arriving first resumes the session, and the cancelled
+    timer does not wake it a second time."""
+    write_workflow(tmp_path, "bank", BANK)
+    server = scripted(json.dumps(PLAYBOOK))
+    client = skipping_env.client
+    async with running_agent(
+        client, task_queue, tmp_path, "bank", server, search_attributes=False
+    ) as agent:
+        await agent.workflow.send("timed-2", "Has the payment posted?")
+        resumed = await agent.workflow.deliver("timed-2", trigger="bank_webhook")
+        await skipping_env.sleep(timedelta(days=4))
+        summary = await agent.sessions.get("timed-2")
+        history = await agent.handle("timed-2").fetch_history()
+    assert resumed.kind == "parked"  # a non-timer arrival: the playbook waits again
+    fired = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_FIRED]
+    cancelled = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_CANCELED]
+    assert len(cancelled) == 1  # the delivery won; the first park's timer was cancelled
+    assert len(fired) == 1  # only the second park's timer fired
+    assert summary.status == "completed"
+    assert summary.variables["trigger"].value == "timer"
