@@ -42,7 +42,6 @@ from workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from workflows.session import ArchmaxSession
 from workflows.spec import MANUAL_TRIGGER
 
-
 LIST_QUERY_TIMEOUT = timedelta(seconds=5)
 """How long ``sessions.list`` waits for one session's summary before leaving it out."""
 
