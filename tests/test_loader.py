@@ -121,11 +121,42 @@ class TestLoadWorkflow:
         write(tmp_path, spec=b"title: caf\xe9\nstates: {}\n")
         assert load_issues(tmp_path)[1][0].startswith("<file>: not UTF-8 text")
 
-    @pytest.mark.xfail(strict=True, reason="BUG: yaml.safe_load keeps the last duplicate key")
     def test_duplicate_keys_are_refused(self, tmp_path):
         """A state declared twice is a load error, not a silent override (fail closed)."""
         write(tmp_path, spec=SPEC + "  intake:\n    triggers: {manual: }\n")
-        load_issues(tmp_path)
+        assert load_issues(tmp_path)[1] == [
+            "line 10, column 3: duplicate key 'intake' (first at line 3, column 3)"
+        ]
+
+    def test_duplicate_keys_are_refused_at_any_depth(self, tmp_path):
+        """A key repeated inside a nested (flow) mapping is named where it repeats."""
+        write(tmp_path, spec=SPEC.replace("manual:", "manual: {session: a, session: b}"))
+        assert load_issues(tmp_path)[1] == [
+            "line 5, column 28: duplicate key 'session' (first at line 5, column 16)"
+        ]
+
+    def test_a_key_overriding_a_merged_one_is_no_duplicate(self, tmp_path):
+        """``<<: *anchor`` then one of the anchor's own keys is an override, not a repeat."""
+        spec = "metadata: {edge: &edge {to: done, description: Base.}}\n" + SPEC.replace(
+            "      - to: done\n        description: The work is done.\n",
+            "      - <<: *edge\n        description: Overridden.\n",
+        )
+        write(tmp_path, spec=spec)
+        (edge,) = load_workflow(tmp_path, "support").spec.state("intake").transitions
+        assert (edge.to, edge.description) == ("done", "Overridden.")
+
+    def test_slug_is_checked_before_the_filesystem(self, tmp_path):
+        """``../x`` is refused as a slug even when ``<root>/x/workflow.yaml`` exists."""
+        (tmp_path / "x").mkdir()
+        (tmp_path / "x" / "workflow.yaml").write_text(SPEC)
+        (tmp_path / "workflows").mkdir()
+        _, found = load_issues(tmp_path, "../x")
+        assert found == ["<workflow>: workflow slug '../x' must be kebab-case"]
+
+    def test_slug_with_a_trailing_newline_is_refused(self, tmp_path):
+        """``support\\n`` is not the slug ``support``."""
+        write(tmp_path)
+        assert "must be kebab-case" in load_issues(tmp_path, "support\n")[1][0]
 
 
 class TestPromptProse:
@@ -203,7 +234,6 @@ class TestSpecHash:
             reordered["states"]["intake"] = dict(reversed(list(intake.items())))
         assert hash_of(reordered) == hash_of(full)
 
-    @pytest.mark.xfail(strict=True, reason="BUG: sort_keys hides state order, which picks entry")
     def test_state_order_that_changes_the_entry_changes_the_hash(self):
         """Two specs whose entry states differ never share a hash."""
         first = {"states": {"a": {"triggers": {"x": None}}, "b": {"triggers": {"y": None}}}}

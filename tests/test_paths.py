@@ -68,18 +68,22 @@ class TestParsePath:
         with pytest.raises(ValueError, match=r"'a\.\.b'"):
             parse_path("a..b")
 
-    @pytest.mark.xfail(strict=True, reason="BUG: `$` in _SEGMENT lets a trailing newline through")
     @pytest.mark.parametrize("path", ["conversation_id\n", "items.1\n"])
     def test_trailing_newline_is_refused(self, path):
         """A path with a trailing line break (a YAML block scalar) is malformed."""
         with pytest.raises(InvalidPathError):
             parse_path(path)
 
-    @pytest.mark.xfail(strict=True, reason="BUG: `\\d` accepts non-ASCII digits as an index")
     def test_non_ascii_digits_are_not_an_index(self):
         """Only ASCII digits form an index: ``items.١`` is no path."""
         with pytest.raises(InvalidPathError):
             parse_path("items.\u0661")
+
+    @pytest.mark.parametrize("path", ["\nitems", "items\n.1", "items.-1\n"])
+    def test_embedded_newlines_are_refused(self, path):
+        """A line break anywhere in a segment is malformed, a trailing one included."""
+        with pytest.raises(InvalidPathError):
+            parse_path(path)
 
     @given(
         st.lists(

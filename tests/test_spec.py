@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from workflows.errors import SpecValidationError
+from workflows.runtime_tools import ADVANCE, runtime_tool_schemas
 from workflows.spec import ToolGrant, WorkflowSpec, machine_problems, parse_spec
 
 
@@ -137,11 +138,27 @@ class TestParseSpec:
         found = issues(with_("states.intake.budget", {"maxParks": value}))
         assert all(line.startswith("states.intake.budget.maxParks: ") for line in found)
 
-    @pytest.mark.xfail(strict=True, reason="BUG: lax int coercion accepts true / '5' as a budget")
     @pytest.mark.parametrize("value", [True, "5"])
     def test_budget_values_are_not_coerced(self, value):
         """A boolean or a quoted number is not a positive integer."""
         issues(with_("states.intake.budget", {"maxParks": value}))
+
+    @pytest.mark.parametrize(
+        ("path", "value", "where"),
+        [
+            ("settings", {"timeoutMs": True}, "settings.timeoutMs"),
+            ("settings", {"maxPtcCalls": "0"}, "settings.maxPtcCalls"),
+            ("tests", {"maxConcurrency": True}, "tests.maxConcurrency"),
+            (
+                "states.intake.before",
+                [{"rubric": {"instructions": "x", "max_iterations": "2"}}],
+                "states.intake.before.0.rubric.max_iterations",
+            ),
+        ],
+    )
+    def test_other_integers_are_not_coerced(self, path, value, where):
+        """Settings, tests and hook integers are strict too, addressed to their key."""
+        assert issues(with_(path, value)) == [f"{where}: Input should be a valid integer"]
 
     def test_metadata_is_loose(self):
         """``metadata`` on the root and on a state accepts any mapping."""
@@ -172,23 +189,35 @@ class TestParseSpec:
         found = issues(with_("states.intake.triggers.manual", {key: ""}))
         assert f"states.intake.triggers.manual.{key}: must be a non-empty string" in found
 
-    @pytest.mark.xfail(strict=True, reason="BUG: entry:/name: are load errors on a trigger (§5)")
     @pytest.mark.parametrize("key", ["entry", "name"])
     def test_trigger_entry_and_name_keys_are_refused(self, key):
         """``entry:`` and ``name:`` in a trigger declaration are load errors."""
         issues(with_("states.intake.triggers.manual", {key: "intake"}))
 
-    @pytest.mark.xfail(strict=True, reason="BUG: _is_union_branch drops capitalised dict keys")
     def test_error_path_keeps_a_capitalised_trigger_id(self):
         """An error inside trigger ``EmailIn`` is addressed through ``triggers.EmailIn``."""
         found = issues(with_("states.intake.triggers.EmailIn", {"description": ""}))
         assert "states.intake.triggers.EmailIn.description: must be a non-empty string" in found
 
+    def test_error_path_keeps_a_capitalised_state_and_drops_union_tags(self):
+        """A state ``Review`` stays in the path; a union tag (``dict[str,str]``) never shows."""
+        data = base()
+        data["states"]["Review"] = {"type": "wait"}
+        data["states"]["intake"]["skills"] = {"allow": [{"billing": 5}]}
+        found = issues(data)
+        assert "states.Review.type: Input should be 'agent' or 'human'" in found
+        assert "states.intake.skills.allow.0.billing: Input should be a valid string" in found
+        assert not any("dict[" in line or "str," in line for line in found)
+
+    def test_missing_field_is_named_in_its_path(self):
+        """A missing required key is addressed to itself, union tags dropped."""
+        found = issues(with_("states.intake.triggers.manual", {"requires": [{"type": "string"}]}))
+        assert "states.intake.triggers.manual.requires.0.name: Field required" in found
+
     def test_disabled_reads_a_boolean(self):
         """``disabled: true`` takes the workflow out of service."""
         assert parse_spec(base() | {"disabled": True}).disabled is True
 
-    @pytest.mark.xfail(strict=True, reason="BUG: lax bool; 'false'/0 enable, null refused (§2.1)")
     @pytest.mark.parametrize(("value", "loads"), [(None, True), ("false", False), (0, False)])
     def test_disabled_is_strict_and_null_means_enabled(self, value, loads):
         """``disabled: null`` means in service; a non-boolean is a schema error."""
@@ -197,7 +226,6 @@ class TestParseSpec:
         else:
             issues(base() | {"disabled": value})
 
-    @pytest.mark.xfail(strict=True, reason="BUG: `*` allow / path-shaped skill slug (§2.4, §2.2)")
     @pytest.mark.parametrize(
         ("path", "value"),
         [
@@ -210,6 +238,34 @@ class TestParseSpec:
     def test_star_grants_and_path_shaped_skills_are_refused(self, path, value):
         """Only a forbid entry may use ``*``; skill entries are slugs, never paths or globs."""
         issues(with_(path, value))
+
+    @pytest.mark.parametrize(
+        ("path", "value"),
+        [
+            ("tools", {"allow_always": ["*"]}),
+            ("states.intake.tools", {"allow": [{"tool": "*", "paths": ["src"]}]}),
+            ("skills", {"allow_always": ["../billing"]}),
+            ("states.intake.skills", {"forbid": ["skills/*"]}),
+        ],
+    )
+    def test_star_grants_are_addressed_to_their_entry(self, path, value):
+        """The error names the offending entry's index."""
+        (key,) = value
+        (line,) = issues(with_(path, value))
+        assert line.startswith(f"{path}.{key}.0: ")
+
+    def test_slug_skills_and_star_skill_forbids_load(self):
+        """Slug skill entries load, and a skills forbid may deny every skill with ``*``."""
+        data = with_("states.intake.skills", {"allow": ["billing"], "forbid": ["*"]})
+        data["skills"] = {"allow_always": ["house-style"], "forbid_always": ["legacy"]}
+        spec = parse_spec(data)
+        assert spec.state("intake").skills.allow == ["billing"]
+        assert spec.skills.allow_always == ["house-style"]
+
+    def test_mounts_are_not_skill_slugs(self):
+        """Mount entries keep their own (path-shaped) spelling."""
+        spec = parse_spec(with_("states.intake.mounts", {"allow": ["data/reports"]}))
+        assert spec.state("intake").mounts.allow == ["data/reports"]
 
     def test_star_in_a_forbid_list_loads(self):
         """A forbid entry may deny every tool with ``*``."""
@@ -269,11 +325,21 @@ class TestMachineProblems:
             line.startswith("states.intake.triggers.manual.requires.1.type") for line in found
         )
 
-    @pytest.mark.xfail(strict=True, reason="BUG: trigger/title are refused in returns (§4.8)")
-    @pytest.mark.parametrize("name", ["trigger", "title"])
+    @pytest.mark.parametrize("name", ["trigger", "title", "note"])
     def test_reserved_names_are_refused_in_returns(self, name):
-        """``returns`` may not name the runtime-owned ``trigger`` or ``title``."""
-        issues(with_("states.intake.triggers.manual", {"returns": [name]}))
+        """``returns`` may not name the runtime-owned ``trigger``, ``title`` or ``note``."""
+        found = issues(with_("states.intake.triggers.manual", {"returns": [name]}))
+        assert any(
+            line.startswith("states.intake.triggers.manual.returns: ") and repr(name) in line
+            for line in found
+        )
+
+    @pytest.mark.parametrize("slug", ["review\n", "r\u0661"])
+    def test_state_slug_with_a_trailing_newline_or_non_ascii_is_refused(self, slug):
+        """``$`` would let ``review\\n`` through; the slug check does not."""
+        data = base()
+        data["states"][slug] = None
+        assert any(line.startswith("states.") and "kebab-case" in line for line in issues(data))
 
     def test_a_valid_spec_has_no_problems(self):
         """The graph checks find nothing in a well-formed spec."""
@@ -338,6 +404,19 @@ class TestStateSpec:
         assert spec.state("done").is_human and not spec.state("done").is_terminal
         assert not spec.state("intake").is_human
         assert spec.state("intake").type == "agent"
+
+    def test_advance_enum_lists_each_target_once(self):
+        """Two edges to one state give one ``archmax_advance`` target, in edge order."""
+        data = base()
+        data["states"]["intake"]["transitions"] = [
+            {"to": "done", "description": "Solved.", "type": "approve"},
+            {"to": "intake", "description": "Retry."},
+            {"to": "done", "description": "Gave up.", "type": "reject"},
+        ]
+        (advance,) = [
+            s for s in runtime_tool_schemas(parse_spec(data).state("intake")) if s.name == ADVANCE
+        ]
+        assert advance.parameters["properties"]["to"]["enum"] == ["done", "intake"]
 
     def test_single_hook_becomes_a_list(self):
         """A lone hook mapping is read as a one-entry list."""

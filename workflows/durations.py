@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-_RELATIVE = re.compile(r"^\s*(\d+)\s*(ms|s|m|h|d)\s*$")
+_RELATIVE = re.compile(r"^\s*([0-9]+)\s*(ms|s|m|h|d)\s*\Z")
 _UNITS = {
     "ms": timedelta(milliseconds=1),
     "s": timedelta(seconds=1),
@@ -34,16 +34,21 @@ def resolve_until(until: str, now: datetime) -> datetime:
         raise InvalidUntilError("until must be a non-empty string such as '30m', '2h', '1d'")
     match = _RELATIVE.match(until)
     if match:
-        amount, unit = int(match.group(1)), match.group(2)
-        return _aware(now) + amount * _UNITS[unit]
+        try:
+            amount, unit = int(match.group(1)), match.group(2)
+            return _aware(now) + amount * _UNITS[unit]
+        except (OverflowError, ValueError):
+            # Beyond timedelta/datetime range, or too many digits for int().
+            raise InvalidUntilError(
+                f"until {until!r} is out of range: use a duration that ends before year 10000"
+            ) from None
     try:
-        instant = datetime.fromisoformat(until.strip())
-    except ValueError:
+        return _aware(datetime.fromisoformat(until.strip()))
+    except (OverflowError, ValueError):
         raise InvalidUntilError(
             f"cannot read until {until!r}: use a relative duration (30m, 2h, 1d) "
             "or an ISO-8601 instant (2026-12-03T09:00:00Z)"
         ) from None
-    return _aware(instant)
 
 
 def _aware(moment: datetime) -> datetime:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-_SEGMENT = re.compile(r"^(?:-?\d+|[A-Za-z_][A-Za-z0-9_-]*)$")
-_INDEX = re.compile(r"^-?\d+$")
+# ``\Z``, not ``$``: a trailing newline is no part of a name; ``[0-9]``: ASCII digits only.
+_SEGMENT = re.compile(r"^(?:-?[0-9]+|[A-Za-z_][A-Za-z0-9_-]*)\Z")
+_INDEX = re.compile(r"^-?[0-9]+\Z")
 _NEVER_RESOLVED: Final = frozenset({"length", "constructor", "__proto__"})
 
 Segment = str | int

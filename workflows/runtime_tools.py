@@ -28,7 +28,8 @@ def runtime_tool_schemas(state: StateSpec) -> list[ToolSchema]:
     """The runtime tools disclosed in ``state``: terminal states hide ``archmax_advance``."""
     schemas: list[ToolSchema] = []
     if not state.is_terminal:
-        targets = [t.to for t in state.transitions]
+        # One enum value per target: two edges to one state are one choice for the model.
+        targets = list(dict.fromkeys(t.to for t in state.transitions))
         schemas.append(
             ToolSchema(
                 name=ADVANCE,

@@ -545,6 +545,12 @@ class ArchmaxSession:
                 f"Valid targets: {', '.join(targets)}.",
                 "error",
             )
+        if self._spec.state(target).is_human:
+            return _ToolAnswer(
+                f"archmax_advance rejected: '{target}' is a human decision node, which this "
+                "runtime does not run yet.",
+                "error",
+            )
         reason = arguments.get("reason")
         self._s.state = target
         self._trail(target, "agent", reason if isinstance(reason, str) and reason else None)

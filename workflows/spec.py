@@ -14,18 +14,28 @@ host (``client/loader.py``).
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from workflows.errors import SpecValidationError
 from workflows.paths import InvalidPathError, parse_path
 
-SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-"""State and workflow slugs: kebab-case."""
+SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
+"""State, workflow and skill slugs: kebab-case ASCII, no trailing newline."""
 
-VARIABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-"""Variable names: flat, lower snake case, never dotted."""
+VARIABLE_NAME = re.compile(r"^[a-z][a-z0-9_]*\Z")
+"""Variable names: flat, lower snake case, never dotted, no trailing newline."""
 
 MANUAL_TRIGGER = "manual"
 """The reserved trigger id of ``archmax run``, a plain host invoke and every delegation."""
@@ -33,8 +43,19 @@ MANUAL_TRIGGER = "manual"
 TIMER_TRIGGER = "timer"
 """The trigger a timed ``archmax_wait`` delivers to its own session when ``until`` passes."""
 
-RESERVED_VARIABLES = frozenset({"trigger", "title"})
-"""Names the runtime owns: ``trigger`` (always locked) and ``title`` (agent-owned)."""
+RESERVED_VARIABLES = frozenset({"trigger", "title", "note"})
+"""Names the runtime owns: ``trigger`` (always locked), ``title`` (agent-owned) and ``note``.
+
+A trigger's ``returns`` may not name them.
+"""
+
+WILDCARD = "*"
+"""The every-tool pattern: a forbid entry may use it, an allow entry never."""
+
+_TRIGGER_REFUSED_KEYS = {
+    "entry": "a trigger's entry is the state that declares it",
+    "name": "a trigger's id is its key",
+}
 
 SignatureType = Literal[
     "string", "integer", "number", "boolean", "date", "date-time", "object", "array"
@@ -70,6 +91,19 @@ class TriggerSpec(BaseModel):
     description: str | None = None
     message: str | Literal[False] | None = None
     connection: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_entry_or_name(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            refused = [
+                f'key "{key}" is not allowed ({why})'
+                for key, why in _TRIGGER_REFUSED_KEYS.items()
+                if key in value
+            ]
+            if refused:
+                raise ValueError("; ".join(refused))
+        return value
 
     @field_validator("session")
     @classmethod
@@ -107,9 +141,9 @@ class TransitionSpec(_Strict):
 class BudgetSpec(_Strict):
     """Per-state bounds: model calls per visit, per-call timeout, parks per turn."""
 
-    max_turns: int | None = Field(default=None, alias="maxTurns", gt=0)
-    timeout_ms: int | None = Field(default=None, alias="timeoutMs", gt=0)
-    max_parks: int | None = Field(default=None, alias="maxParks", gt=0)
+    max_turns: StrictInt | None = Field(default=None, alias="maxTurns", gt=0)
+    timeout_ms: StrictInt | None = Field(default=None, alias="timeoutMs", gt=0)
+    max_parks: StrictInt | None = Field(default=None, alias="maxParks", gt=0)
 
 
 class ToolGrant(_Strict):
@@ -125,32 +159,77 @@ class ToolGrant(_Strict):
 ToolEntry = str | ToolGrant
 
 
+def _no_wildcard_grant(entry: ToolEntry) -> ToolEntry:
+    """An allow entry grants named tools only: ``*`` belongs to forbid entries."""
+    tool = entry if isinstance(entry, str) else entry.tool
+    if WILDCARD in tool:
+        raise ValueError(f"{tool!r}: an allow entry cannot use '*' (only a forbid entry may)")
+    return entry
+
+
+AllowedTool = Annotated[ToolEntry, AfterValidator(_no_wildcard_grant)]
+"""A ``tools.allow`` / ``tools.allow_always`` entry: a named tool, never ``*``."""
+
+
 class StateToolsSpec(_Strict):
     """A state's tool grants and denials (closed by default)."""
 
-    allow: list[ToolEntry] = Field(default_factory=list)
+    allow: list[AllowedTool] = Field(default_factory=list)
     forbid: list[ToolEntry] = Field(default_factory=list)
 
 
 class RootToolsSpec(_Strict):
     """Workflow-wide tool grants and denials."""
 
-    allow_always: list[ToolEntry] = Field(default_factory=list)
+    allow_always: list[AllowedTool] = Field(default_factory=list)
     forbid_always: list[ToolEntry] = Field(default_factory=list)
 
 
-class StateListSpec(_Strict):
-    """A state's ``skills`` or ``mounts`` block."""
+ListEntry = str | dict[str, str]
 
-    allow: list[str | dict[str, str]] = Field(default_factory=list)
+
+def _skill_slug(entry: ListEntry) -> ListEntry:
+    """A skill is named by its slug: never a path, never a glob."""
+    if isinstance(entry, str) and not SLUG.match(entry):
+        raise ValueError(f"skill {entry!r} must be a kebab-case slug (no paths, no globs)")
+    return entry
+
+
+def _forbidden_skill(entry: str) -> str:
+    """A forbidden skill is a slug, or ``*`` for every skill."""
+    return entry if entry == WILDCARD else str(_skill_slug(entry))
+
+
+SkillEntry = Annotated[ListEntry, AfterValidator(_skill_slug)]
+ForbiddenSkill = Annotated[str, AfterValidator(_forbidden_skill)]
+
+
+class StateListSpec(_Strict):
+    """A state's ``mounts`` block."""
+
+    allow: list[ListEntry] = Field(default_factory=list)
     forbid: list[str] = Field(default_factory=list)
 
 
 class RootListSpec(_Strict):
-    """The root ``skills`` or ``mounts`` block."""
+    """The root ``mounts`` block."""
 
-    allow_always: list[str | dict[str, str]] = Field(default_factory=list)
+    allow_always: list[ListEntry] = Field(default_factory=list)
     forbid_always: list[str] = Field(default_factory=list)
+
+
+class StateSkillsSpec(_Strict):
+    """A state's ``skills`` block: entries are skill slugs."""
+
+    allow: list[SkillEntry] = Field(default_factory=list)
+    forbid: list[ForbiddenSkill] = Field(default_factory=list)
+
+
+class RootSkillsSpec(_Strict):
+    """The root ``skills`` block: entries are skill slugs."""
+
+    allow_always: list[SkillEntry] = Field(default_factory=list)
+    forbid_always: list[ForbiddenSkill] = Field(default_factory=list)
 
 
 class RubricSpec(BaseModel):
@@ -160,7 +239,7 @@ class RubricSpec(BaseModel):
 
     instructions: str
     model: str | None = None
-    max_iterations: int | None = Field(default=None, ge=0)
+    max_iterations: StrictInt | None = Field(default=None, ge=0)
     metadata: dict[str, Any] | None = None
 
 
@@ -171,7 +250,7 @@ class HookSpec(BaseModel):
 
     script: str | None = None
     rubric: RubricSpec | None = None
-    max_iterations: int | None = Field(default=None, ge=0)
+    max_iterations: StrictInt | None = Field(default=None, ge=0)
 
 
 HookList = list[HookSpec]
@@ -193,7 +272,7 @@ class StateSpec(_Strict):
     model: str | None = None
     requires: list[str] = Field(default_factory=list)
     tools: StateToolsSpec = Field(default_factory=StateToolsSpec)
-    skills: StateListSpec = Field(default_factory=StateListSpec)
+    skills: StateSkillsSpec = Field(default_factory=StateSkillsSpec)
     mounts: StateListSpec = Field(default_factory=StateListSpec)
     evidence: list[str] = Field(default_factory=list)
     approvers: list[str] = Field(default_factory=list)
@@ -235,10 +314,10 @@ class SettingsSpec(_Strict):
     """Runtime knobs."""
 
     model: str | None = None
-    timeout_ms: int | None = Field(default=None, alias="timeoutMs", gt=0)
-    memory_limit_bytes: int | None = Field(default=None, alias="memoryLimitBytes", gt=0)
-    max_ptc_calls: int | None = Field(default=None, alias="maxPtcCalls", ge=0)
-    max_result_chars: int | None = Field(default=None, alias="maxResultChars", gt=0)
+    timeout_ms: StrictInt | None = Field(default=None, alias="timeoutMs", gt=0)
+    memory_limit_bytes: StrictInt | None = Field(default=None, alias="memoryLimitBytes", gt=0)
+    max_ptc_calls: StrictInt | None = Field(default=None, alias="maxPtcCalls", ge=0)
+    max_result_chars: StrictInt | None = Field(default=None, alias="maxResultChars", gt=0)
     prompt_cache: dict[str, Any] | None = None
 
     @field_validator("model")
@@ -261,8 +340,8 @@ class TestsSpec(_Strict):
 
     __test__ = False  # not a pytest class
 
-    max_concurrency: int | None = Field(default=None, alias="maxConcurrency", gt=0)
-    case_timeout_ms: int | None = Field(default=None, alias="caseTimeoutMs", gt=0)
+    max_concurrency: StrictInt | None = Field(default=None, alias="maxConcurrency", gt=0)
+    case_timeout_ms: StrictInt | None = Field(default=None, alias="caseTimeoutMs", gt=0)
     judge: JudgeSpec | None = None
 
     @field_validator("judge", mode="before")
@@ -298,12 +377,12 @@ class WorkflowSpec(_Strict):
 
     title: str | None = None
     instructions: str | None = None
-    disabled: bool = False
+    disabled: StrictBool = False
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
     tests: TestsSpec = Field(default_factory=TestsSpec)
     tools: RootToolsSpec = Field(default_factory=RootToolsSpec)
-    skills: RootListSpec = Field(default_factory=RootListSpec)
+    skills: RootSkillsSpec = Field(default_factory=RootSkillsSpec)
     mounts: RootListSpec = Field(default_factory=RootListSpec)
     extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
     metadata: dict[str, Any] | None = None
@@ -315,6 +394,11 @@ class WorkflowSpec(_Strict):
         if isinstance(value, dict):
             return {slug: ({} if state is None else state) for slug, state in value.items()}
         return value
+
+    @field_validator("disabled", mode="before")
+    @classmethod
+    def _null_is_enabled(cls, value: Any) -> Any:
+        return False if value is None else value
 
     @field_validator("instructions")
     @classmethod
@@ -398,6 +482,11 @@ def machine_problems(spec: WorkflowSpec) -> list[str]:
                             f"states.{slug}.triggers.{trigger_id}.{kind}: "
                             f"invalid variable name {name!r}"
                         )
+                    elif kind == "returns" and name in RESERVED_VARIABLES:
+                        problems.append(
+                            f"states.{slug}.triggers.{trigger_id}.returns: {name!r} is reserved "
+                            "for the runtime and cannot be returned"
+                        )
                 if len(set(names)) != len(names):
                     problems.append(f"states.{slug}.triggers.{trigger_id}.{kind}: duplicated names")
     if not declared_by:
@@ -418,18 +507,23 @@ def parse_spec(data: Any, source: str = "workflow.yaml") -> WorkflowSpec:
     try:
         spec = WorkflowSpec.model_validate(data)
     except ValidationError as exc:
-        raise SpecValidationError(source, format_validation_errors(exc)) from None
+        raise SpecValidationError(source, format_validation_errors(exc, data)) from None
     problems = machine_problems(spec)
     if problems:
         raise SpecValidationError(source, problems)
     return spec
 
 
-def format_validation_errors(exc: ValidationError) -> list[str]:
-    """Pydantic's errors as ``"<dotted.path>: <message>"`` lines, unknown keys named."""
+def format_validation_errors(exc: ValidationError, data: Any) -> list[str]:
+    """Pydantic's errors as ``"<dotted.path>: <message>"`` lines, unknown keys named.
+
+    ``data`` is the input that was validated: each error's ``loc`` is walked through it and
+    only the parts that index into it are kept, so union-branch tags (``str``, ``ToolGrant``,
+    ``dict[str,str]``) drop out while every mapping key (``EmailIn``, ``Review``) stays.
+    """
     lines: list[str] = []
     for error in exc.errors():
-        loc = [str(part) for part in error["loc"] if not _is_union_branch(part)]
+        loc = _data_path(error["loc"], data, missing=error["type"] == "missing")
         if error["type"] == "extra_forbidden":
             key = loc[-1] if loc else "?"
             where = ".".join(loc[:-1]) or "<root>"
@@ -443,10 +537,30 @@ def format_validation_errors(exc: ValidationError) -> list[str]:
     return lines
 
 
-def _is_union_branch(part: object) -> bool:
-    """Pydantic names union branches in ``loc`` (``str``, ``SignatureEntry``): drop them."""
-    return isinstance(part, str) and (
-        part in {"str", "int", "bool", "list[str]", "literal[False]"}
-        or part[:1].isupper()
-        or part.startswith(("function-", "literal["))
-    )
+def _data_path(loc: tuple[int | str, ...], data: Any, *, missing: bool) -> list[str]:
+    """The parts of ``loc`` that index into ``data``, as strings.
+
+    A part that indexes nothing is a pydantic tag and is dropped, except the last part of a
+    ``missing`` error: that is the absent key itself.
+    """
+    path: list[str] = []
+    node = data
+    for position, part in enumerate(loc):
+        if _indexes(node, part):
+            node = node[part]
+        elif not (missing and position == len(loc) - 1 and isinstance(node, dict)):
+            continue
+        path.append(str(part))
+    return path
+
+
+def _indexes(node: Any, part: object) -> bool:
+    """Whether ``node[part]`` is an element of the input (a mapping key, a list position)."""
+    if isinstance(node, dict):
+        try:
+            return part in node
+        except TypeError:
+            return False
+    if isinstance(node, list):
+        return isinstance(part, int) and not isinstance(part, bool) and 0 <= part < len(node)
+    return False

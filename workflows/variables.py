@@ -50,7 +50,7 @@ def agent_write_refusal(variables: dict[str, Variable], writes: Any, lock: Any) 
     """Why an ``archmax_set_variables`` call must be refused whole, or None when it may apply."""
     if not isinstance(writes, dict) or not writes:
         return "`variables` must be a non-empty object of name → value"
-    if lock not in (None, True, False):
+    if lock is not None and not isinstance(lock, bool):
         return "`lock` must be a boolean"
     bad = invalid_names(list(writes))
     if bad:
