@@ -31,8 +31,10 @@ from workflows.contracts import WORKFLOW_NAME
 from workflows.errors import InvalidSessionIdError, SessionNotFoundError
 from workflows.identity import check_session_id
 from workflows.models import (
+    DecideInput,
     DeliverInput,
     Outcome,
+    ReplyInput,
     SendInput,
     SessionInput,
     SessionSummary,
@@ -179,6 +181,24 @@ class WorkflowSurface:
         delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
         try:
             return await handle.execute_update(ArchmaxSession.deliver, delivery)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def decide(self, session_id: str, *, to: str, comment: str | None = None) -> Outcome:
+        """Resume a session parked at a human state along the edge ``to``, as the reviewer."""
+        handle = self._agent.handle(session_id)
+        try:
+            return await handle.execute_update(
+                ArchmaxSession.decide, DecideInput(to=to, comment=comment)
+            )
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def reply(self, session_id: str, message: str) -> Outcome:
+        """Send a message to a session parked at a human state; it answers and stays parked."""
+        handle = self._agent.handle(session_id)
+        try:
+            return await handle.execute_update(ArchmaxSession.reply, ReplyInput(message=message))
         except Exception as exc:
             raise translate(exc, session_id=session_id) from exc
 

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from client.config import RuntimeConfig
 from client.logs import configure_logging
 from workflows.errors import ArchmaxError
-from workflows.models import Outcome, SessionSummary, TrailStep
+from workflows.models import Outcome, PendingDecision, PendingInput, SessionSummary, TrailStep
 
 
 class UsageError(Exception):
@@ -54,6 +54,15 @@ def _parser() -> argparse.ArgumentParser:
     deliver.add_argument("session")
     deliver.add_argument("--trigger", required=True)
     deliver.add_argument("--variables", help="JSON object of variables (seeded locked)")
+
+    decide = sub.add_parser("decide", help="decide for a session parked at a human state")
+    decide.add_argument("session")
+    decide.add_argument("--to", required=True, help="the transition to take")
+    decide.add_argument("--comment")
+
+    reply = sub.add_parser("reply", help="message a session parked at a human state")
+    reply.add_argument("session")
+    reply.add_argument("message", nargs="*")
 
     sessions = sub.add_parser("sessions", help="list sessions, or show one")
     sessions.add_argument("session", nargs="?")
@@ -98,7 +107,14 @@ def report_outcome(outcome: Outcome, *, trail_from: int = 0) -> int:
     _flow(outcome.trail[trail_from:])
     if outcome.reply:
         print(outcome.reply, flush=True)
-    if outcome.kind == "parked" and outcome.pending is not None:
+    if outcome.kind == "parked" and isinstance(outcome.pending, PendingDecision):
+        decision = outcome.pending
+        edges = ", ".join(edge.to for edge in decision.transitions)
+        _err(f"⏸ parked at {decision.state}, awaiting a decision: {edges}")
+        first = decision.transitions[0].to if decision.transitions else "<state>"
+        _err(f"  decide: archmax decide {outcome.session_id} --to {first} [--comment …]")
+        return 0
+    if outcome.kind == "parked" and isinstance(outcome.pending, PendingInput):
         pending = outcome.pending
         due = f" (wakes itself at {pending.resume_at.isoformat()})" if pending.resume_at else ""
         _err(f"⏸ parked in {pending.state}, awaiting input: {pending.reason}{due}")
@@ -119,6 +135,8 @@ def summary_line(s: SessionSummary) -> str:
     parts = [s.session_id, s.status, s.classification, f"state={s.state}"]
     if s.pending_input is not None:
         parts.append(f"awaiting={s.pending_input.state}")
+    if s.pending_decision is not None:
+        parts.append(f"awaiting={s.pending_decision.state}")
     if s.exit is not None and not s.exit.success:
         parts.append(f"exit={s.exit.code}")
     names = [n for n in s.variables if n != "trigger"]
@@ -138,6 +156,9 @@ def _summary_detail(s: SessionSummary) -> str:
         f"state     {s.state}",
         f"spec      {s.spec_hash}",
     ]
+    if s.pending_decision is not None:
+        edges = ", ".join(e.to for e in s.pending_decision.transitions)
+        lines.append(f"awaiting  decision at {s.pending_decision.state}: {edges}")
     if s.pending_input is not None:
         lines.append(f"awaiting  input in {s.pending_input.state}: {s.pending_input.reason}")
         if s.resume_at:
@@ -196,6 +217,28 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
             args.session, trigger=args.trigger, variables=variables
         )
         return report_outcome(outcome, trail_from=before)
+
+
+async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from client.agent import create_agent
+
+    async with await create_agent(None, config=config, worker_cache=0) as agent:
+        before = len((await agent.sessions.view(args.session)).trail)
+        _err(f"session   {args.session}  (decide → {args.to})")
+        outcome = await agent.workflow.decide(args.session, to=args.to, comment=args.comment)
+        return report_outcome(outcome, trail_from=before)
+
+
+async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from client.agent import create_agent
+
+    message = " ".join(args.message).strip()
+    if not message:
+        raise UsageError("reply needs a non-empty message", "reply")
+    async with await create_agent(None, config=config, worker_cache=0) as agent:
+        _err(f"session   {args.session}  (reply)")
+        outcome = await agent.workflow.reply(args.session, message)
+        return report_outcome(outcome)
 
 
 async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
@@ -264,6 +307,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _run(args, config)
     if args.command == "deliver":
         return await _deliver(args, config)
+    if args.command == "decide":
+        return await _decide(args, config)
+    if args.command == "reply":
+        return await _reply(args, config)
     if args.command == "sessions":
         return await _sessions(args, config)
     if args.command == "worker":

@@ -17,6 +17,7 @@ from activities.model import ModelConfig
 from client.agent import create_agent
 from client.config import RuntimeConfig
 from client.scripted_model import Playbook, ScriptedModelServer
+from workflows.models import PendingInput
 
 WORKFLOW = "support-inbox"
 DEMO_TASK_QUEUE = "archmax-demo"
@@ -58,7 +59,7 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
                 trigger="email_received",
                 variables={"conversation_id": conversation_id},
             )
-            reason = parked.pending.reason if parked.pending else ""
+            reason = parked.pending.reason if isinstance(parked.pending, PendingInput) else ""
             _say(f"   → {parked.kind} in {parked.state}: {reason}")
             _say(f"   the agent asked: {parked.reply}")
             summary = await agent.sessions.get(conversation_id)

@@ -16,7 +16,10 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SessionNotFoundError       no session with that id
     │   ├── SessionNotAwaitingInputError   deliver to a session not parked by archmax_wait
     │   ├── MissingDeliveryTriggerError    deliver without a trigger id
-    │   └── SessionNotResumableError   a firing for a session that is mid-turn
+    │   ├── SessionNotResumableError   a firing for a session that is mid-turn
+    │   ├── SessionNotParkedError      decide / reply on a session not at a human state
+    │   ├── InvalidDecisionTargetError a decision naming no edge of the parked state
+    │   └── EmptyMessageError          a reply (or send) with an empty message
     └── ModelCallError                 the model endpoint refused a call for good (a 4xx)
 
 This module is pure (no I/O) so workflow code, activities and the client all import it.
@@ -92,6 +95,18 @@ class SessionNotResumableError(SessionError):
     """A firing for a session whose turn is still running: one writer per session."""
 
 
+class SessionNotParkedError(SessionError):
+    """``decide`` or ``reply`` on a session that is not parked at a human state."""
+
+
+class InvalidDecisionTargetError(SessionError):
+    """A decision whose target is not an outgoing edge of the parked state; lists the valid."""
+
+
+class EmptyMessageError(SessionError):
+    """A reply to a parked session (or a send) whose message is empty."""
+
+
 class ModelCallError(ArchmaxError):
     """The model endpoint answered with a non-retryable error (400, 401, 403, 404, 422...)."""
 
@@ -108,6 +123,9 @@ _ALL: tuple[type[ArchmaxError], ...] = (
     SessionNotAwaitingInputError,
     MissingDeliveryTriggerError,
     SessionNotResumableError,
+    SessionNotParkedError,
+    InvalidDecisionTargetError,
+    EmptyMessageError,
     ModelCallError,
 )
 _BY_NAME: dict[str, type[ArchmaxError]] = {cls.__name__: cls for cls in _ALL}

@@ -7,7 +7,7 @@ compatibly (new fields get defaults). Pure: no I/O.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -89,11 +89,35 @@ class TrailStep(_Model):
 class PendingInput(_Model):
     """The park record of ``archmax_wait``: where, why, since when, and when it wakes itself."""
 
+    channel: Literal["input"] = "input"
     state: str
     title: str | None = None
     reason: str
     parked_at: datetime
     resume_at: datetime | None = None
+
+
+class DecisionEdge(_Model):
+    """One choice a reviewer has at a human state."""
+
+    to: str
+    description: str | None = None
+    type: str | None = None
+
+
+class PendingDecision(_Model):
+    """The park record of a human state: where, which edges, since when."""
+
+    channel: Literal["decision"] = "decision"
+    state: str
+    title: str | None = None
+    seq: int
+    transitions: list[DecisionEdge]
+    evidence: list[str] = Field(default_factory=list)
+    created_at: datetime
+
+
+Pending = Annotated[PendingInput | PendingDecision, Field(discriminator="channel")]
 
 
 class SessionExit(_Model):
@@ -144,6 +168,8 @@ class SessionState(_Model):
     usage: Usage = Field(default_factory=Usage)
     park_counts: dict[str, int] = Field(default_factory=dict)
     pending_input: PendingInput | None = None
+    pending_decision: PendingDecision | None = None
+    decisions: int = 0
     raised: Raised | None = None
     rejected: str | None = None
     turns: int = 0
@@ -190,6 +216,19 @@ class DeliverInput(_Model):
     message: str | None = None
 
 
+class DecideInput(_Model):
+    """A reviewer's choice at a human state: one of its edges, and an optional comment."""
+
+    to: str
+    comment: str | None = None
+
+
+class ReplyInput(_Model):
+    """A person's message to a session parked at a human state."""
+
+    message: str
+
+
 class Outcome(_Model):
     """What a settled turn came to, returned by ``send`` / ``deliver``."""
 
@@ -199,7 +238,7 @@ class Outcome(_Model):
     status: SessionStatus
     state: str | None = None
     parked_channel: Literal["input", "decision"] | None = None
-    pending: PendingInput | None = None
+    pending: Pending | None = None
     reply: str = ""
     rejected: str | None = None
     exit: SessionExit | None = None
@@ -218,6 +257,7 @@ class SessionSummary(_Model):
     state: str | None = None
     spec_hash: str
     pending_input: PendingInput | None = None
+    pending_decision: PendingDecision | None = None
     wait_reason: str | None = None
     resume_at: datetime | None = None
     exit: SessionExit | None = None

@@ -33,13 +33,18 @@ with workflow.unsafe.imports_passed_through():
     from workflows.durations import InvalidUntilError, resolve_until
     from workflows.errors import (
         ArchmaxError,
+        EmptyMessageError,
+        InvalidDecisionTargetError,
         InvalidVariableNameError,
         MissingDeliveryTriggerError,
         SessionNotAwaitingInputError,
+        SessionNotParkedError,
         SessionNotResumableError,
         UnknownTriggerError,
     )
     from workflows.models import (
+        DecideInput,
+        DecisionEdge,
         DeliverInput,
         Disposition,
         Message,
@@ -47,9 +52,11 @@ with workflow.unsafe.imports_passed_through():
         ModelCallResult,
         Outcome,
         OutcomeKind,
+        PendingDecision,
         PendingInput,
         PersistTurnInput,
         Raised,
+        ReplyInput,
         SendInput,
         SessionExit,
         SessionInput,
@@ -69,11 +76,14 @@ _Stop = Literal["continue", "raised", "parked", "routed", "rejected"]
 
 @dataclass
 class _Request:
-    """A queued firing: a host's send, or a delivery (update, signal or the session's timer)."""
+    """A queued firing: a host's send, a delivery (update, signal or the session's timer),
+    a reviewer's decision, or a person's reply to a human park."""
 
     key: str | None
     send: SendInput | None = None
     deliver: DeliverInput | None = None
+    decide: DecideInput | None = None
+    reply: str | None = None
 
 
 @dataclass
@@ -161,6 +171,16 @@ class ArchmaxSession:
 
     async def _process(self, request: _Request) -> Outcome:
         disposition: Disposition
+        if request.decide is not None:
+            disposition = "decide"
+            await self._decide(request.decide)
+            return await self._settle(disposition)
+        reply = request.reply
+        if request.send is not None and self._s.status == "awaiting_decision":
+            reply = request.send.message or ""
+        if reply is not None:
+            await self._reply(reply)
+            return await self._settle("reply")
         if request.send is not None and self._s.status != "awaiting_input":
             disposition = "turn"
             self._open_turn(request.send)
@@ -174,6 +194,9 @@ class ArchmaxSession:
             self._resume(delivery)
         self._publish()
         await self._drive()
+        return await self._settle(disposition)
+
+    async def _settle(self, disposition: Disposition) -> Outcome:
         await self._persist()
         self._publish()
         return self._outcome(disposition)
@@ -199,6 +222,26 @@ class ArchmaxSession:
     @deliver.validator
     def _validate_deliver(self, delivery: DeliverInput) -> None:
         self._check_delivery(delivery)
+
+    @workflow.update
+    async def decide(self, decision: DecideInput) -> Outcome:
+        """A reviewer picks one of the parked human state's edges; no model interprets it."""
+        self._check_decision(decision)
+        return await self._enqueue_and_wait(_Request(key=self._next_key(), decide=decision))
+
+    @decide.validator
+    def _validate_decide(self, decision: DecideInput) -> None:
+        self._check_decision(decision)
+
+    @workflow.update
+    async def reply(self, message: ReplyInput) -> Outcome:
+        """A person's message to a session parked at a human state: answered, still parked."""
+        self._check_reply(message.message)
+        return await self._enqueue_and_wait(_Request(key=self._next_key(), reply=message.message))
+
+    @reply.validator
+    def _validate_reply(self, message: ReplyInput) -> None:
+        self._check_reply(message.message)
 
     @workflow.signal(name="deliver")
     def deliver_signal(self, delivery: DeliverInput) -> None:
@@ -240,11 +283,8 @@ class ArchmaxSession:
                 raise _wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
             return
         if self._s.status == "awaiting_decision":
-            raise _wire(
-                SessionNotResumableError(
-                    f"session {self._input.session_id!r} awaits a human decision"
-                )
-            )
+            self._check_reply(firing.message or "")
+            return
         if self._s.state is None and self._spec.start_state_for(firing.trigger) is None:
             declared = ", ".join(self._spec.trigger_ids()) or "(none)"
             raise _wire(
@@ -265,6 +305,33 @@ class ArchmaxSession:
         if not delivery.trigger or not delivery.trigger.strip():
             raise _wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
         self._check_names(delivery.variables)
+
+    def _check_human_park(self) -> PendingDecision:
+        pending = self._s.pending_decision
+        if self._busy or self._s.status != "awaiting_decision" or pending is None:
+            raise _wire(
+                SessionNotParkedError(
+                    f"session {self._input.session_id!r} is not parked at a human state "
+                    f"(status: {'running' if self._busy else self._s.status})"
+                )
+            )
+        return pending
+
+    def _check_decision(self, decision: DecideInput) -> None:
+        pending = self._check_human_park()
+        targets = [edge.to for edge in pending.transitions]
+        if decision.to not in targets:
+            raise _wire(
+                InvalidDecisionTargetError(
+                    f"{decision.to!r} is not a transition of '{pending.state}'; "
+                    f"valid targets: {', '.join(targets)}"
+                )
+            )
+
+    def _check_reply(self, message: str) -> None:
+        self._check_human_park()
+        if not message or not message.strip():
+            raise _wire(EmptyMessageError("a reply needs a non-empty message"))
 
     def _check_names(self, seeds: dict[str, Any]) -> None:
         bad = variables.invalid_names(list(seeds))
@@ -337,6 +404,60 @@ class ArchmaxSession:
         s.deliveries += 1
         self._follow_up = False
 
+    # --- human states ---------------------------------------------------------------------
+
+    async def _decide(self, decision: DecideInput) -> None:
+        """Commit the decision, note it, and continue in the target state."""
+        s = self._s
+        pending = s.pending_decision
+        assert pending is not None
+        s.pending_decision = None
+        s.status = "running"
+        comment = decision.comment.strip() if decision.comment else None
+        s.state = decision.to
+        self._trail(decision.to, "human", comment)
+        self._note(
+            "decision",
+            f"[decision] the reviewer chose '{decision.to}' at '{pending.state}'"
+            + (f": {comment}" if comment else "."),
+        )
+        self._follow_up = False
+        self._publish()
+        if self._spec.state(decision.to).is_human:
+            await self._park_for_decision()
+            return
+        await self._drive()
+
+    async def _reply(self, message: str) -> None:
+        """Answer a person on one tool-less call; the session stays parked, record unchanged."""
+        s = self._s
+        s.transcript.append(Message(role="user", content=message, state=s.state))
+        result = await self._call_model(handoff=True)
+        if result is not None and result.content:
+            s.transcript.append(Message(role="assistant", content=result.content, state=s.state))
+
+    async def _park_for_decision(self) -> None:
+        """Park at the human state the session stands in, after one handoff message."""
+        s = self._s
+        slug = self._state_slug()
+        state = self._spec.state(slug)
+        s.decisions += 1
+        s.pending_decision = PendingDecision(
+            state=slug,
+            title=state.title,
+            seq=s.decisions,
+            transitions=[
+                DecisionEdge(to=t.to, description=t.description, type=t.type)
+                for t in state.transitions
+            ],
+            evidence=list(state.evidence),
+            created_at=workflow.now(),
+        )
+        s.status = "awaiting_decision"
+        result = await self._call_model(handoff=True)
+        if result is not None and result.content:
+            s.transcript.append(Message(role="assistant", content=result.content, state=slug))
+
     # --- the agent loop -------------------------------------------------------------------
 
     async def _drive(self) -> None:
@@ -346,6 +467,9 @@ class ArchmaxSession:
         while True:
             slug = self._state_slug()
             state = self._spec.state(slug)
+            if state.is_human:
+                await self._park_for_decision()
+                return
             max_calls = state.budget.max_turns or contracts.DEFAULT_MAX_MODEL_CALLS_PER_VISIT
             if visit_calls >= max_calls:
                 stop = self._turn_failure(
@@ -371,6 +495,7 @@ class ArchmaxSession:
                     stop = await self._run_tool_calls(result.tool_calls)
                     if self._state_slug() != slug:
                         visit_calls = 0
+
             if stop == "routed":
                 routes += 1
                 visit_calls = 0
@@ -543,12 +668,6 @@ class ArchmaxSession:
             return _ToolAnswer(
                 f"archmax_advance rejected: {target!r} is not a transition of '{slug}'. "
                 f"Valid targets: {', '.join(targets)}.",
-                "error",
-            )
-        if self._spec.state(target).is_human:
-            return _ToolAnswer(
-                f"archmax_advance rejected: '{target}' is a human decision node, which this "
-                "runtime does not run yet.",
                 "error",
             )
         reason = arguments.get("reason")
@@ -740,7 +859,9 @@ class ArchmaxSession:
             sa.WORKFLOW.value_set(self._input.workflow),
             sa.STATUS.value_set(s.status),
             sa.STATE.value_set(s.state or ""),
-            sa.PARKED_CHANNEL.value_set("input" if pending else ""),
+            sa.PARKED_CHANNEL.value_set(
+                "input" if pending else "decision" if s.status == "awaiting_decision" else ""
+            ),
             sa.RESUME_AT.value_set(pending.resume_at)
             if pending and pending.resume_at
             else sa.RESUME_AT.value_unset(),
@@ -748,6 +869,9 @@ class ArchmaxSession:
         if self._input.search_attributes:
             workflow.upsert_search_attributes(updates)
         details = [f"**{self._input.workflow}** · `{s.status}` in `{s.state}`"]
+        if s.status == "awaiting_decision" and s.pending_decision:
+            edges = ", ".join(e.to for e in s.pending_decision.transitions)
+            details.append(f"awaiting a decision at `{s.pending_decision.state}`: {edges}")
         if pending:
             details.append(f"waiting for: {pending.reason}")
             if pending.resume_at:
@@ -776,14 +900,15 @@ class ArchmaxSession:
             "awaiting_decision": "parked",
         }.get(s.status, "rejected")
         parked = s.status == "awaiting_input"
+        deciding = s.status == "awaiting_decision"
         return Outcome(
             session_id=self._input.session_id,
             kind=kind,
             disposition=disposition,
             status=s.status,
             state=s.state,
-            parked_channel="input" if parked else None,
-            pending=s.pending_input if parked else None,
+            parked_channel="input" if parked else "decision" if deciding else None,
+            pending=s.pending_input if parked else s.pending_decision if deciding else None,
             reply=_last_reply(s.transcript),
             rejected=s.rejected,
             exit=self._exit(),
@@ -803,6 +928,7 @@ class ArchmaxSession:
             state=s.state,
             spec_hash=self._input.spec_hash,
             pending_input=pending,
+            pending_decision=s.pending_decision if s.status == "awaiting_decision" else None,
             wait_reason=pending.reason if pending else None,
             resume_at=pending.resume_at if pending else None,
             exit=self._exit(),
