@@ -145,6 +145,7 @@ class WorkflowSurface:
                 spec_hash=loaded.spec_hash,
                 prompt=loaded.prompt,
                 search_attributes=agent.config.search_attributes,
+                requests_per_run=agent.requests_per_run,
             ),
             id=sid,
             task_queue=agent.config.task_queue,
@@ -268,7 +269,9 @@ class Agent:
         loaded: LoadedWorkflow | None,
         *,
         session_path: str | None = None,
+        requests_per_run: int | None = None,
     ) -> None:
+        self.requests_per_run = requests_per_run
         if session_path is not None:
             try:
                 parse_path(session_path)
@@ -329,12 +332,15 @@ async def create_agent(
     session_path: str | None = None,
     worker: WorkerMode | None = None,
     worker_cache: int = 1000,
+    requests_per_run: int | None = None,
 ) -> Agent:
     """An agent for ``workflows/<workflow>/`` of the authoring root.
 
     With no ``client``, it connects to ``TEMPORAL_ADDRESS`` or, with nothing configured, finds or
     starts the embedded dev server. ``worker`` chooses the in-process worker: ``auto`` (only when
-    none polls the task queue), ``inprocess`` or ``external``. Close the agent (or use it as an
+    none polls the task queue), ``inprocess`` or ``external``. ``requests_per_run`` makes new
+    sessions continue as new after that many firings (Temporal may suggest it sooner). Close
+    the agent (or use it as an
     async context manager) to stop a worker it started.
     """
     resolved = config or RuntimeConfig.from_env(root=root)
@@ -342,4 +348,4 @@ async def create_agent(
     runtime = await open_runtime(
         resolved, model=model, worker_mode=worker, client=client, worker_cache=worker_cache
     )
-    return Agent(runtime, loaded, session_path=session_path)
+    return Agent(runtime, loaded, session_path=session_path, requests_per_run=requests_per_run)
