@@ -10,6 +10,8 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     ├── SpecValidationError            workflow.yaml (or its tree) does not load
     ├── UnknownWorkflowError           no workflows/<slug>/workflow.yaml under the root
     ├── UnknownTriggerError            a firing names a trigger no state declares
+    ├── TriggerInputError              a firing misses or mistypes a trigger's requires
+    ├── WorkflowDisabledError          a new turn on a workflow with disabled: true
     ├── InvalidVariableNameError       a seeded or delivered variable name is illegal
     ├── InvalidSessionIdError          a session id cannot address a session
     ├── SessionError
@@ -67,6 +69,15 @@ class UnknownTriggerError(ArchmaxError):
     """A firing names a trigger id that no state declares; the message lists the declared ids."""
 
 
+class TriggerInputError(ArchmaxError):
+    """A firing is missing, or mistypes, a variable its trigger ``requires``: refused before
+    any model call, naming the trigger, the variable, the type and what arrived."""
+
+
+class WorkflowDisabledError(ArchmaxError):
+    """A new turn on a workflow declaring ``disabled: true``; parked sessions still drain."""
+
+
 class InvalidVariableNameError(ArchmaxError):
     """A seeded or delivered variable name is not ``^[a-z][a-z0-9_]*$`` or is reserved."""
 
@@ -116,6 +127,8 @@ _ALL: tuple[type[ArchmaxError], ...] = (
     SpecValidationError,
     UnknownWorkflowError,
     UnknownTriggerError,
+    TriggerInputError,
+    WorkflowDisabledError,
     InvalidVariableNameError,
     InvalidSessionIdError,
     SessionError,

@@ -28,7 +28,7 @@ from temporalio.common import SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contracts, prompt, runtime_tools, variables
+    from workflows import contracts, prompt, runtime_tools, signatures, variables
     from workflows import search_attributes as sa
     from workflows.durations import InvalidUntilError, resolve_until
     from workflows.errors import (
@@ -40,7 +40,9 @@ with workflow.unsafe.imports_passed_through():
         SessionNotAwaitingInputError,
         SessionNotParkedError,
         SessionNotResumableError,
+        TriggerInputError,
         UnknownTriggerError,
+        WorkflowDisabledError,
     )
     from workflows.models import (
         DecideInput,
@@ -285,6 +287,12 @@ class ArchmaxSession:
         if self._s.status == "awaiting_decision":
             self._check_reply(firing.message or "")
             return
+        if self._spec.disabled:
+            raise _wire(
+                WorkflowDisabledError(
+                    f"Refusing to start: workflow '{self._input.workflow}' is disabled."
+                )
+            )
         if self._s.state is None and self._spec.start_state_for(firing.trigger) is None:
             declared = ", ".join(self._spec.trigger_ids()) or "(none)"
             raise _wire(
@@ -293,6 +301,12 @@ class ArchmaxSession:
                     f"{self._input.workflow!r}; declared triggers: {declared}"
                 )
             )
+        seeded = variables.seed(self._s.variables, firing.variables, replace_title=False)
+        problems = signatures.missing_inputs(
+            firing.trigger, self._spec.trigger(firing.trigger), seeded
+        )
+        if problems:
+            raise _wire(TriggerInputError("; ".join(problems)))
 
     def _check_delivery(self, delivery: DeliverInput) -> None:
         if self._busy or self._s.status != "awaiting_input":
@@ -490,6 +504,11 @@ class ArchmaxSession:
                         )
                     )
                     if not result.tool_calls:
+                        shortfall = self._returns_shortfall(slug)
+                        if shortfall is not None:
+                            self._s.rejected = shortfall
+                            self._s.status = "rejected"
+                            return
                         self._s.status = "completed"
                         return
                     stop = await self._run_tool_calls(result.tool_calls)
@@ -733,10 +752,21 @@ class ArchmaxSession:
         s.pending_input = park
         s.status = "awaiting_input"
 
+    def _returns_shortfall(self, slug: str) -> str | None:
+        """At a terminal state, the reason the session is short of its trigger's returns."""
+        trigger = self._s.trigger
+        if trigger is None or not self._spec.state(slug).is_terminal:
+            return None
+        return signatures.missing_returns(
+            trigger, self._spec.trigger(trigger), slug, self._s.variables
+        )
+
     def _set_variables(self, arguments: dict[str, Any]) -> _ToolAnswer:
         writes = arguments.get("variables")
         lock = arguments.get("lock")
         refusal = variables.agent_write_refusal(self._s.variables, writes, lock)
+        if refusal is None and isinstance(writes, dict) and self._s.trigger is not None:
+            refusal = signatures.return_refusal(self._spec.trigger(self._s.trigger), writes)
         if refusal is not None:
             return _ToolAnswer(
                 f"archmax_set_variables refused: {refusal}. Nothing was set.", "error"
