@@ -28,6 +28,8 @@ def configure_logging(verbose: bool = False) -> None:
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )
+    for chatty in ("httpx", "httpx2", "httpcore", "openai"):
+        logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )

@@ -371,6 +371,47 @@ class TestBudgetsAndModelErrors:
         assert outcome.rejected is not None and "maxTurns (3)" in outcome.rejected
         assert len(server.requests) == 3
 
+    async def test_a_model_call_over_budget_timeout_ms_routes_through_on_error(
+        self, client, task_queue, scripted, tmp_path
+    ):
+        """budget.timeoutMs races each model call; expiry is a turn failure routed by on_error
+        with an [error] note and an on_error trail step."""
+        write_workflow(
+            tmp_path,
+            "slow",
+            """
+states:
+  think:
+    triggers: { manual: }
+    budget: { timeoutMs: 300 }
+    on_error: apologise
+    transitions:
+      - { to: apologise, description: Nothing else works. }
+  apologise:
+    instructions: Apologise.
+""",
+        )
+        server = scripted(
+            playbook(
+                {"when": {"state": "think"}, "delay_ms": 1500, "reply": {"content": "too late"}},
+                {"when": {"state": "apologise"}, "reply": {"content": "Sorry for the wait."}},
+            )
+        )
+        async with running_agent(client, task_queue, tmp_path, "slow", server) as agent:
+            outcome = await agent.workflow.send("slow-1", "hi")
+            view = await agent.sessions.view("slow-1")
+        assert outcome.kind == "completed"
+        assert outcome.state == "apologise"
+        assert outcome.reply == "Sorry for the wait."
+        assert [(s.kind, s.to) for s in outcome.trail] == [
+            ("trigger", "think"),
+            ("on_error", "apologise"),
+        ]
+        errors = [m for m in view.transcript if m.note == "error" and m.role == "tool"]
+        assert len(errors) == 1 and "[error] model call failed in state 'think'" in (
+            errors[0].content or ""
+        )
+
     async def test_rate_limits_are_retried_by_temporal(
         self, client, task_queue, scripted, orders_root
     ):
