@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -68,6 +69,26 @@ class TestParkAtHumanState:
         attributes = described.typed_search_attributes
         assert attributes.get(sa.STATUS) == "awaiting_decision"
         assert attributes.get(sa.PARKED_CHANNEL) == "decision"
+
+    async def test_visibility_finds_parked_reviews_by_status(
+        self, client, task_queue, scripted, sid
+    ):
+        """`ArchmaxStatus='awaiting_decision'` lists the session (as `temporal workflow list
+        --query` does)."""
+        server = scripted(PLAYBOOK)
+        async with running_agent(client, task_queue, ROOT, "refund-review", server) as agent:
+            await agent.workflow.send(sid, REQUEST)
+            query = (
+                "ArchmaxStatus = 'awaiting_decision' AND ArchmaxParkedChannel = 'decision' "
+                f"AND TaskQueue = '{task_queue}'"
+            )
+            found: list[str] = []
+            for _ in range(50):  # visibility is eventually consistent
+                found = [w.id async for w in client.list_workflows(query)]
+                if found:
+                    break
+                await asyncio.sleep(0.1)
+        assert found == [sid]
 
 
 class TestDecide:

@@ -485,3 +485,77 @@ class TestSessionPaths:
             ):
                 pass
         assert server.requests == []
+
+
+PARKER = """
+title: Parker
+states:
+  check:
+    triggers: { manual: }
+    instructions: Check.
+    budget: { maxParks: 1 }
+    on_error: escalate
+    transitions:
+      - { to: done, description: Found. }
+  escalate:
+    instructions: Escalate.
+  done:
+    instructions: Answer.
+"""
+
+
+class TestProbe:
+    async def test_probe_resolve_mid_turn(self, client, task_queue, scripted, root):
+        """probe"""
+        server = scripted(
+            playbook({"when": {}, "delay_ms": 1500, "reply": {"content": "Slow answer."}})
+        )
+        sid = new_id("probe")
+        async with running_agent(client, task_queue, root, "rules", server) as agent:
+            first = asyncio.create_task(agent.workflow.send(sid, "first"))
+
+            async def model_called():
+                return bool(server.requests)
+
+            assert await _poll(model_called, timeout=10)
+            try:
+                r = await agent.workflow.resolve_session(session_id=sid)
+                print("RESOLVED", r)
+            except Exception as e:
+                print("RAISED", type(e))
+            await first
+
+    async def test_probe_maxparks_on_error(self, client, task_queue, scripted, tmp_path):
+        """probe"""
+        write_workflow(tmp_path, "parker", PARKER)
+        server = scripted(
+            playbook(
+                {"when": {"state": "escalate"}, "reply": {"content": "Escalated."}},
+                {
+                    "when": {"state": "check"},
+                    "reply": {
+                        "content": "Not yet.",
+                        "tool_calls": [
+                            tool("archmax_wait", reason="x"),
+                            tool("archmax_get_variables"),
+                        ],
+                    },
+                },
+            )
+        )
+        sid = new_id("probe")
+        async with running_agent(client, task_queue, tmp_path, "parker", server) as agent:
+            a = await agent.workflow.send(sid, "first")
+            b = await agent.workflow.deliver(sid, trigger="poll")
+            view = await agent.sessions.view(sid)
+        print(a.kind, b.kind, b.state, [(s.kind, s.to) for s in b.trail])
+        for m in view.transcript:
+            print(
+                m.role,
+                m.note,
+                m.name,
+                m.tool_call_id,
+                [c.id + ":" + c.name for c in m.tool_calls],
+                (m.content or "")[:80],
+            )
+        print(server.requests[-1].body["messages"][-6:])
