@@ -28,7 +28,11 @@ from client.loader import LoadedWorkflow, load_workflow
 from client.runtime import Runtime, WorkerMode, open_runtime, translate
 from workflows import search_attributes as sa
 from workflows.contracts import WORKFLOW_NAME
-from workflows.errors import InvalidSessionIdError, SessionNotFoundError
+from workflows.errors import (
+    InvalidSessionIdError,
+    SessionNotFoundError,
+    SessionNotResumableError,
+)
 from workflows.identity import check_session_id
 from workflows.models import (
     DecideInput,
@@ -116,6 +120,8 @@ class WorkflowSurface:
             return ResolvedSession(sid, "resume", False)
         if summary.status == "awaiting_decision":
             return ResolvedSession(sid, "reply", False)
+        if summary.status == "running":
+            raise SessionNotResumableError(f"session {sid!r} is mid-turn; retry after it settles")
         return ResolvedSession(sid, "turn", False)
 
     async def send(

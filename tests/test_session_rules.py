@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
+from client.agent import ResolvedSession
 from tests.conftest import EXAMPLES, running_agent, write_workflow
 from workflows.errors import (
     InvalidSessionIdError,
@@ -43,7 +44,7 @@ states:
   lookup:
     triggers: { manual: }
     instructions: Look the order up.
-    budget: { maxTurns: 2 }
+    budget: { maxTurns: 2, maxParks: 1 }
 ON_ERROR
     transitions:
       - { to: done, description: Found. }
@@ -55,14 +56,20 @@ ON_ERROR
 
 REFUND = EXAMPLES / "refund-review"
 REFUND_PLAYBOOK = REFUND / "workflows" / "refund-review" / "playbook.yaml"
+NOTE, RESET, WAIT = "archmax_note", "archmax_reset", "archmax_wait"
 
 
 def tool(tool_name: str, /, **arguments: object) -> dict[str, object]:
     return {"name": tool_name, "arguments": arguments}
 
 
-def playbook(*rules: dict[str, object]) -> str:
-    return json.dumps({"rules": list(rules)})
+def rule(content: str | None, *calls: dict[str, object], **when: object) -> dict[str, object]:
+    reply: dict[str, object] = {"content": content} if content else {}
+    return {"when": when, "reply": {**reply, "tool_calls": list(calls)} if calls else reply}
+
+
+def playbook(*rules: dict[str, object], delay_ms: int = 0) -> str:
+    return json.dumps({"rules": [{**r, "delay_ms": delay_ms} for r in rules]})
 
 
 def new_id(prefix: str) -> str:
@@ -87,41 +94,24 @@ async def _poll(probe, timeout: float = 20.0):
         await asyncio.sleep(0.1)
 
 
+def _users(view) -> list[str | None]:
+    return [m.content for m in view.transcript if m.role == "user"]
+
+
 class TestContinueAsNew:
     async def test_a_parked_session_survives_continue_as_new_and_resumes(
         self, client, task_queue, scripted, root
     ):
         """Across continue-as-new the session keeps transcript, variables, trail and its park,
         and park counts reset at each turn boundary while maxParks still bounds a turn."""
+        ask = tool(WAIT, reason="the order id")
         server = scripted(
             playbook(
-                {
-                    "when": {"state": "intake", "last_tool": "archmax_note", "last_user": "third"},
-                    "reply": {"tool_calls": [tool("archmax_wait", reason="another reply")]},
-                },
-                {
-                    "when": {
-                        "state": "intake",
-                        "last_tool": "archmax_note",
-                        "last_tool_result": "/(?P<order>ORD-\\d+)/",
-                    },
-                    "reply": {"content": "Got {order}."},
-                },
-                {
-                    "when": {"state": "intake", "last_tool": "archmax_set_variables"},
-                    "reply": {"content": "Noted."},
-                },
-                {
-                    "when": {"state": "intake", "last_user": "first"},
-                    "reply": {"tool_calls": [tool("archmax_set_variables", variables={"tier": 1})]},
-                },
-                {
-                    "when": {"state": "intake", "last_user": "/second|third/"},
-                    "reply": {
-                        "content": "Which order?",
-                        "tool_calls": [tool("archmax_wait", reason="the order id")],
-                    },
-                },
+                rule(None, tool(WAIT, reason="again"), last_tool=NOTE, last_user="third"),
+                rule("Got {order}.", last_tool=NOTE, last_tool_result="/(?P<order>ORD-\\d+)/"),
+                rule("Noted.", last_tool="archmax_set_variables"),
+                rule(None, tool("archmax_set_variables", variables={"tier": 1}), last_user="first"),
+                rule("Which order?", ask, last_user="/second|third/"),
             )
         )
         sid = new_id("can")
@@ -148,25 +138,22 @@ class TestContinueAsNew:
         assert old.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
         assert parked.kind == "parked"
         assert (summary.status, summary.turns) == ("awaiting_input", 2)
-        assert summary.pending_input is not None
-        assert (summary.pending_input.state, summary.pending_input.reason) == (
-            "intake",
-            "the order id",
+        pending = summary.pending_input
+        assert pending is not None and (pending.state, pending.reason) == ("intake", "the order id")
+        customer, tier = summary.variables["customer"], summary.variables["tier"]
+        assert (customer.value, customer.locked, tier.value, tier.locked) == (
+            "Acme",
+            True,
+            1,
+            False,
         )
-        assert (
-            summary.variables["customer"].value == "Acme" and summary.variables["customer"].locked
-        )
-        assert summary.variables["tier"].value == 1 and not summary.variables["tier"].locked
-        assert [m.content for m in view.transcript if m.role == "user"] == ["first", "second"]
+        assert _users(view) == ["first", "second"]
         assert [s.kind for s in view.trail] == ["trigger", "trigger"]
-        assert (resumed.kind, resumed.disposition, resumed.reply) == (
-            "completed",
-            "deliver",
-            "Got ORD-7.",
-        )
+        assert (resumed.kind, resumed.disposition) == ("completed", "deliver")
+        assert resumed.reply == "Got ORD-7."
         assert resumed.variables["tier"].value == 1 and resumed.variables["customer"].locked
         assert resumed.variables["order"].locked
-        # turn 3 parks in intake again: the count carried from turn 2 was reset
+        # turn 3 parks in intake again: the count carried from turn 2 was reset...
         assert reparked.kind == "parked"
         # ...but a second park within that turn exceeds maxParks (1)
         assert over_budget.kind == "rejected"
@@ -178,11 +165,8 @@ class TestOnError:
         """A looping model exhausts maxTurns; the turn routes to on_error with an [error] note."""
         server = scripted(
             playbook(
-                {
-                    "when": {"state": "lookup"},
-                    "reply": {"tool_calls": [tool("archmax_get_variables")]},
-                },
-                {"when": {"state": "escalate"}, "reply": {"content": "A person will take over."}},
+                rule(None, tool("archmax_get_variables"), state="lookup"),
+                rule("A person will take over.", state="escalate"),
             )
         )
         sid = new_id("onerr")
@@ -192,10 +176,8 @@ class TestOnError:
         assert (outcome.kind, outcome.state) == ("completed", "escalate")
         assert outcome.exit is not None and outcome.exit.success
         assert outcome.reply == "A person will take over."
-        assert [(s.kind, s.to) for s in outcome.trail] == [
-            ("trigger", "lookup"),
-            ("on_error", "escalate"),
-        ]
+        steps = [(s.kind, s.to) for s in outcome.trail]
+        assert steps == [("trigger", "lookup"), ("on_error", "escalate")]
         assert "maxTurns (2)" in (outcome.trail[1].reason or "")
         notes = [m for m in view.transcript if m.note == "error"]
         assert [m.role for m in notes] == ["assistant", "tool"]
@@ -205,9 +187,7 @@ class TestOnError:
 
     async def test_without_on_error_the_turn_is_rejected(self, client, task_queue, scripted, root):
         """With no on_error the exhausted budget rejects the turn: no exit, no route."""
-        server = scripted(
-            playbook({"when": {}, "reply": {"tool_calls": [tool("archmax_get_variables")]}})
-        )
+        server = scripted(playbook(rule(None, tool("archmax_get_variables"))))
         sid = new_id("noerr")
         async with running_agent(client, task_queue, root, "unguarded", server) as agent:
             outcome = await agent.workflow.send(sid, "Where is ORD-1?")
@@ -215,6 +195,32 @@ class TestOnError:
         assert outcome.rejected is not None and "budget.maxTurns (2)" in outcome.rejected
         assert [s.kind for s in outcome.trail] == ["trigger"]
         assert len(server.requests) == 2
+
+    @pytest.mark.parametrize(
+        "siblings",
+        [
+            pytest.param(0, id="wait-alone"),
+            pytest.param(1, id="wait-beside-another-call"),
+        ],
+    )
+    async def test_the_park_beyond_max_parks_routes_to_on_error(
+        self, client, task_queue, scripted, root, siblings
+    ):
+        """The refused park routes to on_error, and every tool call still gets its result."""
+        calls = [tool(WAIT, reason="posting")] + [tool("archmax_get_variables")] * siblings
+        server = scripted(
+            playbook(rule("Escalated.", state="escalate"), rule("Not yet.", *calls, state="lookup"))
+        )
+        sid = new_id("parks")
+        async with running_agent(client, task_queue, root, "guarded", server) as agent:
+            parked = await agent.workflow.send(sid, "check it")
+            routed = await agent.workflow.deliver(sid, trigger="poll")
+            view = await agent.sessions.view(sid)
+        assert (parked.kind, routed.kind, routed.state) == ("parked", "completed", "escalate")
+        assert routed.trail[-1].kind == "on_error" and "maxParks (1)" in routed.trail[-1].reason
+        asked = [c.id for m in view.transcript for c in m.tool_calls]
+        answered = [m.tool_call_id for m in view.transcript if m.role == "tool"]
+        assert sorted(asked) == sorted(answered)
 
 
 class TestReset:
@@ -225,31 +231,12 @@ class TestReset:
         reset is refused; only the follow-up turn's prompt carries the Follow-up block."""
         server = scripted(
             playbook(
-                {
-                    "when": {"state": "answer", "last_user": "second"},
-                    "reply": {"tool_calls": [tool("archmax_reset", reason="needs triage")]},
-                },
-                {
-                    "when": {
-                        "state": "intake",
-                        "last_tool": "archmax_reset",
-                        "last_tool_result": "already",
-                    },
-                    "reply": {"content": "Staying in intake."},
-                },
-                {
-                    "when": {"state": "intake", "last_tool": "archmax_reset"},
-                    "reply": {"content": "Back at intake."},
-                },
-                {
-                    "when": {"state": "intake", "last_user": "third"},
-                    "reply": {"tool_calls": [tool("archmax_reset")]},
-                },
-                {
-                    "when": {"state": "intake", "last_user": "first"},
-                    "reply": {"tool_calls": [tool("archmax_advance", to="answer")]},
-                },
-                {"when": {"state": "answer"}, "reply": {"content": "Answered."}},
+                rule(None, tool(RESET, reason="needs triage"), state="answer", last_user="second"),
+                rule("Staying in intake.", last_tool=RESET, last_tool_result="already"),
+                rule("Back at intake.", last_tool=RESET),
+                rule(None, tool(RESET), state="intake", last_user="third"),
+                rule(None, tool("archmax_advance", to="answer"), state="intake", last_user="first"),
+                rule("Answered.", state="answer"),
             )
         )
         sid = new_id("reset")
@@ -272,14 +259,10 @@ class TestReset:
         ]
         assert second.trail[-1].reason == "needs triage"
         assert second.variables["customer"].value == "Acme"
-        assert [m.content for m in view.transcript if m.role == "user"] == [
-            "first",
-            "second",
-            "third",
-        ]
+        assert _users(view) == ["first", "second", "third"]
         assert (third.state, third.reply) == ("intake", "Staying in intake.")
         assert [s.kind for s in third.trail].count("reset") == 1
-        refusal = [m for m in view.transcript if m.role == "tool" and m.name == "archmax_reset"][-1]
+        refusal = [m for m in view.transcript if m.role == "tool" and m.name == RESET][-1]
         assert refusal.status == "error"
         assert "already in the state" in (refusal.content or "")
         follow_up = ["### Follow-up" in r.body["messages"][0]["content"] for r in server.requests]
@@ -292,14 +275,8 @@ class TestDispositions:
         """None yet and finished: turn; parked for input: resume, and send delivers into it."""
         server = scripted(
             playbook(
-                {
-                    "when": {"state": "intake", "last_user": "wait"},
-                    "reply": {
-                        "content": "Which order?",
-                        "tool_calls": [tool("archmax_wait", reason="the order id")],
-                    },
-                },
-                {"when": {}, "reply": {"content": "Done."}},
+                rule("Which order?", tool(WAIT, reason="the order id"), last_user="wait"),
+                rule("Done."),
             )
         )
         finished, parked = new_id("disp-done"), new_id("disp-wait")
@@ -312,18 +289,11 @@ class TestDispositions:
                 trigger="chat", variables={"chat": {"id": parked}}
             )
             delivered = await agent.workflow.send(parked, "ORD-1", trigger="chat")
-        assert (none_yet.session_id, none_yet.disposition, none_yet.minted) == (
-            finished,
-            "turn",
-            False,
-        )
-        assert (after_turn.disposition, after_turn.minted) == ("turn", False)
-        assert (by_path.session_id, by_path.disposition) == (parked, "resume")
+        assert none_yet == after_turn == ResolvedSession(finished, "turn", False)
+        assert by_path == ResolvedSession(parked, "resume", False)
         assert (delivered.disposition, delivered.kind) == ("deliver", "completed")
-        assert [(s.kind, s.reason) for s in delivered.trail] == [
-            ("trigger", "manual"),
-            ("trigger", "chat"),
-        ]
+        steps = [(s.kind, s.reason) for s in delivered.trail]
+        assert steps == [("trigger", "manual"), ("trigger", "chat")]
 
     async def test_a_session_parked_at_a_human_state_resolves_to_reply(
         self, client, task_queue, scripted
@@ -335,26 +305,30 @@ class TestDispositions:
             parked = await agent.workflow.send(sid, "Hi, refund for ORD-1001.")
             resolved = await agent.workflow.resolve_session(session_id=sid)
         assert (parked.status, parked.state) == ("awaiting_decision", "refund-review")
-        assert (resolved.session_id, resolved.disposition, resolved.minted) == (sid, "reply", False)
+        assert resolved == ResolvedSession(sid, "reply", False)
 
 
 class TestMidTurn:
+    @staticmethod
+    async def _mid_turn(agent, server, sid: str) -> asyncio.Task:
+        """Start a slow turn and return once its model call is in flight."""
+        first = asyncio.create_task(agent.workflow.send(sid, "first"))
+
+        async def model_called():
+            return bool(server.requests)
+
+        assert await _poll(model_called, timeout=10), "the first turn never called the model"
+        await asyncio.sleep(0.2)
+        return first
+
     async def test_firings_during_a_turn_are_refused_and_the_turn_completes(
         self, client, task_queue, scripted, root
     ):
         """Mid-turn, send raises SessionNotResumableError and deliver SessionNotAwaitingInput."""
-        server = scripted(
-            playbook({"when": {}, "delay_ms": 1500, "reply": {"content": "Slow answer."}})
-        )
+        server = scripted(playbook(rule("Slow answer."), delay_ms=1500))
         sid = new_id("midturn")
         async with running_agent(client, task_queue, root, "rules", server) as agent:
-            first = asyncio.create_task(agent.workflow.send(sid, "first"))
-
-            async def model_called():
-                return bool(server.requests)
-
-            assert await _poll(model_called, timeout=10), "the first turn never called the model"
-            await asyncio.sleep(0.2)
+            first = await self._mid_turn(agent, server, sid)
             with pytest.raises(SessionNotResumableError):
                 await agent.workflow.send(sid, "second")
             with pytest.raises(SessionNotAwaitingInputError):
@@ -362,8 +336,22 @@ class TestMidTurn:
             outcome = await first
             view = await agent.sessions.view(sid)
         assert (outcome.kind, outcome.reply) == ("completed", "Slow answer.")
-        assert [m.content for m in view.transcript if m.role == "user"] == ["first"]
+        assert _users(view) == ["first"]
         assert len(server.requests) == 1
+
+    async def test_resolving_a_mid_turn_session_fails_closed(
+        self, client, task_queue, scripted, root
+    ):
+        """resolve_session on a session mid-turn raises SessionNotResumableError."""
+        server = scripted(playbook(rule("Slow answer."), delay_ms=1500))
+        sid = new_id("midresolve")
+        async with running_agent(client, task_queue, root, "rules", server) as agent:
+            first = await self._mid_turn(agent, server, sid)
+            try:
+                with pytest.raises(SessionNotResumableError):
+                    await agent.workflow.resolve_session(session_id=sid)
+            finally:
+                await first
 
 
 class TestHostPolling:
@@ -372,17 +360,8 @@ class TestHostPolling:
         refused, so the session ran once."""
         server = scripted(
             playbook(
-                {
-                    "when": {"state": "intake", "last_tool_result": "/'timer'/"},
-                    "reply": {"content": "It has posted."},
-                },
-                {
-                    "when": {"state": "intake"},
-                    "reply": {
-                        "content": "Not posted yet.",
-                        "tool_calls": [tool("archmax_wait", reason="posting", until="1d")],
-                    },
-                },
+                rule("It has posted.", last_tool=NOTE, last_tool_result="'timer'"),
+                rule("Not posted yet.", tool(WAIT, reason="posting", until="1d")),
             )
         )
         sid = new_id("poll")
@@ -392,21 +371,17 @@ class TestHostPolling:
             async def listed():
                 return [s for s in await agent.sessions.list() if s.session_id == sid]
 
-            found = await _poll(listed)
-
             async def host_loop(now: datetime) -> list:
                 outcomes = []
-                for t in await agent.sessions.list():
-                    if t.session_id != sid:
-                        continue
+                for t in await listed():
                     if t.status == "awaiting_input" and t.resume_at and t.resume_at <= now:
+                        now_var = {"now": now.isoformat()}
                         outcomes.append(
-                            await agent.workflow.deliver(
-                                t.session_id, trigger="timer", variables={"now": now.isoformat()}
-                            )
+                            await agent.workflow.deliver(sid, trigger="timer", variables=now_var)
                         )
                 return outcomes
 
+            found = await _poll(listed)
             early = await host_loop(datetime.now(UTC))
             tomorrow = datetime.now(UTC) + timedelta(days=1, minutes=5)
             woken = await host_loop(tomorrow)
@@ -418,13 +393,9 @@ class TestHostPolling:
         assert parked.pending is not None and parked.pending.resume_at is not None
         assert len(found) == 1 and found[0].resume_at == parked.pending.resume_at
         assert found[0].status == "awaiting_input"
-        assert early == []
-        assert len(woken) == 1
-        assert (woken[0].kind, woken[0].disposition, woken[0].reply) == (
-            "completed",
-            "deliver",
-            "It has posted.",
-        )
+        assert (early, len(woken)) == ([], 1)
+        assert (woken[0].kind, woken[0].disposition) == ("completed", "deliver")
+        assert woken[0].reply == "It has posted."
         assert woken[0].variables["now"].value == tomorrow.isoformat()
         assert woken[0].variables["trigger"].value == "timer"
         assert calls == 2 and len(server.requests) == 2
@@ -433,47 +404,37 @@ class TestHostPolling:
 class TestSessionPaths:
     async def test_precedence_of_session_sources(self, client, task_queue, scripted, root):
         """Explicit id > per-firing path > agent path > trigger declaration > minted id."""
-        server = scripted(playbook({"when": {}, "reply": {"content": "Hello."}}))
+        server = scripted(playbook(rule("Hello.")))
         tag = uuid.uuid4().hex[:8]
-        seeds = {
-            "chat": {"id": f"trig-{tag}"},
-            "agentpath": {"id": f"agent-{tag}"},
-            "firing": {"id": f"fire-{tag}"},
-        }
+        seeds = {name: {"id": f"{name}-{tag}"} for name in ("chat", "agentpath", "firing")}
+        firing = {"trigger": "chat", "variables": seeds}
         async with (
             running_agent(
                 client, task_queue, root, "rules", server, session_path="agentpath.id"
             ) as agent,
             running_agent(client, task_queue, root, "rules", server, worker=False) as plain,
         ):
-            surface = agent.workflow
-            explicit = await surface.resolve_session(
-                trigger="chat", variables=seeds, session_id=f"x-{tag}", session_path="firing.id"
-            )
-            per_firing = await surface.resolve_session(
-                trigger="chat", variables=seeds, session_path="firing.id"
-            )
-            assembly = await surface.resolve_session(trigger="chat", variables=seeds)
-            declared = await plain.workflow.resolve_session(trigger="chat", variables=seeds)
+            resolve = agent.workflow.resolve_session
+            explicit = await resolve(**firing, session_id=f"x-{tag}", session_path="firing.id")
+            per_firing = await resolve(**firing, session_path="firing.id")
+            assembly = await resolve(**firing)
+            declared = await plain.workflow.resolve_session(**firing)
             unresolved = await plain.workflow.resolve_session(trigger="chat", variables={})
-            sent = await surface.send(
-                None, "hi", trigger="chat", variables=seeds, session_path="firing.id"
-            )
+            sent = await agent.workflow.send(None, "hi", **firing, session_path="firing.id")
         assert (explicit.session_id, explicit.minted) == (f"x-{tag}", False)
-        assert per_firing.session_id == f"fire-{tag}"
-        assert assembly.session_id == f"agent-{tag}"
-        assert declared.session_id == f"trig-{tag}"
+        assert per_firing.session_id == f"firing-{tag}"
+        assert assembly.session_id == f"agentpath-{tag}"
+        assert declared.session_id == f"chat-{tag}"
         assert unresolved.minted and unresolved.disposition == "turn"
-        assert re.fullmatch(
-            r"session-[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", unresolved.session_id
-        )
-        assert sent.session_id == f"fire-{tag}"
+        uuid_text = r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}"
+        assert re.fullmatch(f"session-{uuid_text}", unresolved.session_id)
+        assert sent.session_id == f"firing-{tag}"
 
     async def test_a_malformed_path_is_refused_wherever_it_is_written(
         self, client, task_queue, scripted, root
     ):
         """A malformed per-firing or assembly path raises InvalidSessionIdError."""
-        server = scripted(playbook({"when": {}, "reply": {"content": "Hello."}}))
+        server = scripted(playbook(rule("Hello.")))
         async with running_agent(client, task_queue, root, "rules", server, worker=False) as agent:
             with pytest.raises(InvalidSessionIdError):
                 await agent.workflow.resolve_session(session_path="chat..id")
@@ -485,77 +446,3 @@ class TestSessionPaths:
             ):
                 pass
         assert server.requests == []
-
-
-PARKER = """
-title: Parker
-states:
-  check:
-    triggers: { manual: }
-    instructions: Check.
-    budget: { maxParks: 1 }
-    on_error: escalate
-    transitions:
-      - { to: done, description: Found. }
-  escalate:
-    instructions: Escalate.
-  done:
-    instructions: Answer.
-"""
-
-
-class TestProbe:
-    async def test_probe_resolve_mid_turn(self, client, task_queue, scripted, root):
-        """probe"""
-        server = scripted(
-            playbook({"when": {}, "delay_ms": 1500, "reply": {"content": "Slow answer."}})
-        )
-        sid = new_id("probe")
-        async with running_agent(client, task_queue, root, "rules", server) as agent:
-            first = asyncio.create_task(agent.workflow.send(sid, "first"))
-
-            async def model_called():
-                return bool(server.requests)
-
-            assert await _poll(model_called, timeout=10)
-            try:
-                r = await agent.workflow.resolve_session(session_id=sid)
-                print("RESOLVED", r)
-            except Exception as e:
-                print("RAISED", type(e))
-            await first
-
-    async def test_probe_maxparks_on_error(self, client, task_queue, scripted, tmp_path):
-        """probe"""
-        write_workflow(tmp_path, "parker", PARKER)
-        server = scripted(
-            playbook(
-                {"when": {"state": "escalate"}, "reply": {"content": "Escalated."}},
-                {
-                    "when": {"state": "check"},
-                    "reply": {
-                        "content": "Not yet.",
-                        "tool_calls": [
-                            tool("archmax_wait", reason="x"),
-                            tool("archmax_get_variables"),
-                        ],
-                    },
-                },
-            )
-        )
-        sid = new_id("probe")
-        async with running_agent(client, task_queue, tmp_path, "parker", server) as agent:
-            a = await agent.workflow.send(sid, "first")
-            b = await agent.workflow.deliver(sid, trigger="poll")
-            view = await agent.sessions.view(sid)
-        print(a.kind, b.kind, b.state, [(s.kind, s.to) for s in b.trail])
-        for m in view.transcript:
-            print(
-                m.role,
-                m.note,
-                m.name,
-                m.tool_call_id,
-                [c.id + ":" + c.name for c in m.tool_calls],
-                (m.content or "")[:80],
-            )
-        print(server.requests[-1].body["messages"][-6:])

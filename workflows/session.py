@@ -580,7 +580,7 @@ class ArchmaxSession:
         slug_at_start = self._state_slug()
         advanced_to: str | None = None
         park: PendingInput | None = None
-        for call in calls:
+        for position, call in enumerate(calls):
             arguments, parse_error = _arguments(call)
             if parse_error is not None:
                 self._answer(call, _ToolAnswer(parse_error, "error"))
@@ -630,6 +630,10 @@ class ArchmaxSession:
                 wait_answer, park, failure = self._wait(arguments)
                 self._answer(call, wait_answer)
                 if failure is not None:
+                    for later in calls[position + 1 :]:  # every call needs its result
+                        self._answer(
+                            later, _ToolAnswer(f"Not run: the turn failed ({failure}).", "error")
+                        )
                     return self._turn_failure(failure, routes=0)
                 continue
             if call.name == runtime_tools.SET_VARIABLES:
