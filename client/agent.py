@@ -32,6 +32,7 @@ from workflows.errors import (
     InvalidSessionIdError,
     SessionNotFoundError,
     SessionNotResumableError,
+    WorkflowDisabledError,
 )
 from workflows.identity import check_session_id
 from workflows.models import (
@@ -140,8 +141,10 @@ class WorkflowSurface:
         """
         agent = self._agent
         seeds = dict(variables or {})
-        sid, _ = self._session_id_for(trigger, seeds, session_id, session_path)
+        sid, minted = self._session_id_for(trigger, seeds, session_id, session_path)
         loaded = agent.loaded
+        if loaded.spec.disabled:
+            await self._refuse_new_turn(sid, minted)
         start = WithStartWorkflowOperation(
             ArchmaxSession.run,
             SessionInput(
@@ -174,6 +177,20 @@ class WorkflowSurface:
             )
         except Exception as exc:  # translated at exactly this boundary
             raise translate(exc, session_id=sid) from exc
+
+    async def _refuse_new_turn(self, session_id: str, minted: bool) -> None:
+        """A disabled workflow starts no new turn, on a new session or an existing one (whose
+        own spec may predate the change); a parked session still drains."""
+        if not minted:
+            try:
+                summary = await self._agent.sessions.get(session_id)
+            except SessionNotFoundError:
+                summary = None
+            if summary is not None and summary.status in ("awaiting_input", "awaiting_decision"):
+                return
+        raise WorkflowDisabledError(
+            f"Refusing to start: workflow '{self._agent.loaded.slug}' is disabled."
+        )
 
     async def deliver(
         self,

@@ -151,3 +151,42 @@ class TestSignaturesOnTheWorkflow:
             with pytest.raises(WorkflowDisabledError, match="is disabled"):
                 await agent.workflow.send("sig-4", "go")
         assert server.requests == []
+
+
+DRAINING = """
+states:
+  wait-here:
+    triggers: { manual: }
+    instructions: Wait.
+"""
+
+
+async def test_a_workflow_disabled_after_a_park_still_drains_but_starts_no_new_turn(
+    client, task_queue, scripted, tmp_path
+):
+    """Disabling keeps parked sessions deliverable; the next new turn is refused."""
+    directory = write_workflow(tmp_path, "drain", DRAINING)
+    server = scripted(
+        json.dumps(
+            {
+                "rules": [
+                    {"when": {"last_user": "answer"}, "reply": {"content": "resumed"}},
+                    {
+                        "when": {},
+                        "reply": {
+                            "content": "waiting",
+                            "tool_calls": [{"name": "archmax_wait", "arguments": {"reason": "x"}}],
+                        },
+                    },
+                ]
+            }
+        )
+    )
+    async with running_agent(client, task_queue, tmp_path, "drain", server) as agent:
+        await agent.workflow.send("drain-1", "go")
+    (directory / "workflow.yaml").write_text("disabled: true\n" + DRAINING)
+    async with running_agent(client, task_queue, tmp_path, "drain", server) as agent:
+        drained = await agent.workflow.send("drain-1", "here is the answer")
+        with pytest.raises(WorkflowDisabledError):
+            await agent.workflow.send("drain-1", "a new question")
+    assert (drained.kind, drained.disposition) == ("completed", "deliver")
