@@ -20,7 +20,9 @@ from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.model import ModelActivities, ModelConfig
+from activities.session_store import FilesystemSessionStore
 from activities.store import StoreActivities
+from activities.workspace import WorkspaceActivities
 from workflows.session import ArchmaxSession
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=15)
@@ -45,15 +47,34 @@ def build_worker(
     store_dir: Path,
     max_cached_workflows: int = 1000,
     identity: str | None = None,
+    authoring_root: Path | None = None,
 ) -> Worker:
-    """A worker for ``task_queue`` with the session workflow and its activities."""
+    """A worker for ``task_queue`` with the session workflow and its activities.
+
+    ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
+    workspace tools; sessions' own files live in the store under ``store_dir``.
+    """
     model_activities = ModelActivities(model)
     store_activities = StoreActivities(store_dir)
+    workspace = WorkspaceActivities(
+        FilesystemSessionStore(store_dir), authoring_root or store_dir.parent
+    )
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[ArchmaxSession],
-        activities=[model_activities.complete, store_activities.persist_turn],
+        activities=[
+            model_activities.complete,
+            store_activities.persist_turn,
+            workspace.ls,
+            workspace.read_file,
+            workspace.write_file,
+            workspace.edit_file,
+            workspace.glob,
+            workspace.grep,
+            workspace.place_files,
+            workspace.seed_files,
+        ],
         workflow_runner=workflow_runner(),
         max_cached_workflows=max_cached_workflows,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,

@@ -272,6 +272,7 @@ async def _worker(config: RuntimeConfig) -> int:
         model=ModelConfig.from_env(),
         store_dir=config.store,
         identity=worker_identity(SERVICE_IDENTITY_PREFIX),
+        authoring_root=config.root,
     )
     _err(f"worker    {config.address} · namespace {config.namespace} · queue {config.task_queue}")
     await run_until_signalled(worker)
@@ -294,6 +295,7 @@ async def _dev(config: RuntimeConfig) -> int:
             model=ModelConfig.from_env(),
             store_dir=config.store,
             identity=worker_identity(SERVICE_IDENTITY_PREFIX),
+            authoring_root=config.root,
         )
         _err(f"temporal  {server.address}  ·  UI {server.ui_url or 'disabled'}")
         _err(f"worker    queue {config.task_queue}  ·  Ctrl-C to stop")

@@ -158,6 +158,7 @@ async def open_runtime(
             store_dir=config.store,
             identity=worker_identity(EPHEMERAL_IDENTITY_PREFIX),
             max_cached_workflows=worker_cache,
+            authoring_root=config.root,
         )
         await _start_worker(worker)
     return Runtime(client=client, config=config, server=server, worker=worker)

@@ -133,6 +133,7 @@ async def running_agent(
         model=model_config(server),
         store_dir=config.store,
         max_cached_workflows=0,
+        authoring_root=root,
     )
     async with w:
         yield agent

@@ -215,6 +215,11 @@ ALL_ERRORS: list[type[errors.ArchmaxError]] = [
     errors.SessionNotAwaitingInputError,
     errors.MissingDeliveryTriggerError,
     errors.SessionNotResumableError,
+    errors.SessionNotParkedError,
+    errors.InvalidDecisionTargetError,
+    errors.EmptyMessageError,
+    errors.TriggerInputError,
+    errors.WorkflowDisabledError,
     errors.ModelCallError,
 ]
 

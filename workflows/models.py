@@ -67,6 +67,8 @@ class Message(_Model):
     name: str | None = None
     note: NoteKind | None = None
     status: Literal["ok", "error", "blocked"] | None = None
+    rule: str | None = None
+    """For a blocked call: the governance rule that refused it."""
     state: str | None = None
 
 

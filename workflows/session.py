@@ -28,7 +28,15 @@ from temporalio.common import SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contracts, prompt, runtime_tools, signatures, variables
+    from workflows import (
+        contracts,
+        governance,
+        prompt,
+        runtime_tools,
+        signatures,
+        variables,
+        workspace_tools,
+    )
     from workflows import search_attributes as sa
     from workflows.durations import InvalidUntilError, resolve_until
     from workflows.errors import (
@@ -66,12 +74,14 @@ with workflow.unsafe.imports_passed_through():
         SessionSummary,
         SessionView,
         ToolCall,
+        ToolSchema,
         TrailKind,
         TrailStep,
         is_finished,
     )
     from workflows.paths import MISSING, InvalidPathError, resolve_path
     from workflows.spec import TIMER_TRIGGER
+    from workflows.workspace_tools import WorkspaceToolInput, WorkspaceToolResult
 
 _Stop = Literal["continue", "raised", "parked", "routed", "rejected"]
 
@@ -92,6 +102,7 @@ class _Request:
 class _ToolAnswer:
     content: str
     status: Literal["ok", "error", "blocked"] = "ok"
+    rule: str | None = None
 
 
 @workflow.defn(name=contracts.WORKFLOW_NAME)
@@ -548,7 +559,7 @@ class ArchmaxSession:
             state=slug,
             model=state.model or self._spec.settings.model,
             messages=[Message(role="system", content=system), *self._s.transcript],
-            tools=runtime_tools.runtime_tool_schemas(state),
+            tools=self._surface(slug),
             tool_choice="none" if handoff else "auto",
         )
         if state.budget.timeout_ms:
@@ -575,15 +586,41 @@ class ArchmaxSession:
         self._s.usage = self._s.usage.plus(result.usage)
         return result
 
+    def _surface(self, slug: str) -> list[ToolSchema]:
+        """What the model is shown in ``slug``: the runtime tools no denial bans and the
+        workspace tools the state discloses."""
+        runtime = [
+            schema
+            for schema in runtime_tools.runtime_tool_schemas(self._spec.state(slug))
+            if governance.forbidden_outright(self._spec, slug, schema.name) is None
+        ]
+        shown = set(governance.disclosed_tools(self._spec, slug, workspace_tools.WORKSPACE_TOOLS))
+        tools = [s for s in workspace_tools.workspace_tool_schemas() if s.name in shown]
+        return runtime + tools
+
     async def _run_tool_calls(self, calls: list[ToolCall]) -> _Stop:
         """Answer every call of one assistant message, in order; then park if one waited."""
-        slug_at_start = self._state_slug()
         advanced_to: str | None = None
         park: PendingInput | None = None
         for position, call in enumerate(calls):
             arguments, parse_error = _arguments(call)
             if parse_error is not None:
                 self._answer(call, _ToolAnswer(parse_error, "error"))
+                continue
+            banned = (
+                governance.forbidden_outright(self._spec, self._state_slug(), call.name)
+                if call.name in runtime_tools.RUNTIME_TOOLS
+                else None
+            )
+            if banned is not None:
+                self._answer(
+                    call,
+                    _ToolAnswer(
+                        f"Blocked by governance ({banned}): {call.name} is forbidden here.",
+                        "blocked",
+                        rule=banned,
+                    ),
+                )
                 continue
             if call.name == runtime_tools.RAISE:
                 if len(calls) > 1:
@@ -651,17 +688,66 @@ class ArchmaxSession:
                     call, _ToolAnswer("archmax_note is reserved for the runtime.", "blocked")
                 )
                 continue
-            self._answer(
-                call,
-                _ToolAnswer(
-                    f"Tool '{call.name}' is not available in state '{slug_at_start}'.",
-                    "blocked",
-                ),
-            )
+            answer, terminal = await self._governed_call(call, arguments)
+            self._answer(call, answer)
+            if terminal is not None:
+                for later in calls[position + 1 :]:
+                    self._answer(
+                        later, _ToolAnswer(f"Not run: the turn failed ({terminal}).", "error")
+                    )
+                return self._turn_failure(terminal, routes=0)
         if park is not None:
             await self._park(park)
             return "parked"
         return "continue"
+
+    async def _governed_call(
+        self, call: ToolCall, arguments: dict[str, Any]
+    ) -> tuple[_ToolAnswer, str | None]:
+        """Substitute, govern, then run a non-runtime tool as an activity.
+
+        Every call is decided, disclosed or not. A refusal is answered as blocked with the
+        rule that refused it and the model goes on; an unresolvable guard is terminal (the
+        second value: the turn-failure reason). A tool that fails is an error result the
+        model reads, never a turn failure.
+        """
+        slug = self._state_slug()
+        substituted, problem = governance.substitute_references(arguments, self._s.variables)
+        if problem is not None:
+            return _ToolAnswer(f"{call.name} refused: {problem}", "error"), None
+        verdict = governance.decide(self._spec, slug, call.name, substituted, self._s.variables)
+        if not verdict.allowed:
+            answer = _ToolAnswer(
+                f"Blocked by governance ({verdict.rule}): {verdict.reason}",
+                "blocked",
+                rule=verdict.rule,
+            )
+            return answer, (verdict.reason if verdict.terminal else None)
+        activity_name = workspace_tools.TOOL_ACTIVITIES.get(call.name)
+        if activity_name is None:
+            return _ToolAnswer(
+                f"Tool '{call.name}' is not registered on this worker.", "error"
+            ), None
+        settings = self._spec.settings
+        try:
+            result: WorkspaceToolResult = await workflow.execute_activity(
+                activity_name,
+                WorkspaceToolInput(
+                    session_id=self._input.session_id,
+                    tool=call.name,
+                    arguments=substituted,
+                    max_result_chars=settings.max_result_chars
+                    or workspace_tools.DEFAULT_MAX_RESULT_CHARS,
+                    visible_skills=sorted(governance.enabled_skills(self._spec, slug)),
+                ),
+                result_type=WorkspaceToolResult,
+                start_to_close_timeout=workspace_tools.WORKSPACE_TOOL_TIMEOUT,
+                retry_policy=workspace_tools.WORKSPACE_RETRY,
+                summary=_tool_summary(call.name, substituted),
+            )
+        except ActivityError as failure:
+            return _ToolAnswer(f"{call.name} failed: {failure.cause or failure}", "error"), None
+        return _ToolAnswer(result.content, result.status), None
 
     def _answer(self, call: ToolCall, answer: _ToolAnswer) -> None:
         self._s.transcript.append(
@@ -671,6 +757,7 @@ class ArchmaxSession:
                 name=call.name,
                 content=answer.content,
                 status=answer.status,
+                rule=answer.rule,
                 state=self._s.state,
             )
         )
@@ -976,6 +1063,15 @@ class ArchmaxSession:
 
 def _wire(error: ArchmaxError) -> ApplicationError:
     return error.to_application_error()
+
+
+def _tool_summary(tool: str, arguments: dict[str, Any]) -> str:
+    """``read_file · scratchpad/notes.md``: what the Temporal UI shows for a tool call."""
+    for key in ("file_path", "path", "pattern"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return f"{tool} · {value[:80]}"
+    return tool
 
 
 def _arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:

@@ -1,0 +1,728 @@
+"""The agent's workspace: ``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob`` and
+``grep`` as activities, and the placement of files handed to a session.
+
+What the agent sees (harness §4.3, seed "Files handed to a session")::
+
+    scratchpad/**          the session's folder in the store: read and write
+    skills/<slug>/**       <authoring root>/skills/<slug>, for slugs in visible_skills: read only
+    AGENTS.md              <authoring root>/AGENTS.md: read only
+    <other session files>  e.g. trigger.json, offload areas: read only
+
+``artifacts/``, ``checkpoints/`` and ``_specs/`` are runtime-internal: hidden from listings,
+searches and reads. A skill not in ``visible_skills`` is hidden the same way.
+
+A refused call (a bad path, a write outside ``scratchpad/``, a binary read, a missing file) is
+answered as a ``status="error"`` result the model reads; it never fails the activity. Only
+infrastructure errors (the disk, the store backend) raise, and Temporal retries them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import mimetypes
+import os
+import re
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import ValidationError
+from temporalio import activity
+
+from activities.session_store import (
+    BinaryFileError,
+    Entry,
+    FileNotFoundInWorkspaceError,
+    PathEscapeError,
+    ReadOnlyPathError,
+    SessionStore,
+    StoreCapabilityError,
+    WorkspaceError,
+    is_text,
+)
+from workflows.errors import InvalidSessionIdError
+from workflows.identity import check_session_id
+from workflows.placement import placed_name, sanitize_name
+from workflows.workspace_tools import (
+    DEFAULT_GREP_MAX_COUNT,
+    DEFAULT_READ_LIMIT,
+    EDIT_FILE,
+    EDIT_FILE_ACTIVITY,
+    GLOB,
+    GLOB_ACTIVITY,
+    GREP,
+    GREP_ACTIVITY,
+    LS,
+    LS_ACTIVITY,
+    PLACE_FILES_ACTIVITY,
+    READ_FILE,
+    READ_FILE_ACTIVITY,
+    SEED_FILES_ACTIVITY,
+    TOOL_ARGUMENTS,
+    WRITE_FILE,
+    WRITE_FILE_ACTIVITY,
+    EditFileArgs,
+    FileContent,
+    FilePlacementInput,
+    FilePlacementResult,
+    GlobArgs,
+    GrepArgs,
+    LsArgs,
+    ReadFileArgs,
+    SeedFilesInput,
+    SeedFilesResult,
+    WorkspaceToolInput,
+    WorkspaceToolResult,
+    WriteFileArgs,
+)
+
+SCRATCHPAD: Final = "scratchpad"
+ATTACHMENTS: Final = "scratchpad/attachments"
+SKILLS: Final = "skills"
+AGENTS_MD: Final = "AGENTS.md"
+RUNTIME_INTERNAL: Final = frozenset({"artifacts", "checkpoints", "_specs"})
+"""Top-level session folders the agent never sees."""
+MOUNTS: Final = frozenset({SKILLS, AGENTS_MD})
+"""Top-level names served from the authoring root, shadowing the session folder."""
+
+_BINARY_MIME: Final = frozenset(
+    {
+        "application/pdf",
+        "application/vnd.ms-powerpoint",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    }
+)
+
+
+def truncate(content: str, max_chars: int) -> tuple[str, bool]:
+    """``content`` cut to ``max_chars`` with a visible ``…[truncated: N more chars]`` marker."""
+    if len(content) <= max_chars:
+        return content, False
+    return f"{content[:max_chars]}…[truncated: {len(content) - max_chars} more chars]", True
+
+
+def human_size(size: int) -> str:
+    """``512 bytes``, ``1.5 KB``, ``3.2 MB``."""
+    if size < 1024:
+        return f"{size} bytes"
+    value = float(size)
+    for unit in ("KB", "MB", "GB"):
+        value /= 1024
+        if value < 1024 or unit == "GB":
+            break
+    return f"{value:.1f} {unit}"
+
+
+def binary_mime(path: str, data: bytes) -> str | None:
+    """The file's MIME type when ``read_file`` must refuse it (media, PDF, PPT, non-text
+    content), else ``None``."""
+    mime, _ = mimetypes.guess_type(path, strict=False)
+    media = mime is not None and mime.split("/")[0] in ("image", "audio", "video")
+    if mime is not None and mime != "image/svg+xml" and (media or mime in _BINARY_MIME):
+        return mime
+    if not is_text(data):
+        return mime or "application/octet-stream"
+    return None
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a regex over POSIX paths: ``*``/``?`` within a segment, ``**`` across
+    segments, ``[...]`` (``[!...]`` negated) and ``{a,b}``. Leading dots match like any other
+    character, so ``*`` matches ``.env``."""
+    out: list[str] = []
+    i, n, braces = 0, len(pattern), 0
+    while i < n:
+        c = pattern[i]
+        if c == "*":
+            if pattern.startswith("**", i):
+                i += 2
+                if i < n and pattern[i] == "/":
+                    out.append("(?:.*/)?")
+                    i += 1
+                else:
+                    out.append(".*")
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = pattern.find("]", i + 2 if pattern.startswith("[!", i) else i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                body = pattern[i + 1 : end]
+                negate = body.startswith("!")
+                body = body[1:] if negate else body
+                body = body.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+                out.append(f"[^/{body}]" if negate else f"[{body}]")
+                i = end + 1
+                continue
+        elif c == "{":
+            braces += 1
+            out.append("(?:")
+        elif c == "}" and braces:
+            braces -= 1
+            out.append(")")
+        elif c == "," and braces:
+            out.append("|")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    out.extend(")" * braces)
+    return re.compile(r"\A" + "".join(out) + r"\Z", re.DOTALL)
+
+
+def split_agent_path(raw: str | None) -> list[str]:
+    """The segments of an agent-visible path (``""`` or ``None`` is the workspace root).
+
+    Refuses absolute paths and any ``..`` segment with :class:`PathEscapeError`.
+    """
+    path = (raw or "").strip()
+    if "\x00" in path:
+        raise WorkspaceError(f"path {path!r} contains a NUL character", path)
+    if path.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", path):
+        raise PathEscapeError(
+            f"'{path}' is an absolute path; workspace paths have no leading slash "
+            f"(e.g. '{path.lstrip('/').lstrip(chr(92)) or 'scratchpad'}')",
+            path,
+        )
+    segments = [s for s in path.split("/") if s not in ("", ".")]
+    if ".." in segments:
+        raise PathEscapeError(f"'{path}' uses '..'; workspace paths cannot climb out", path)
+    return segments
+
+
+@dataclass(frozen=True)
+class _Loc:
+    """Where an agent path lives."""
+
+    kind: Literal["root", "store", "skills", "mount"]
+    agent: str
+    """The canonical agent-visible path (``""`` for the root)."""
+    disk: Path | None = None
+    """For a mount: the file or folder on disk (unresolved)."""
+    base: Path | None = None
+    """For a mount: the resolved folder it must stay inside."""
+
+    @property
+    def writable(self) -> bool:
+        return self.kind == "store" and self.agent.split("/")[0] == SCRATCHPAD
+
+
+class _Workspace:
+    """One call's view of the workspace: a session, its store and its visible skills."""
+
+    def __init__(
+        self, store: SessionStore, authoring: Path, session_id: str, visible: Sequence[str]
+    ) -> None:
+        self.store = store
+        self.sid = session_id
+        self.authoring = authoring.resolve()
+        skills = self.authoring / SKILLS
+        self.visible = sorted(
+            {
+                slug
+                for slug in visible
+                if slug
+                and "/" not in slug
+                and "\\" not in slug
+                and slug not in (".", "..")
+                and (skills / slug).is_dir()
+            }
+        )
+
+    # -- resolution --------------------------------------------------------------------------
+
+    def locate(self, raw: str | None) -> _Loc:
+        segments = split_agent_path(raw)
+        agent = "/".join(segments)
+        if not segments:
+            return _Loc("root", "")
+        head = segments[0]
+        if head in RUNTIME_INTERNAL:
+            raise FileNotFoundInWorkspaceError(
+                f"'{agent}' is not in the workspace ('{head}/' is runtime-internal)", agent
+            )
+        if head == SKILLS:
+            if len(segments) == 1:
+                return _Loc("skills", SKILLS)
+            slug = segments[1]
+            if slug not in self.visible:
+                raise FileNotFoundInWorkspaceError(
+                    f"'{agent}' is not available: skill '{slug}' is not enabled in this state",
+                    agent,
+                )
+            base = self.authoring / SKILLS / slug
+            return _Loc("mount", agent, base.joinpath(*segments[2:]), base)
+        if head == AGENTS_MD:
+            if len(segments) > 1:
+                raise FileNotFoundInWorkspaceError(f"'{agent}' does not exist", agent)
+            return _Loc("mount", agent, self.authoring / AGENTS_MD, self.authoring)
+        return _Loc("store", agent)
+
+    def _mount_path(self, loc: _Loc) -> Path:
+        assert loc.disk is not None and loc.base is not None
+        real = loc.disk.resolve()
+        if not real.is_relative_to(loc.base):
+            raise PathEscapeError(f"'{loc.agent}' resolves outside its mount", loc.agent)
+        return real
+
+    def _visible_top(self, name: str) -> bool:
+        return name not in RUNTIME_INTERNAL and name not in MOUNTS
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read_bytes(self, loc: _Loc) -> bytes:
+        if loc.kind == "store":
+            return self.store.read_bytes(self.sid, loc.agent)
+        if loc.kind == "mount":
+            real = self._mount_path(loc)
+            if real.is_dir():
+                raise WorkspaceError(f"'{loc.agent}' is a folder, not a file", loc.agent)
+            if not real.is_file():
+                raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
+            return real.read_bytes()
+        raise WorkspaceError(f"'{loc.agent or '.'}' is a folder, not a file", loc.agent)
+
+    def is_file(self, loc: _Loc) -> bool:
+        if loc.kind == "store":
+            return self.store.exists(self.sid, loc.agent) and not self._store_is_dir(loc.agent)
+        if loc.kind == "mount":
+            try:
+                return self._mount_path(loc).is_file()
+            except PathEscapeError:
+                return False
+        return False
+
+    def is_dir(self, loc: _Loc) -> bool:
+        if loc.kind in ("root", "skills"):
+            return True
+        if loc.kind == "store":
+            return loc.agent == SCRATCHPAD or self._store_is_dir(loc.agent)
+        try:
+            return self._mount_path(loc).is_dir()
+        except PathEscapeError:
+            return False
+
+    def _store_is_dir(self, path: str) -> bool:
+        try:
+            self.store.list_dir(self.sid, path)
+        except WorkspaceError:
+            return False
+        return True
+
+    def entries(self, loc: _Loc) -> list[tuple[str, Entry]]:
+        """``(agent path, entry)`` for each entry of the folder ``loc``."""
+        if loc.kind == "root":
+            entries = [e for e in self.store.list_dir(self.sid, "") if self._visible_top(e.name)]
+            if not any(e.name == SCRATCHPAD for e in entries):
+                entries.append(Entry(SCRATCHPAD, True, 0))
+            if self.visible:
+                entries.append(Entry(SKILLS, True, 0))
+            agents_md = self.authoring / AGENTS_MD
+            if agents_md.is_file() and agents_md.resolve().is_relative_to(self.authoring):
+                entries.append(Entry(AGENTS_MD, False, agents_md.stat().st_size))
+            return [(e.name, e) for e in sorted(entries, key=lambda e: e.name)]
+        if loc.kind == "skills":
+            return [(f"{SKILLS}/{slug}", Entry(slug, True, 0)) for slug in self.visible]
+        if loc.kind == "store":
+            if loc.agent == SCRATCHPAD and not self.store.exists(self.sid, SCRATCHPAD):
+                return []
+            return [(f"{loc.agent}/{e.name}", e) for e in self.store.list_dir(self.sid, loc.agent)]
+        real = self._mount_path(loc)
+        if not real.exists():
+            raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
+        if not real.is_dir():
+            raise WorkspaceError(f"'{loc.agent}' is a file, not a folder", loc.agent)
+        assert loc.base is not None
+        out: list[tuple[str, Entry]] = []
+        for child in sorted(real.iterdir(), key=lambda p: p.name):
+            if not child.resolve().is_relative_to(loc.base):
+                continue
+            is_dir = child.is_dir()
+            entry = Entry(child.name, is_dir, 0 if is_dir else child.stat().st_size)
+            out.append((f"{loc.agent}/{child.name}", entry))
+        return out
+
+    def files(self, loc: _Loc) -> list[str]:
+        """Every visible file at or below ``loc``, as sorted agent paths."""
+        if loc.kind == "root":
+            found = [p for p in self.store.walk(self.sid, "") if self._visible_top(p.split("/")[0])]
+            found += self.files(_Loc("skills", SKILLS))
+            if self.is_file(self.locate(AGENTS_MD)):
+                found.append(AGENTS_MD)
+            return sorted(found)
+        if loc.kind == "skills":
+            out: list[str] = []
+            for slug in self.visible:
+                out += self.files(self.locate(f"{SKILLS}/{slug}"))
+            return out
+        if loc.kind == "store":
+            if self.is_file(loc):
+                return [loc.agent]
+            return [f"{loc.agent}/{p}" for p in self.store.walk(self.sid, loc.agent)]
+        try:
+            real = self._mount_path(loc)
+        except PathEscapeError:
+            return []
+        if real.is_file():
+            return [loc.agent]
+        assert loc.base is not None
+        found = []
+        for folder, _dirs, names in os.walk(real, followlinks=False):
+            for name in names:
+                full = Path(folder) / name
+                if full.resolve().is_relative_to(loc.base) and full.is_file():
+                    rel = full.relative_to(real).as_posix()
+                    found.append(f"{loc.agent}/{rel}")
+        return sorted(found)
+
+    def writable(self, raw: str) -> _Loc:
+        loc = self.locate(raw)
+        if not loc.writable:
+            raise ReadOnlyPathError(
+                f"'{loc.agent or '.'}' is read-only; only scratchpad/ is writable", loc.agent
+            )
+        if loc.agent == SCRATCHPAD:
+            raise WorkspaceError("'scratchpad' is a folder, not a file", loc.agent)
+        return loc
+
+    def read_text(self, loc: _Loc) -> str:
+        data = self.read_bytes(loc)
+        mime = binary_mime(loc.agent, data)
+        if mime is not None:
+            raise BinaryFileError(
+                f"'{loc.agent}' is a binary file ({mime}, {human_size(len(data))}) and was not "
+                "read; read_file returns text files only.",
+                loc.agent,
+            )
+        return data.decode("utf-8")
+
+
+# --- tools --------------------------------------------------------------------------------
+
+
+def _ls(ws: _Workspace, args: LsArgs) -> str:
+    loc = ws.locate(args.path)
+    if loc.kind in ("store", "mount") and ws.is_file(loc):
+        raise WorkspaceError(f"'{loc.agent}' is a file, not a folder", loc.agent)
+    entries = ws.entries(loc)
+    if not entries:
+        return f"'{loc.agent or '.'}' is empty."
+    return "\n".join(path + ("/" if e.is_dir else "") for path, e in entries)
+
+
+def _read_file(ws: _Workspace, args: ReadFileArgs) -> str:
+    loc = ws.locate(args.file_path)
+    text = ws.read_text(loc)
+    lines = text.splitlines()
+    if not lines:
+        return f"'{loc.agent}' exists but is empty."
+    offset = args.offset or 0
+    limit = args.limit or DEFAULT_READ_LIMIT
+    if offset >= len(lines):
+        raise WorkspaceError(
+            f"offset {offset} is past the end of '{loc.agent}' ({len(lines)} lines)", loc.agent
+        )
+    shown = lines[offset : offset + limit]
+    body = "\n".join(f"{offset + i + 1:6d}\t{line}" for i, line in enumerate(shown))
+    rest = len(lines) - offset - len(shown)
+    if rest > 0:
+        body += f"\n… {rest} more lines; read on with offset={offset + len(shown)}."
+    return body
+
+
+def _write_file(ws: _Workspace, args: WriteFileArgs) -> str:
+    loc = ws.writable(args.file_path)
+    existed = ws.is_file(loc)
+    ws.store.write_text(ws.sid, loc.agent, args.content)
+    verb = "Updated" if existed else "Wrote"
+    return f"{verb} '{loc.agent}' ({len(args.content)} chars)."
+
+
+def _edit_file(ws: _Workspace, args: EditFileArgs) -> str:
+    loc = ws.writable(args.file_path)
+    if not args.old_string:
+        raise WorkspaceError("old_string must not be empty", loc.agent)
+    if args.old_string == args.new_string:
+        raise WorkspaceError("old_string and new_string are identical", loc.agent)
+    text = ws.read_text(loc)
+    count = text.count(args.old_string)
+    if count == 0:
+        raise WorkspaceError(f"old_string was not found in '{loc.agent}'", loc.agent)
+    if count > 1 and not args.replace_all:
+        raise WorkspaceError(
+            f"old_string occurs {count} times in '{loc.agent}'; include more surrounding "
+            "context to make it unique, or pass replace_all: true",
+            loc.agent,
+        )
+    replaced = text.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
+    ws.store.write_text(ws.sid, loc.agent, replaced)
+    done = count if args.replace_all else 1
+    return f"Replaced {done} occurrence{'s' if done != 1 else ''} in '{loc.agent}'."
+
+
+def _relative(path: str, base: str) -> str:
+    return path[len(base) + 1 :] if base else path
+
+
+def _glob(ws: _Workspace, args: GlobArgs) -> str:
+    split_agent_path(args.pattern)  # refuses an absolute pattern or one with '..'
+    regex = glob_regex(args.pattern.strip().removeprefix("./"))
+    loc = ws.locate(args.path)
+    matches = [p for p in ws.files(loc) if regex.match(_relative(p, loc.agent))]
+    if not matches:
+        return f"No files match '{args.pattern}' under '{loc.agent or '.'}'."
+    return "\n".join(matches)
+
+
+def _grep(ws: _Workspace, args: GrepArgs) -> str:
+    try:
+        regex = re.compile(args.pattern)
+    except re.error as exc:
+        raise WorkspaceError(f"invalid regular expression {args.pattern!r}: {exc}") from exc
+    file_filter = glob_regex(args.glob) if args.glob else None
+    max_count = args.max_count or DEFAULT_GREP_MAX_COUNT
+    loc = ws.locate(args.path)
+    if not ws.is_file(loc) and not ws.is_dir(loc):
+        raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
+    out: list[str] = []
+    for path in ws.files(loc):
+        if file_filter is not None and args.glob is not None:
+            rel = path.rsplit("/", 1)[-1] if path == loc.agent else _relative(path, loc.agent)
+            subject = rel if "/" in args.glob else rel.rsplit("/", 1)[-1]
+            if not file_filter.match(subject):
+                continue
+        try:
+            data = ws.read_bytes(ws.locate(path))
+        except WorkspaceError:
+            continue
+        if not is_text(data):
+            continue
+        for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
+            if regex.search(line):
+                if len(out) == max_count:
+                    out.append(f"(stopped at max_count={max_count} matches)")
+                    return "\n".join(out)
+                out.append(f"{path}:{number}:{line}")
+    if not out:
+        return f"No matches for '{args.pattern}' under '{loc.agent or '.'}'."
+    return "\n".join(out)
+
+
+_TOOLS: Final[dict[str, Callable[[_Workspace, Any], str]]] = {
+    LS: _ls,
+    READ_FILE: _read_file,
+    WRITE_FILE: _write_file,
+    EDIT_FILE: _edit_file,
+    GLOB: _glob,
+    GREP: _grep,
+}
+
+
+def _decode_content(file: FileContent, label: str) -> bytes:
+    if file.encoding == "base64":
+        try:
+            return base64.b64decode(file.content, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise WorkspaceError(f"{label}: content is not valid base64", label) from exc
+    try:
+        return file.content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(f"{label}: content is not valid Unicode", label) from exc
+
+
+# --- activities ---------------------------------------------------------------------------
+
+
+class WorkspaceActivities:
+    """The workspace tools and file placement over one session store and authoring root.
+
+    Placements into one session run one at a time (a per-session lock held by this instance),
+    so concurrent placements of the same name each take their own name.
+    """
+
+    def __init__(self, store: SessionStore, authoring_root: Path) -> None:
+        self._store = store
+        self._authoring = Path(authoring_root)
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
+
+    def activities(self) -> list[Callable[..., Any]]:
+        """Every activity of this instance, for ``Worker(activities=...)``."""
+        return [
+            self.ls,
+            self.read_file,
+            self.write_file,
+            self.edit_file,
+            self.glob,
+            self.grep,
+            self.place_files,
+            self.seed_files,
+        ]
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        lock = self._locks.get(session_id)
+        if lock is None:
+            lock = asyncio.Lock()
+            self._locks[session_id] = lock
+        return lock
+
+    @staticmethod
+    def _session(session_id: str) -> str:
+        try:
+            return check_session_id(session_id)
+        except InvalidSessionIdError as exc:
+            raise exc.to_application_error() from exc
+
+    async def _run(self, tool: str, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        self._session(call.session_id)
+        if call.tool != tool:
+            return WorkspaceToolResult(
+                content=f"Error: call for '{call.tool}' was sent to the '{tool}' activity",
+                status="error",
+            )
+        return await asyncio.to_thread(self._run_sync, tool, call)
+
+    def _run_sync(self, tool: str, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        status: Literal["ok", "error"] = "ok"
+        try:
+            args = TOOL_ARGUMENTS[tool].model_validate(call.arguments)
+            ws = _Workspace(self._store, self._authoring, call.session_id, call.visible_skills)
+            content = _TOOLS[tool](ws, args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            content, status = f"Error: invalid arguments for {tool}: {problems}", "error"
+        except WorkspaceError as exc:
+            message = str(exc)
+            content = message if message.startswith("Error:") else f"Error: {message}"
+            status = "error"
+        content, cut = truncate(content, call.max_result_chars)
+        return WorkspaceToolResult(content=content, status=status, truncated=cut)
+
+    @activity.defn(name=LS_ACTIVITY)
+    async def ls(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``ls {path?}``: a folder's entries, folders ending in ``/``."""
+        return await self._run(LS, call)
+
+    @activity.defn(name=READ_FILE_ACTIVITY)
+    async def read_file(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``read_file {file_path, offset?, limit?}``: text with ``cat -n`` line numbers."""
+        return await self._run(READ_FILE, call)
+
+    @activity.defn(name=WRITE_FILE_ACTIVITY)
+    async def write_file(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``write_file {file_path, content}``: create or replace a file under scratchpad/."""
+        return await self._run(WRITE_FILE, call)
+
+    @activity.defn(name=EDIT_FILE_ACTIVITY)
+    async def edit_file(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``edit_file {file_path, old_string, new_string, replace_all?}``."""
+        return await self._run(EDIT_FILE, call)
+
+    @activity.defn(name=GLOB_ACTIVITY)
+    async def glob(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``glob {pattern, path?}``: matching files, dot files included."""
+        return await self._run(GLOB, call)
+
+    @activity.defn(name=GREP_ACTIVITY)
+    async def grep(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``grep {pattern, path?, glob?, max_count?}``: ``path:line:text`` per match."""
+        return await self._run(GREP, call)
+
+    @activity.defn(name=PLACE_FILES_ACTIVITY)
+    async def place_files(self, placement: FilePlacementInput) -> FilePlacementResult:
+        """Place each file into ``scratchpad/attachments/`` under :func:`placed_name`.
+
+        One placement per session at a time; never overwrites. Through a store without
+        bytes, a non-text file is refused (a typed, non-retryable error naming it) and
+        nothing at all is written.
+        """
+        session_id = self._session(placement.session_id)
+        async with self._lock(session_id):
+            try:
+                return await asyncio.to_thread(self._place_sync, session_id, placement)
+            except WorkspaceError as exc:
+                raise exc.to_application_error() from exc
+
+    def _place_sync(self, session_id: str, placement: FilePlacementInput) -> FilePlacementResult:
+        decoded: list[tuple[str, str, bytes]] = []
+        for var, file in placement.files.items():
+            name = sanitize_name(file.name)
+            data = _decode_content(file, f"file '{var}' ({file.name})")
+            if not self._store.supports_bytes and not is_text(data):
+                raise StoreCapabilityError(
+                    f"cannot place file '{var}' at '{ATTACHMENTS}/{name}': it is not text and "
+                    "this session store takes no raw bytes; nothing was written",
+                    f"{ATTACHMENTS}/{name}",
+                )
+            decoded.append((var, name, data))
+        try:
+            existing = {e.name for e in self._store.list_dir(session_id, ATTACHMENTS)}
+        except FileNotFoundInWorkspaceError:
+            existing = set()
+        paths: dict[str, str] = {}
+        for var, name, data in decoded:
+            placed = placed_name(existing, name)
+            while self._store.exists(session_id, f"{ATTACHMENTS}/{placed}"):
+                existing.add(placed)  # written behind our back: still never overwrite
+                placed = placed_name(existing, name)
+            path = f"{ATTACHMENTS}/{placed}"
+            self._write(session_id, path, data)
+            existing.add(placed)
+            paths[var] = path
+        return FilePlacementResult(paths=paths)
+
+    def _write(self, session_id: str, path: str, data: bytes) -> None:
+        if self._store.supports_bytes:
+            self._store.write_bytes(session_id, path, data)
+        else:
+            self._store.write_text(session_id, path, data.decode("utf-8"))
+
+    @activity.defn(name=SEED_FILES_ACTIVITY)
+    async def seed_files(self, seed: SeedFilesInput) -> SeedFilesResult:
+        """Write fixture files at the workspace paths given (``scratchpad/…`` or session
+        files such as ``trigger.json``), replacing what is there.
+
+        Mounts (``skills/…``, ``AGENTS.md``) and runtime-internal areas are refused; every
+        file is checked before anything is written.
+        """
+        session_id = self._session(seed.session_id)
+        async with self._lock(session_id):
+            try:
+                return await asyncio.to_thread(self._seed_sync, session_id, seed)
+            except WorkspaceError as exc:
+                raise exc.to_application_error() from exc
+
+    def _seed_sync(self, session_id: str, seed: SeedFilesInput) -> SeedFilesResult:
+        planned: list[tuple[str, bytes]] = []
+        for raw, file in seed.files.items():
+            segments = split_agent_path(raw)
+            path = "/".join(segments)
+            if not segments or segments == [SCRATCHPAD]:
+                raise WorkspaceError(f"cannot seed '{raw}': not a file path", raw)
+            if segments[0] in MOUNTS:
+                raise ReadOnlyPathError(
+                    f"cannot seed '{path}': '{segments[0]}' is a read-only mount", path
+                )
+            if segments[0] in RUNTIME_INTERNAL:
+                raise ReadOnlyPathError(
+                    f"cannot seed '{path}': '{segments[0]}/' is runtime-internal", path
+                )
+            data = _decode_content(file, f"'{path}'")
+            if not self._store.supports_bytes and not is_text(data):
+                raise StoreCapabilityError(
+                    f"cannot seed '{path}': it is not text and this session store takes no raw "
+                    "bytes; nothing was written",
+                    path,
+                )
+            planned.append((path, data))
+        for path, data in planned:
+            self._write(session_id, path, data)
+        return SeedFilesResult(paths=[path for path, _ in planned])

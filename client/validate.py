@@ -1,0 +1,269 @@
+"""``archmax validate``: static feedback on a workflow and its cases, with no model calls.
+
+The report gathers every diagnostic at once:
+
+- the spec's load errors (one per issue of :class:`SpecValidationError`, located at the file
+  that failed, the issue's dotted path leading its message);
+- lint on a spec that loads: warnings (no root ``instructions``, a branching state without
+  ``instructions``, ``disabled: true``) and errors (the human-state rules of harness §2.3,
+  ``tests.maxConcurrency`` above 1);
+- every case file under ``tests/``: its schema errors, an unknown ``trigger.id``, and a state
+  named by ``decide.to``, ``reachedState``, ``parked.state`` or ``trail.to`` that the machine
+  does not declare.
+
+A disabled workflow is validated in full: ``validate`` is the static feedback while its suite
+is skipped. :func:`render_text` renders a report as the CLI prints it; ``report.model_dump()``
+is the ``--json`` document ``{workflow, valid, diagnostics}``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from client.cases import (
+    CaseDocument,
+    CaseSchemaError,
+    DecideStep,
+    GradeStep,
+    ParkedStep,
+    ReachedStateStep,
+    TrailAssertionStep,
+    discover_cases,
+    load_case,
+)
+from client.loader import load_workflow
+from workflows.errors import SpecValidationError, UnknownWorkflowError
+from workflows.spec import MANUAL_TRIGGER, SLUG, WorkflowSpec
+
+DiagnosticLevel = Literal["error", "warning"]
+
+
+class Diagnostic(BaseModel):
+    """One finding: its level, where it is (a file), and what is wrong there."""
+
+    model_config = ConfigDict(frozen=True)
+
+    level: DiagnosticLevel
+    location: str
+    message: str
+
+
+class ValidationReport(BaseModel):
+    """Every diagnostic of one workflow; ``valid`` when none of them is an error."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow: str
+    valid: bool
+    diagnostics: list[Diagnostic]
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """The error diagnostics, in report order."""
+        return [d for d in self.diagnostics if d.level == "error"]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        """The warning diagnostics, in report order."""
+        return [d for d in self.diagnostics if d.level == "warning"]
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's exit status: 1 on any error, else 0."""
+        return 0 if self.valid else 1
+
+
+def validate_workflow(root: Path, slug: str) -> ValidationReport:
+    """Validate ``workflows/<slug>/`` under ``root``: its spec and every case file."""
+    diagnostics: list[Diagnostic] = []
+    spec_file = f"workflows/{slug}/workflow.yaml"
+    spec: WorkflowSpec | None = None
+    directory = root / "workflows" / slug
+    try:
+        loaded = load_workflow(root, slug)
+    except SpecValidationError as exc:
+        diagnostics.extend(_error(exc.source, issue) for issue in exc.issues)
+    except UnknownWorkflowError as exc:
+        diagnostics.append(_error(f"workflows/{slug}", str(exc)))
+        return _report(slug, diagnostics)
+    else:
+        spec = loaded.spec
+        directory = loaded.directory
+        diagnostics.extend(lint_spec(spec, spec_file))
+    # A malformed slug (``../x``) never probes the filesystem outside workflows/.
+    if isinstance(slug, str) and SLUG.match(slug) and (directory / "workflow.yaml").is_file():
+        diagnostics.extend(_case_diagnostics(directory, slug, spec))
+    return _report(slug, diagnostics)
+
+
+def lint_spec(spec: WorkflowSpec, location: str) -> list[Diagnostic]:
+    """The lint of a spec that loads: the warnings and the errors a load does not raise."""
+    found: list[Diagnostic] = []
+    if spec.instructions is None:
+        found.append(
+            _warning(
+                location,
+                "instructions: the workflow has no root instructions (standing guidance for "
+                "the whole session)",
+            )
+        )
+    if spec.disabled:
+        found.append(
+            _warning(
+                location,
+                "disabled: the workflow is disabled: it starts no new turns and archmax test "
+                "skips its cases",
+            )
+        )
+    for slug, state in spec.states.items():
+        where = f"states.{slug}"
+        if state.is_human:
+            found.extend(_human_state(where, slug, spec, location))
+        elif len(state.transitions) > 1 and state.instructions is None:
+            found.append(
+                _warning(
+                    location,
+                    f"{where}: {len(state.transitions)} transitions and no instructions: the "
+                    "agent is told only the edges' descriptions when choosing between them",
+                )
+            )
+    concurrency = spec.tests.max_concurrency
+    if concurrency is not None and concurrency > 1:
+        found.append(
+            _error(
+                location,
+                f"tests.maxConcurrency: {concurrency} is not supported: case concurrency is "
+                "unimplemented and cases run sequentially (use 1 or omit it)",
+            )
+        )
+    return found
+
+
+def _human_state(where: str, slug: str, spec: WorkflowSpec, location: str) -> list[Diagnostic]:
+    state = spec.states[slug]
+    found: list[Diagnostic] = []
+    if state.instructions is None:
+        found.append(
+            _error(location, f"{where}: a human state must declare instructions for the reviewer")
+        )
+    if not state.transitions:
+        found.append(
+            _error(location, f"{where}: a human state needs at least one transition to decide")
+        )
+    labelled = Counter(t.type for t in state.transitions if t.type != "none")
+    for label, count in labelled.items():
+        if count > 1:
+            found.append(
+                _error(
+                    location,
+                    f"{where}.transitions: {count} transitions of type {label!r}; a human "
+                    "state has at most one of each labelled type",
+                )
+            )
+    for index, transition in enumerate(state.transitions):
+        if transition.to == slug:
+            found.append(
+                _error(
+                    location,
+                    f"{where}.transitions.{index}.to: a human state cannot transition to itself",
+                )
+            )
+    for phase in ("before", "after"):
+        if getattr(state, phase):
+            found.append(
+                _error(location, f"{where}.{phase}: a human state takes no lifecycle hooks")
+            )
+    return found
+
+
+def _case_diagnostics(directory: Path, slug: str, spec: WorkflowSpec | None) -> list[Diagnostic]:
+    found: list[Diagnostic] = []
+    tests_dir = directory / "tests"
+    for case in discover_cases(directory):
+        location = f"workflows/{slug}/tests/{case.file}"
+        try:
+            document = load_case(case, tests_dir)
+        except CaseSchemaError as exc:
+            found.extend(_error(location, issue) for issue in exc.issues)
+            continue
+        if spec is not None:
+            found.extend(lint_case(document, spec, location))
+    return found
+
+
+def lint_case(document: CaseDocument, spec: WorkflowSpec, location: str) -> list[Diagnostic]:
+    """A schema-valid case checked against the machine it drives."""
+    found: list[Diagnostic] = []
+    declared = spec.trigger_ids()
+    if document.trigger is not None:
+        trigger_id = document.trigger.id
+        if trigger_id not in declared and trigger_id != MANUAL_TRIGGER:
+            found.append(
+                _error(
+                    location,
+                    f"trigger.id: unknown trigger {trigger_id!r}; declared triggers: "
+                    f"{', '.join(declared) or '(none)'}",
+                )
+            )
+    states = ", ".join(spec.states)
+    for step in document.steps:
+        where = f"steps[{step.index}].{step.kind}"
+        named: list[tuple[str, str]] = []
+        if isinstance(step, DecideStep):
+            named.append((f"{where}.to", step.to))
+        elif isinstance(step, ReachedStateStep):
+            named.append((where, step.state))
+        elif isinstance(step, ParkedStep) and step.state is not None:
+            named.append((f"{where}.state", step.state))
+        elif isinstance(step, TrailAssertionStep) and step.to is not None:
+            named.append((f"{where}.to", step.to))
+        elif isinstance(step, GradeStep):
+            if step.written_as == "judge":
+                where = f"steps[{step.index}].judge"
+                found.append(
+                    _warning(location, f"{where}: judge: is a deprecated alias; write grade:")
+                )
+            if spec.tests.judge is None:
+                found.append(
+                    _warning(
+                        location,
+                        f"{where}: a grade needs tests: {{ judge: {{}} }} in workflow.yaml; "
+                        "without it the assertion fails",
+                    )
+                )
+        for path, state in named:
+            if state not in spec.states:
+                found.append(
+                    _error(location, f"{path}: undeclared state {state!r}; states: {states}")
+                )
+    return found
+
+
+def render_text(report: ValidationReport) -> tuple[list[str], str]:
+    """The report as the CLI prints it: diagnostic lines for stderr, one line for stdout."""
+    lines = [
+        f"✖ error [{d.location}] {d.message}"
+        if d.level == "error"
+        else f"⚠ warn [{d.location}] {d.message}"
+        for d in report.diagnostics
+    ]
+    verdict = "valid" if report.valid else "invalid"
+    summary = f"{verdict} — {len(report.errors)} error(s), {len(report.warnings)} warning(s)"
+    return lines, summary
+
+
+def _report(slug: str, diagnostics: list[Diagnostic]) -> ValidationReport:
+    valid = not any(d.level == "error" for d in diagnostics)
+    return ValidationReport(workflow=slug, valid=valid, diagnostics=diagnostics)
+
+
+def _error(location: str, message: str) -> Diagnostic:
+    return Diagnostic(level="error", location=location, message=message)
+
+
+def _warning(location: str, message: str) -> Diagnostic:
+    return Diagnostic(level="warning", location=location, message=message)

@@ -1,0 +1,174 @@
+"""Governed workspace tools on the real dev server: the disclosed surface, a skill readable in
+one state and invisible in another, a blocked call the model reads, scratchpad files that
+carry across turns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import running_agent, write_workflow
+
+SPEC = """
+title: Orders
+tools:
+  forbid_always: [archmax_wait]
+states:
+  intake:
+    triggers: { manual: }
+    instructions: Route the request.
+    transitions:
+      - { to: lookup, description: The customer asks about an order. }
+  lookup:
+    skills: { allow: [order-data] }
+    instructions: Read the orders and answer.
+"""
+
+
+def call(tool_name: str, /, **arguments: object) -> dict[str, object]:
+    return {"name": tool_name, "arguments": arguments}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    write_workflow(tmp_path, "orders", SPEC)
+    skill = tmp_path / "skills" / "order-data"
+    (skill / "assets").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: order-data\ndescription: Orders.\n---\n")
+    (skill / "assets" / "orders.json").write_text(json.dumps([{"id": "ORD-1001"}]))
+    return tmp_path
+
+
+ORDERS = "skills/order-data/assets/orders.json"
+
+
+async def test_a_skill_is_invisible_in_one_state_and_readable_in_another(
+    client, task_queue, scripted, root
+):
+    """intake enables no skill: the read is blocked (skill.not-allowed) and the model goes
+    on; lookup enables order-data: the same read returns the file."""
+    server = scripted(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "when": {"state": "intake", "last_tool": "read_file"},
+                        "reply": {"tool_calls": [call("archmax_advance", to="lookup")]},
+                    },
+                    {
+                        "when": {"state": "intake"},
+                        "reply": {"tool_calls": [call("read_file", file_path=ORDERS)]},
+                    },
+                    {
+                        "when": {
+                            "state": "lookup",
+                            "last_tool": "read_file",
+                            "last_tool_result": "/(?P<order>ORD-\\d+)/",
+                        },
+                        "reply": {"content": "Found {order}."},
+                    },
+                    {
+                        "when": {"state": "lookup"},
+                        "reply": {"tool_calls": [call("read_file", file_path=ORDERS)]},
+                    },
+                ]
+            }
+        )
+    )
+    async with running_agent(client, task_queue, root, "orders", server) as agent:
+        outcome = await agent.workflow.send("gov-1", "Where is my order?")
+        view = await agent.sessions.view("gov-1")
+    reads = [m for m in view.transcript if m.role == "tool" and m.name == "read_file"]
+    assert [(m.state, m.status) for m in reads] == [("intake", "blocked"), ("lookup", "ok")]
+    assert reads[0].rule == "skill.not-allowed"
+    assert "ORD-1001" in (reads[1].content or "")
+    assert outcome.reply == "Found ORD-1001."
+    surfaces = [{t["function"]["name"] for t in r.body["tools"]} for r in server.requests]
+    assert all("archmax_wait" not in names for names in surfaces)  # forbid_always removes it
+    assert all({"read_file", "write_file", "ls"} <= names for names in surfaces)
+
+
+async def test_scratchpad_files_carry_across_turns(client, task_queue, scripted, root, tmp_path):
+    """A file a turn writes to scratchpad/ is there for the next turn at the same path."""
+    server = scripted(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "when": {
+                            "state": "intake",
+                            "last_user": "remember",
+                            "last_tool": "write_file",
+                        },
+                        "reply": {"content": "Noted."},
+                    },
+                    {
+                        "when": {"state": "intake", "last_user": "remember"},
+                        "reply": {
+                            "tool_calls": [
+                                call("write_file", file_path="scratchpad/notes.md", content="ORD-7")
+                            ]
+                        },
+                    },
+                    {
+                        "when": {
+                            "state": "intake",
+                            "last_tool": "read_file",
+                            "last_tool_result": "/(?P<note>ORD-\\d+)/",
+                        },
+                        "reply": {"content": "You told me {note}."},
+                    },
+                    {
+                        "when": {"state": "intake", "last_user": "recall"},
+                        "reply": {
+                            "tool_calls": [call("read_file", file_path="scratchpad/notes.md")]
+                        },
+                    },
+                ]
+            }
+        )
+    )
+    store = tmp_path / "store"
+    async with running_agent(client, task_queue, root, "orders", server, store=store) as agent:
+        await agent.workflow.send("gov-2", "remember ORD-7")
+        recalled = await agent.workflow.send("gov-2", "recall")
+    assert (store / "gov-2" / "scratchpad" / "notes.md").read_text() == "ORD-7"
+    assert recalled.reply == "You told me ORD-7."
+
+
+async def test_writes_outside_the_scratchpad_and_escapes_are_blocked(
+    client, task_queue, scripted, root
+):
+    """A write into the read-only skills mount and a `..` escape are refused; the model
+    reads both refusals and finishes the turn."""
+    server = scripted(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "when": {"state": "intake", "last_tool": "read_file"},
+                        "reply": {"content": "I could not do that."},
+                    },
+                    {
+                        "when": {"state": "intake"},
+                        "reply": {
+                            "tool_calls": [
+                                call("write_file", file_path="skills/order-data/x.md", content="x"),
+                                call("read_file", file_path="scratchpad/../../other/secret"),
+                            ]
+                        },
+                    },
+                ]
+            }
+        )
+    )
+    async with running_agent(client, task_queue, root, "orders", server) as agent:
+        outcome = await agent.workflow.send("gov-3", "break out")
+        view = await agent.sessions.view("gov-3")
+    results = [m for m in view.transcript if m.role == "tool"]
+    assert [m.status for m in results] == ["blocked", "blocked"]
+    assert results[0].rule is not None and results[1].rule is not None
+    assert outcome.kind == "completed"
+    assert not (root / "skills" / "order-data" / "x.md").exists()

@@ -1,0 +1,242 @@
+"""activities/session_store.py: the per-session file stores."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from activities.session_store import (
+    BinaryFileError,
+    Entry,
+    FileNotFoundInWorkspaceError,
+    FilesystemSessionStore,
+    MemorySessionStore,
+    PathEscapeError,
+    SessionStore,
+    StoreCapabilityError,
+    TextOnlyStore,
+    WorkspaceError,
+    is_text,
+    normalize_path,
+)
+from workflows.errors import InvalidSessionIdError
+
+SID = "chat-42"
+
+
+@pytest.fixture(params=["fs", "memory", "text-fs"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    if request.param == "fs":
+        return FilesystemSessionStore(tmp_path / "sessions")
+    if request.param == "memory":
+        return MemorySessionStore()
+    return TextOnlyStore(FilesystemSessionStore(tmp_path / "sessions"))
+
+
+def test_protocol_conformance(tmp_path: Path) -> None:
+    for s in (
+        FilesystemSessionStore(tmp_path),
+        MemorySessionStore(),
+        TextOnlyStore(MemorySessionStore()),
+    ):
+        assert isinstance(s, SessionStore)
+    assert FilesystemSessionStore(tmp_path).supports_bytes
+    assert MemorySessionStore().supports_bytes
+    assert not TextOnlyStore(MemorySessionStore()).supports_bytes
+
+
+class TestParity:
+    """Every store answers the same operations the same way."""
+
+    def test_round_trip_and_listing(self, store: SessionStore) -> None:
+        assert store.list_dir(SID, "") == []
+        assert not store.exists(SID, "scratchpad")
+        store.write_text(SID, "scratchpad/notes.md", "héllo\n")
+        store.write_text(SID, "scratchpad/sub/deep.txt", "x")
+        store.write_text(SID, "trigger.json", "{}")
+        assert store.read_text(SID, "scratchpad/notes.md") == "héllo\n"
+        assert store.read_bytes(SID, "./scratchpad//notes.md") == "héllo\n".encode()
+        assert store.exists(SID, "scratchpad")
+        assert store.exists(SID, "scratchpad/sub/deep.txt")
+        assert not store.exists(SID, "scratchpad/missing")
+        assert store.list_dir(SID, "scratchpad") == [
+            Entry("notes.md", False, len("héllo\n".encode())),
+            Entry("sub", True, 0),
+        ]
+        assert [e.name for e in store.list_dir(SID, "")] == ["scratchpad", "trigger.json"]
+        assert store.walk(SID, "scratchpad") == ["notes.md", "sub/deep.txt"]
+        assert store.walk(SID, "") == [
+            "scratchpad/notes.md",
+            "scratchpad/sub/deep.txt",
+            "trigger.json",
+        ]
+        assert store.walk(SID, "missing") == []
+        assert store.walk(SID, "trigger.json") == []
+
+    def test_overwrite(self, store: SessionStore) -> None:
+        store.write_text(SID, "scratchpad/a.txt", "one")
+        store.write_text(SID, "scratchpad/a.txt", "two")
+        assert store.read_text(SID, "scratchpad/a.txt") == "two"
+
+    def test_sessions_are_separate(self, store: SessionStore) -> None:
+        store.write_text(SID, "scratchpad/a.txt", "mine")
+        assert not store.exists("other", "scratchpad/a.txt")
+        with pytest.raises(FileNotFoundInWorkspaceError):
+            store.read_text("other", "scratchpad/a.txt")
+
+    def test_missing_and_shape_errors(self, store: SessionStore) -> None:
+        with pytest.raises(FileNotFoundInWorkspaceError, match=r"nope\.txt"):
+            store.read_bytes(SID, "scratchpad/nope.txt")
+        with pytest.raises(FileNotFoundInWorkspaceError):
+            store.list_dir(SID, "scratchpad")
+        store.write_text(SID, "scratchpad/a.txt", "x")
+        with pytest.raises(WorkspaceError, match="folder"):
+            store.read_bytes(SID, "scratchpad")
+        with pytest.raises(WorkspaceError, match="not a folder"):
+            store.list_dir(SID, "scratchpad/a.txt")
+        with pytest.raises(WorkspaceError, match="parent is a file"):
+            store.write_text(SID, "scratchpad/a.txt/b.txt", "x")
+        with pytest.raises(WorkspaceError, match="folder"):
+            store.write_text(SID, "scratchpad", "x")
+
+    @pytest.mark.parametrize("path", ["../other/x", "scratchpad/../../x", "/etc/passwd", ".."])
+    def test_escape_refused(self, store: SessionStore, path: str) -> None:
+        with pytest.raises(PathEscapeError):
+            store.read_bytes(SID, path)
+        with pytest.raises(PathEscapeError):
+            store.write_text(SID, path, "x")
+        assert not store.exists(SID, path)
+
+    def test_dot_dot_inside_is_applied(self, store: SessionStore) -> None:
+        store.write_text(SID, "scratchpad/sub/../a.txt", "x")
+        assert store.read_text(SID, "scratchpad/a.txt") == "x"
+
+    def test_invalid_session_id(self, store: SessionStore) -> None:
+        for bad in ("../x", "_specs", "", "a/b"):
+            with pytest.raises(InvalidSessionIdError):
+                store.read_bytes(bad, "x")
+
+    def test_read_text_of_binary(self, store: SessionStore) -> None:
+        if not store.supports_bytes:
+            with pytest.raises(StoreCapabilityError):
+                store.write_bytes(SID, "scratchpad/img.bin", b"\x89PNG\x00\xff")
+            assert not store.exists(SID, "scratchpad/img.bin")
+            return
+        store.write_bytes(SID, "scratchpad/img.bin", b"\x89PNG\x00\xff")
+        assert store.read_bytes(SID, "scratchpad/img.bin") == b"\x89PNG\x00\xff"
+        with pytest.raises(BinaryFileError, match=r"scratchpad/img\.bin"):
+            store.read_text(SID, "scratchpad/img.bin")
+
+
+class TestFilesystem:
+    def test_layout(self, tmp_path: Path) -> None:
+        store = FilesystemSessionStore(tmp_path)
+        store.write_bytes(SID, "scratchpad/a.bin", b"\x00\x01")
+        assert (tmp_path / SID / "scratchpad" / "a.bin").read_bytes() == b"\x00\x01"
+
+    def test_atomic_write_leaves_no_temp_files(self, tmp_path: Path) -> None:
+        store = FilesystemSessionStore(tmp_path)
+        for i in range(5):
+            store.write_text(SID, "scratchpad/a.txt", f"v{i}")
+        assert sorted(p.name for p in (tmp_path / SID / "scratchpad").iterdir()) == ["a.txt"]
+
+    def test_failed_write_keeps_old_content(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = FilesystemSessionStore(tmp_path)
+        store.write_text(SID, "scratchpad/a.txt", "old")
+
+        def crash(*_args: object) -> None:
+            raise OSError("disk yanked mid-write")
+
+        monkeypatch.setattr(os, "fsync", crash)
+        with pytest.raises(OSError, match="yanked"):
+            store.write_text(SID, "scratchpad/a.txt", "new content")
+        monkeypatch.undo()
+        assert store.read_text(SID, "scratchpad/a.txt") == "old"
+        assert sorted(p.name for p in (tmp_path / SID / "scratchpad").iterdir()) == ["a.txt"]
+
+    def test_failed_rename_keeps_old_content(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        store = FilesystemSessionStore(tmp_path)
+        store.write_text(SID, "scratchpad/a.txt", "old")
+
+        def crash(*_args: object) -> None:
+            raise OSError("rename failed")
+
+        monkeypatch.setattr(os, "replace", crash)
+        with pytest.raises(OSError, match="rename failed"):
+            store.write_text(SID, "scratchpad/a.txt", "new")
+        monkeypatch.undo()
+        assert store.read_text(SID, "scratchpad/a.txt") == "old"
+        assert sorted(p.name for p in (tmp_path / SID / "scratchpad").iterdir()) == ["a.txt"]
+
+    def test_symlink_out_refused(self, tmp_path: Path) -> None:
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (outside / "secret.txt").write_text("secret")
+        store = FilesystemSessionStore(tmp_path / "sessions")
+        store.write_text(SID, "scratchpad/ok.txt", "ok")
+        pad = tmp_path / "sessions" / SID / "scratchpad"
+        (pad / "link.txt").symlink_to(outside / "secret.txt")
+        (pad / "linkdir").symlink_to(outside, target_is_directory=True)
+        with pytest.raises(PathEscapeError):
+            store.read_bytes(SID, "scratchpad/link.txt")
+        with pytest.raises(PathEscapeError):
+            store.read_bytes(SID, "scratchpad/linkdir/secret.txt")
+        with pytest.raises(PathEscapeError):
+            store.write_text(SID, "scratchpad/linkdir/new.txt", "x")
+        assert not (outside / "new.txt").exists()
+        assert not store.exists(SID, "scratchpad/link.txt")
+        assert [e.name for e in store.list_dir(SID, "scratchpad")] == ["ok.txt"]
+        assert store.walk(SID, "") == ["scratchpad/ok.txt"]
+
+    def test_symlink_within_session_allowed(self, tmp_path: Path) -> None:
+        store = FilesystemSessionStore(tmp_path)
+        store.write_text(SID, "scratchpad/real.txt", "real")
+        (tmp_path / SID / "scratchpad" / "alias.txt").symlink_to("real.txt")
+        assert store.read_text(SID, "scratchpad/alias.txt") == "real"
+
+    def test_session_folder_symlinked_out_refused(self, tmp_path: Path) -> None:
+        (tmp_path / "elsewhere").mkdir()
+        (tmp_path / "sessions").mkdir()
+        (tmp_path / "sessions" / SID).symlink_to(tmp_path / "elsewhere")
+        store = FilesystemSessionStore(tmp_path / "sessions")
+        with pytest.raises(PathEscapeError):
+            store.write_text(SID, "scratchpad/a.txt", "x")
+
+
+class TestTextOnly:
+    def test_refuses_binary_and_writes_nothing(self) -> None:
+        inner = MemorySessionStore()
+        store = TextOnlyStore(inner)
+        with pytest.raises(StoreCapabilityError, match=r"scratchpad/a\.pdf") as caught:
+            store.write_bytes(SID, "scratchpad/a.pdf", b"%PDF\xff\xfe")
+        assert caught.value.path == "scratchpad/a.pdf"
+        with pytest.raises(StoreCapabilityError):
+            store.write_bytes(SID, "scratchpad/nul.txt", b"a\x00b")
+        assert inner.walk(SID, "") == []
+
+    def test_takes_utf8_bytes(self) -> None:
+        store = TextOnlyStore(MemorySessionStore())
+        store.write_bytes(SID, "scratchpad/a.txt", "ünïcode".encode())
+        assert store.read_text(SID, "scratchpad/a.txt") == "ünïcode"
+
+    def test_error_travels_typed(self) -> None:
+        err = StoreCapabilityError("nope", "scratchpad/a.pdf")
+        app = err.to_application_error()
+        assert app.type == "StoreCapabilityError"
+        assert app.non_retryable
+
+
+def test_helpers() -> None:
+    assert is_text(b"plain")
+    assert not is_text(b"\xff")
+    assert not is_text(b"a\x00")
+    assert normalize_path("") == ""
+    assert normalize_path("./a//b/") == "a/b"
+    with pytest.raises(WorkspaceError):
+        normalize_path("a\x00b")
