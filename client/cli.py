@@ -69,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     sessions.add_argument("--workflow")
     sessions.add_argument("--json", action="store_true")
 
+    validate = sub.add_parser("validate", help="static diagnostics over a workflow and its cases")
+    validate.add_argument("workflow")
+    validate.add_argument("--json", action="store_true")
+
     sub.add_parser("dev", help="dev server + UI + worker in the foreground")
     sub.add_parser("worker", help="a worker against TEMPORAL_ADDRESS (for production)")
 
@@ -303,8 +307,21 @@ async def _dev(config: RuntimeConfig) -> int:
     return 0
 
 
+def _validate(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from client.validate import render_text, validate_workflow
+
+    report = validate_workflow(config.root, args.workflow)
+    lines, summary = render_text(report)
+    for line in lines:
+        _err(line)
+    print(json.dumps(report.model_dump(), indent=2) if args.json else summary, flush=True)
+    return 0 if report.valid else 1
+
+
 async def _dispatch(args: argparse.Namespace) -> int:
     config = RuntimeConfig.from_env(root=args.root)
+    if args.command == "validate":
+        return _validate(args, config)
     if args.command == "run":
         return await _run(args, config)
     if args.command == "deliver":

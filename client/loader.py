@@ -147,6 +147,7 @@ def load_workflow(root: Path, slug: str) -> LoadedWorkflow:
         prompt=PromptParts(
             workflow_md=_workflow_md(directory / "WORKFLOW.md", slug),
             agents_md=_read_optional(root / "AGENTS.md"),
+            skills=skill_catalog(root),
         ),
         directory=directory,
     )
@@ -170,3 +171,24 @@ def _workflow_md(path: Path, slug: str) -> str | None:
             ],
         )
     return text
+
+
+def skill_catalog(root: Path) -> dict[str, str]:
+    """Every ``skills/<slug>/SKILL.md`` under ``root``: slug → its front matter description."""
+    catalog: dict[str, str] = {}
+    base = root / "skills"
+    if not base.is_dir():
+        return catalog
+    for skill_md in sorted(base.glob("*/SKILL.md")):
+        text = skill_md.read_text(encoding="utf-8")
+        description = ""
+        if text.startswith("---"):
+            front, _, _ = text[3:].partition("\n---")
+            try:
+                meta = yaml.safe_load(front)
+            except yaml.YAMLError:
+                meta = None
+            if isinstance(meta, dict) and isinstance(meta.get("description"), str):
+                description = meta["description"].strip()
+        catalog[skill_md.parent.name] = description or "(no description)"
+    return catalog

@@ -172,3 +172,73 @@ async def test_writes_outside_the_scratchpad_and_escapes_are_blocked(
     assert results[0].rule is not None and results[1].rule is not None
     assert outcome.kind == "completed"
     assert not (root / "skills" / "order-data" / "x.md").exists()
+
+
+async def test_only_enabled_skills_join_the_prompt(client, task_queue, scripted, root):
+    """SKILL.md's description is shown in the state that enables the skill, not elsewhere."""
+    server = scripted(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "when": {"state": "intake"},
+                        "reply": {"tool_calls": [call("archmax_advance", to="lookup")]},
+                    },
+                    {"when": {"state": "lookup"}, "reply": {"content": "ok"}},
+                ]
+            }
+        )
+    )
+    async with running_agent(client, task_queue, root, "orders", server) as agent:
+        await agent.workflow.send("gov-4", "hi")
+    systems = [r.body["messages"][0]["content"] for r in server.requests]
+    assert "skills/order-data/" not in systems[0]
+    assert "`skills/order-data/` — Orders." in systems[1]
+
+
+REQUIRES = """
+states:
+  collect:
+    triggers: { manual: }
+    requires: [order_id]
+    transitions:
+      - { to: done, description: The order id is recorded. }
+  done:
+    instructions: Confirm.
+"""
+
+
+async def test_a_state_requires_its_variables_before_it_may_be_left(
+    client, task_queue, scripted, tmp_path
+):
+    """archmax_advance out of a state whose requires are unset is a refusal the model reads;
+    once the agent records the variable, the advance commits."""
+    write_workflow(tmp_path, "collect", REQUIRES)
+    server = scripted(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "when": {"state": "collect", "last_tool_result": "/transition.requires/"},
+                        "reply": {
+                            "tool_calls": [
+                                call("archmax_set_variables", variables={"order_id": "ORD-9"})
+                            ]
+                        },
+                    },
+                    {"when": {"state": "done"}, "reply": {"content": "Recorded."}},
+                    {
+                        "when": {"state": "collect"},
+                        "reply": {"tool_calls": [call("archmax_advance", to="done")]},
+                    },
+                ]
+            }
+        )
+    )
+    async with running_agent(client, task_queue, tmp_path, "collect", server) as agent:
+        outcome = await agent.workflow.send("req-1", "go")
+        view = await agent.sessions.view("req-1")
+    advances = [m for m in view.transcript if m.role == "tool" and m.name == "archmax_advance"]
+    assert [m.status for m in advances] == ["error", "ok"]
+    assert advances[0].rule == "transition.requires"
+    assert outcome.state == "done" and outcome.variables["order_id"].value == "ORD-9"

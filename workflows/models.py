@@ -183,6 +183,8 @@ class PromptParts(_Model):
 
     workflow_md: str | None = None
     agents_md: str | None = None
+    skills: dict[str, str] = Field(default_factory=dict)
+    """Skill slug → its SKILL.md ``description``; only the state's enabled ones are shown."""
 
 
 class SessionInput(_Model):

@@ -57,6 +57,7 @@ def render_state_block(
     follow_up: bool,
     variables: dict[str, Variable],
     handoff: bool = False,
+    skills: dict[str, str] | None = None,
 ) -> str:
     """The volatile block: the active state, its instructions and only its outgoing edges.
 
@@ -79,6 +80,14 @@ def render_state_block(
             "### Follow-up\nThis is a new message after the session finished here. If answering "
             f"it needs a path this state cannot reach, call `archmax_reset` first to return to "
             f"`{entry_state}`; otherwise answer here."
+        )
+    if skills:
+        lines.append(
+            "### Skills enabled here\n"
+            + "\n".join(
+                f"- `skills/{slug}/` — {description}"
+                for slug, description in sorted(skills.items())
+            )
         )
     if variables:
         lines.append(_variables_block(variables))

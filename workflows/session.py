@@ -551,6 +551,11 @@ class ArchmaxSession:
                     follow_up=self._follow_up,
                     variables=self._s.variables,
                     handoff=handoff,
+                    skills={
+                        slug_: description
+                        for slug_, description in self._input.prompt.skills.items()
+                        if slug_ in governance.enabled_skills(self._spec, slug)
+                    },
                 ),
             ]
         )
@@ -779,6 +784,15 @@ class ArchmaxSession:
                 f"archmax_advance rejected: {target!r} is not a transition of '{slug}'. "
                 f"Valid targets: {', '.join(targets)}.",
                 "error",
+            )
+        unset = [name for name in state.requires if name not in self._s.variables]
+        if unset:
+            return _ToolAnswer(
+                f"archmax_advance rejected (transition.requires): state '{slug}' requires "
+                f"{', '.join(map(repr, unset))} to be set before it may be left; record it with "
+                "archmax_set_variables.",
+                "error",
+                rule="transition.requires",
             )
         reason = arguments.get("reason")
         self._s.state = target
