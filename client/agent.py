@@ -9,7 +9,9 @@ session parked by ``archmax_wait``. Refusals come back as the typed errors of
 
 from __future__ import annotations
 
+import base64
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -38,6 +40,7 @@ from workflows.identity import check_session_id
 from workflows.models import (
     DecideInput,
     DeliverInput,
+    FileUpload,
     Outcome,
     ReplyInput,
     SendInput,
@@ -60,6 +63,15 @@ class ResolvedSession:
     session_id: str
     disposition: Literal["turn", "resume", "reply"]
     minted: bool
+
+
+def file_upload(name: str, content: str | bytes) -> FileUpload:
+    """A file for ``send(files=...)``: text as it is, bytes base64-encoded (exact bytes)."""
+    if isinstance(content, str):
+        return FileUpload(name=name, content=content)
+    return FileUpload(
+        name=name, content=base64.b64encode(content).decode("ascii"), encoding="base64"
+    )
 
 
 def mint_session_id() -> str:
@@ -133,8 +145,12 @@ class WorkflowSurface:
         trigger: str = MANUAL_TRIGGER,
         variables: dict[str, Any] | None = None,
         session_path: str | None = None,
+        files: Mapping[str, tuple[str, str | bytes]] | None = None,
     ) -> Outcome:
         """Start or continue a session; returns the Outcome when the turn settles.
+
+        ``files`` maps a variable to ``(name, content)``: each file is placed in the session's
+        ``scratchpad/attachments/`` before the turn and the variable seeded with its path.
 
         A new id starts the session's workflow (update-with-start); an existing finished one
         takes its next turn; one parked by ``archmax_wait`` has the firing delivered into it.
@@ -170,7 +186,14 @@ class WorkflowSurface:
             if agent.config.search_attributes
             else None,
         )
-        firing = SendInput(message=message, trigger=trigger, variables=seeds)
+        firing = SendInput(
+            message=message,
+            trigger=trigger,
+            variables=seeds,
+            files={
+                var: file_upload(name, content) for var, (name, content) in (files or {}).items()
+            },
+        )
         try:
             return await agent.client.execute_update_with_start_workflow(
                 ArchmaxSession.send, firing, start_workflow_operation=start
@@ -248,6 +271,31 @@ class SessionsSurface:
 
     def __init__(self, agent: Agent) -> None:
         self._agent = agent
+
+    async def seed(self, session_id: str, files: Mapping[str, str | bytes]) -> list[str]:
+        """Write files at chosen agent-visible paths of a session (``scratchpad/…`` or
+        root-level files such as ``trigger.json``); seeds no variable. Suits fixtures.
+
+        Writes through this host's store (``ARCHMAX_STORE``), which the embedded worker
+        shares; mounts (``skills/…``) and runtime areas are refused.
+        """
+        from activities.session_store import FilesystemSessionStore
+        from activities.workspace import WorkspaceActivities
+        from workflows.workspace_tools import FileContent, SeedFilesInput
+
+        workspace = WorkspaceActivities(
+            FilesystemSessionStore(self._agent.config.store), self._agent.config.root
+        )
+        payload = {
+            path: FileContent(content=content)
+            if isinstance(content, str)
+            else FileContent(content=base64.b64encode(content).decode("ascii"), encoding="base64")
+            for path, content in files.items()
+        }
+        result = await workspace.seed_files(
+            SeedFilesInput(session_id=check_session_id(session_id), files=payload)
+        )
+        return result.paths
 
     async def get(self, session_id: str, *, timeout: timedelta | None = None) -> SessionSummary:
         """The session's summary (a query), or :class:`SessionNotFoundError`."""

@@ -49,6 +49,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--variables", help="JSON object of variables (seeded locked)")
     run.add_argument("--session", help="explicit session id")
     run.add_argument("--session-path", help="dotted path over the variables to the session id")
+    run.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="VAR=PATH",
+        help="hand a file to the session (placed in scratchpad/attachments/, VAR seeded)",
+    )
 
     deliver = sub.add_parser("deliver", help="deliver an event to a session parked for input")
     deliver.add_argument("session")
@@ -91,6 +98,19 @@ def _json_object(raw: str | None, flag: str = "--variables") -> dict[str, Any]:
     if not isinstance(value, dict):
         raise UsageError(f"{flag} must be a JSON object, not {type(value).__name__}")
     return value
+
+
+def _files(specs: Sequence[str]) -> dict[str, tuple[str, bytes]]:
+    files: dict[str, tuple[str, bytes]] = {}
+    for spec in specs:
+        var, sep, raw = spec.partition("=")
+        if not sep or not var or not raw:
+            raise UsageError(f"--file expects VAR=PATH, got {spec!r}")
+        path = Path(raw)
+        if not path.is_file():
+            raise UsageError(f"--file {var}: no such file {raw!r}")
+        files[var] = (path.name, path.read_bytes())
+    return files
 
 
 def _err(line: str = "") -> None:
@@ -184,6 +204,7 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from client.agent import create_agent
 
     variables = _json_object(args.variables)
+    files = _files(args.file)
     message = " ".join(args.prompt).strip() or None
     async with await create_agent(args.workflow, config=config, worker_cache=0) as agent:
         loaded = agent.loaded
@@ -205,7 +226,7 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
                 before = 0
         _err(f"session   {resolved.session_id}  ({resolved.disposition})")
         outcome = await agent.workflow.send(
-            resolved.session_id, message, trigger=args.trigger, variables=variables
+            resolved.session_id, message, trigger=args.trigger, variables=variables, files=files
         )
         return report_outcome(outcome, trail_from=before)
 

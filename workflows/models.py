@@ -204,12 +204,24 @@ class SessionInput(_Model):
     registered them (an upsert of an unregistered attribute fails every workflow task)."""
 
 
+class FileUpload(_Model):
+    """A file a host hands a session: its name and content (text, or base64 for bytes)."""
+
+    name: str
+    content: str
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+
+
 class SendInput(_Model):
-    """A host's firing: a message, the trigger it came through and the variables it brought."""
+    """A host's firing: a message, the trigger it came through and the variables it brought.
+
+    ``files`` (variable → file) are placed in ``scratchpad/attachments/`` before the turn,
+    and each variable is seeded, locked, with the placed path."""
 
     message: str | None = None
     trigger: str = "manual"
     variables: dict[str, Any] = Field(default_factory=dict)
+    files: dict[str, FileUpload] = Field(default_factory=dict)
 
 
 class DeliverInput(_Model):

@@ -81,7 +81,13 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.paths import MISSING, InvalidPathError, resolve_path
     from workflows.spec import TIMER_TRIGGER
-    from workflows.workspace_tools import WorkspaceToolInput, WorkspaceToolResult
+    from workflows.workspace_tools import (
+        FilePlacementInput,
+        FilePlacementResult,
+        PlacedFile,
+        WorkspaceToolInput,
+        WorkspaceToolResult,
+    )
 
 _Stop = Literal["continue", "raised", "parked", "routed", "rejected"]
 
@@ -105,6 +111,14 @@ class _ToolAnswer:
     rule: str | None = None
 
 
+class _FiringRefused(Exception):
+    """A firing refused while it was being prepared; the session was not touched."""
+
+    def __init__(self, error: ApplicationError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 @workflow.defn(name=contracts.WORKFLOW_NAME)
 class ArchmaxSession:
     """One session: its durable state, its handlers and its turn loop."""
@@ -116,7 +130,7 @@ class ArchmaxSession:
         self._s: SessionState = input.carried or SessionState(status="completed")
         self._fresh = input.carried is None
         self._queue: list[_Request] = []
-        self._results: dict[str, Outcome] = {}
+        self._results: dict[str, Outcome | ApplicationError] = {}
         self._busy = False
         self._seq = 0
         self._handled_this_run = 0
@@ -131,7 +145,11 @@ class ArchmaxSession:
         while True:
             await self._wait_for_work()
             request = self._queue.pop(0)
-            outcome = await self._process(request)
+            outcome: Outcome | ApplicationError
+            try:
+                outcome = await self._process(request)
+            except _FiringRefused as refused:
+                outcome = refused.error
             if request.key is not None:
                 self._results[request.key] = outcome
             self._busy = bool(self._queue)
@@ -194,6 +212,8 @@ class ArchmaxSession:
         if reply is not None:
             await self._reply(reply)
             return await self._settle("reply")
+        if request.send is not None and request.send.files:
+            request.send = await self._place_files(request.send)
         if request.send is not None and self._s.status != "awaiting_input":
             disposition = "turn"
             self._open_turn(request.send)
@@ -208,6 +228,36 @@ class ArchmaxSession:
         self._publish()
         await self._drive()
         return await self._settle(disposition)
+
+    async def _place_files(self, firing: SendInput) -> SendInput:
+        """Place the firing's files in ``scratchpad/attachments/`` (one session at a time,
+        never overwriting) and seed each variable with the placed path. A refused placement
+        (a binary file on a text-only store) refuses the firing and writes nothing."""
+        try:
+            placed: FilePlacementResult = await workflow.execute_activity(
+                workspace_tools.PLACE_FILES_ACTIVITY,
+                FilePlacementInput(
+                    session_id=self._input.session_id,
+                    files={
+                        var: PlacedFile(name=f.name, content=f.content, encoding=f.encoding)
+                        for var, f in firing.files.items()
+                    },
+                ),
+                result_type=FilePlacementResult,
+                start_to_close_timeout=workspace_tools.PLACE_FILES_TIMEOUT,
+                retry_policy=workspace_tools.WORKSPACE_RETRY,
+                summary=f"place {len(firing.files)} file(s)",
+            )
+        except ActivityError as failure:
+            cause = failure.cause
+            if isinstance(cause, ApplicationError):
+                raise _FiringRefused(
+                    ApplicationError(cause.message, type=cause.type, non_retryable=True)
+                ) from None
+            raise _FiringRefused(ApplicationError(str(failure), non_retryable=True)) from None
+        return firing.model_copy(
+            update={"variables": {**firing.variables, **placed.paths}, "files": {}}
+        )
 
     async def _settle(self, disposition: Disposition) -> Outcome:
         await self._persist()
@@ -290,7 +340,7 @@ class ArchmaxSession:
                     f"session {self._input.session_id!r} is mid-turn; retry after it settles"
                 )
             )
-        self._check_names(firing.variables)
+        self._check_names({**firing.variables, **firing.files})
         if self._s.status == "awaiting_input":
             if not firing.trigger:
                 raise _wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
@@ -312,7 +362,11 @@ class ArchmaxSession:
                     f"{self._input.workflow!r}; declared triggers: {declared}"
                 )
             )
-        seeded = variables.seed(self._s.variables, firing.variables, replace_title=False)
+        incoming = {
+            **firing.variables,
+            **{var: f"scratchpad/attachments/{f.name}" for var, f in firing.files.items()},
+        }
+        seeded = variables.seed(self._s.variables, incoming, replace_title=False)
         problems = signatures.missing_inputs(
             firing.trigger, self._spec.trigger(firing.trigger), seeded
         )
@@ -378,7 +432,10 @@ class ArchmaxSession:
         self._queue.append(request)
         key = request.key
         await workflow.wait_condition(lambda: key in self._results)
-        return self._results.pop(key)
+        result = self._results.pop(key)
+        if isinstance(result, ApplicationError):
+            raise result
+        return result
 
     # --- turn boundaries ------------------------------------------------------------------
 
