@@ -94,14 +94,14 @@ class TestSignaturesOnTheWorkflow:
         async with running_agent(client, task_queue, tmp_path, "report", server) as agent:
             with pytest.raises(TriggerInputError) as refused:
                 await agent.workflow.send(
-                    "sig-1",
+                    "typed-1",
                     "go",
                     trigger="report_requested",
                     variables={"company": "Acme", "limit": "4", "note": None},
                 )
             with pytest.raises(TriggerInputError, match=r"'company'.*did not arrive"):
                 await agent.workflow.send(
-                    "sig-1b", "go", trigger="report_requested", variables={"limit": 4}
+                    "typed-1b", "go", trigger="report_requested", variables={"limit": 4}
                 )
         message = str(refused.value)
         assert "'report_requested'" in message and "'limit'" in message
@@ -117,9 +117,9 @@ class TestSignaturesOnTheWorkflow:
         variables = {"company": "Acme", "limit": 4, "note": None}
         async with running_agent(client, task_queue, tmp_path, "report", server) as agent:
             outcome = await agent.workflow.send(
-                "sig-2", "go", trigger="report_requested", variables=variables
+                "typed-2", "go", trigger="report_requested", variables=variables
             )
-            view = await agent.sessions.view("sig-2")
+            view = await agent.sessions.view("typed-2")
         refusal = next(m for m in view.transcript if m.name == "archmax_set_variables")
         assert refusal.status == "error" and "type number" in (refusal.content or "")
         assert outcome.kind == "rejected"
@@ -136,7 +136,7 @@ class TestSignaturesOnTheWorkflow:
         variables = {"company": "Acme", "limit": 4, "note": "x"}
         async with running_agent(client, task_queue, tmp_path, "report", server) as agent:
             outcome = await agent.workflow.send(
-                "sig-3", "go", trigger="report_requested", variables=variables
+                "typed-3", "go", trigger="report_requested", variables=variables
             )
         assert outcome.kind == "completed"
         assert outcome.variables["total"].value == 412.5
@@ -149,7 +149,7 @@ class TestSignaturesOnTheWorkflow:
         server = scripted(_playbook(1))
         async with running_agent(client, task_queue, tmp_path, "report", server) as agent:
             with pytest.raises(WorkflowDisabledError, match="is disabled"):
-                await agent.workflow.send("sig-4", "go")
+                await agent.workflow.send("typed-4", "go")
         assert server.requests == []
 
 
