@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.host_tools import HostTool, HostToolActivities
 from activities.model import ModelActivities, ModelConfig
 from activities.session_store import FilesystemSessionStore
 from activities.store import StoreActivities
@@ -48,6 +49,7 @@ def build_worker(
     max_cached_workflows: int = 1000,
     identity: str | None = None,
     authoring_root: Path | None = None,
+    host_tools: Sequence[HostTool] = (),
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
@@ -74,6 +76,7 @@ def build_worker(
             workspace.grep,
             workspace.place_files,
             workspace.seed_files,
+            HostToolActivities(host_tools).run,
         ],
         workflow_runner=workflow_runner(),
         max_cached_workflows=max_cached_workflows,

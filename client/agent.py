@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -24,6 +24,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 
+from activities.host_tools import HostTool, as_host_tools
 from activities.model import ModelConfig
 from client.config import RuntimeConfig
 from client.loader import LoadedWorkflow, load_workflow
@@ -47,6 +48,7 @@ from workflows.models import (
     SessionInput,
     SessionSummary,
     SessionView,
+    ToolSchema,
 )
 from workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from workflows.session import ArchmaxSession
@@ -171,6 +173,7 @@ class WorkflowSurface:
                 prompt=loaded.prompt,
                 search_attributes=agent.config.search_attributes,
                 requests_per_run=agent.requests_per_run,
+                host_tools=agent.host_tools,
             ),
             id=sid,
             task_queue=agent.config.task_queue,
@@ -343,6 +346,7 @@ class Agent:
         requests_per_run: int | None = None,
     ) -> None:
         self.requests_per_run = requests_per_run
+        self.host_tools: list[ToolSchema] = []
         if session_path is not None:
             try:
                 parse_path(session_path)
@@ -404,19 +408,31 @@ async def create_agent(
     worker: WorkerMode | None = None,
     worker_cache: int = 1000,
     requests_per_run: int | None = None,
+    tools: Sequence[HostTool | Callable[[Any], Any]] = (),
 ) -> Agent:
     """An agent for ``workflows/<workflow>/`` of the authoring root.
 
     With no ``client``, it connects to ``TEMPORAL_ADDRESS`` or, with nothing configured, finds or
     starts the embedded dev server. ``worker`` chooses the in-process worker: ``auto`` (only when
-    none polls the task queue), ``inprocess`` or ``external``. ``requests_per_run`` makes new
+    none polls the task queue), ``inprocess`` or ``external``. ``tools`` registers typed
+    Python callables (one pydantic-model parameter) as host tools: closed by default, a state
+    grants them with ``tools.allow``; they run on the in-process worker, or on yours built
+    with ``build_worker(host_tools=...)``. ``requests_per_run`` makes new
     sessions continue as new after that many firings (Temporal may suggest it sooner). Close
     the agent (or use it as an
     async context manager) to stop a worker it started.
     """
     resolved = config or RuntimeConfig.from_env(root=root)
     loaded = load_workflow(resolved.root, workflow) if workflow else None
+    registered = as_host_tools(tools)
     runtime = await open_runtime(
-        resolved, model=model, worker_mode=worker, client=client, worker_cache=worker_cache
+        resolved,
+        model=model,
+        worker_mode=worker,
+        client=client,
+        worker_cache=worker_cache,
+        host_tools=registered,
     )
-    return Agent(runtime, loaded, session_path=session_path, requests_per_run=requests_per_run)
+    agent = Agent(runtime, loaded, session_path=session_path, requests_per_run=requests_per_run)
+    agent.host_tools = [tool.schema() for tool in registered]
+    return agent

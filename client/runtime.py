@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -30,6 +30,7 @@ from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
+from activities.host_tools import HostTool
 from activities.model import ModelConfig
 from client.config import RuntimeConfig
 from client.devserver import DevServer, ensure_dev_server, is_local_address
@@ -128,6 +129,7 @@ async def open_runtime(
     client: Client | None = None,
     env: Mapping[str, str] | None = None,
     worker_cache: int = 1000,
+    host_tools: Sequence[HostTool] = (),
 ) -> Runtime:
     """Connect (starting the embedded dev server when nothing is configured) and make sure
     some worker serves the task queue.
@@ -159,6 +161,7 @@ async def open_runtime(
             identity=worker_identity(EPHEMERAL_IDENTITY_PREFIX),
             max_cached_workflows=worker_cache,
             authoring_root=config.root,
+            host_tools=host_tools,
         )
         await _start_worker(worker)
     return Runtime(client=client, config=config, server=server, worker=worker)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from activities.host_tools import as_host_tools
 from activities.model import ModelConfig
 from client.agent import Agent, create_agent
 from client.config import RuntimeConfig
@@ -109,6 +110,7 @@ async def running_agent(
     store: Path | None = None,
     worker: bool = True,
     search_attributes: bool = True,
+    tools: Sequence[Any] = (),
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
@@ -122,7 +124,7 @@ async def running_agent(
         search_attributes=search_attributes,
     )
     agent = await create_agent(
-        workflow, config=config, client=client, worker="external", **agent_kwargs
+        workflow, config=config, client=client, worker="external", tools=tools, **agent_kwargs
     )
     if not worker:
         yield agent
@@ -134,6 +136,7 @@ async def running_agent(
         store_dir=config.store,
         max_cached_workflows=0,
         authoring_root=root,
+        host_tools=as_host_tools(tools),
     )
     async with w:
         yield agent

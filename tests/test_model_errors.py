@@ -220,6 +220,7 @@ ALL_ERRORS: list[type[errors.ArchmaxError]] = [
     errors.EmptyMessageError,
     errors.TriggerInputError,
     errors.WorkflowDisabledError,
+    errors.ReservedToolNameError,
     errors.ModelCallError,
 ]
 

@@ -13,6 +13,7 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     ├── TriggerInputError              a firing misses or mistypes a trigger's requires
     ├── WorkflowDisabledError          a new turn on a workflow with disabled: true
     ├── InvalidVariableNameError       a seeded or delivered variable name is illegal
+    ├── ReservedToolNameError          a host tool takes a runtime or built-in tool's name
     ├── InvalidSessionIdError          a session id cannot address a session
     ├── SessionError
     │   ├── SessionNotFoundError       no session with that id
@@ -78,6 +79,10 @@ class WorkflowDisabledError(ArchmaxError):
     """A new turn on a workflow declaring ``disabled: true``; parked sessions still drain."""
 
 
+class ReservedToolNameError(ArchmaxError):
+    """A host tool is named ``archmax_*`` or like a built-in tool."""
+
+
 class InvalidVariableNameError(ArchmaxError):
     """A seeded or delivered variable name is not ``^[a-z][a-z0-9_]*$`` or is reserved."""
 
@@ -129,6 +134,7 @@ _ALL: tuple[type[ArchmaxError], ...] = (
     UnknownTriggerError,
     TriggerInputError,
     WorkflowDisabledError,
+    ReservedToolNameError,
     InvalidVariableNameError,
     InvalidSessionIdError,
     SessionError,

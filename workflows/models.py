@@ -199,6 +199,9 @@ class SessionInput(_Model):
     carried: SessionState | None = None
     requests_per_run: int | None = None
     """Continue-as-new after this many turns and deliveries (None: the runtime default)."""
+    host_tools: list[ToolSchema] = Field(default_factory=list)
+    """Schemas of the host's Python tools (``create_agent(tools=[...])``); they run on the
+    worker as the ``archmax.tool.host`` activity."""
     search_attributes: bool = True
     """Publish the Archmax* search attributes. Off only for a namespace that has not
     registered them (an upsert of an unregistered attribute fails every workflow task)."""

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import (
         contracts,
         governance,
+        host_tools,
         prompt,
         runtime_tools,
         signatures,
@@ -52,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         UnknownTriggerError,
         WorkflowDisabledError,
     )
+    from workflows.host_tools import HostToolCall, HostToolResult
     from workflows.models import (
         DecideInput,
         DecisionEdge,
@@ -656,9 +658,9 @@ class ArchmaxSession:
             for schema in runtime_tools.runtime_tool_schemas(self._spec.state(slug))
             if governance.forbidden_outright(self._spec, slug, schema.name) is None
         ]
-        shown = set(governance.disclosed_tools(self._spec, slug, workspace_tools.WORKSPACE_TOOLS))
-        tools = [s for s in workspace_tools.workspace_tool_schemas() if s.name in shown]
-        return runtime + tools
+        candidates = [*workspace_tools.workspace_tool_schemas(), *self._input.host_tools]
+        shown = set(governance.disclosed_tools(self._spec, slug, [s.name for s in candidates]))
+        return runtime + [s for s in candidates if s.name in shown]
 
     async def _run_tool_calls(self, calls: list[ToolCall]) -> _Stop:
         """Answer every call of one assistant message, in order; then park if one waited."""
@@ -785,6 +787,8 @@ class ArchmaxSession:
                 rule=verdict.rule,
             )
             return answer, (verdict.reason if verdict.terminal else None)
+        if any(tool.name == call.name for tool in self._input.host_tools):
+            return await self._host_tool(call.name, substituted), None
         activity_name = workspace_tools.TOOL_ACTIVITIES.get(call.name)
         if activity_name is None:
             return _ToolAnswer(
@@ -810,6 +814,21 @@ class ArchmaxSession:
         except ActivityError as failure:
             return _ToolAnswer(f"{call.name} failed: {failure.cause or failure}", "error"), None
         return _ToolAnswer(result.content, result.status), None
+
+    async def _host_tool(self, name: str, arguments: dict[str, Any]) -> _ToolAnswer:
+        """Run a host's Python tool on the worker (one activity, dispatched by name)."""
+        try:
+            result: HostToolResult = await workflow.execute_activity(
+                host_tools.HOST_TOOL_ACTIVITY,
+                HostToolCall(session_id=self._input.session_id, tool=name, arguments=arguments),
+                result_type=HostToolResult,
+                start_to_close_timeout=host_tools.HOST_TOOL_TIMEOUT,
+                retry_policy=host_tools.HOST_TOOL_RETRY,
+                summary=f"host tool · {name}",
+            )
+        except ActivityError as failure:
+            return _ToolAnswer(f"{name} failed: {failure.cause or failure}", "error")
+        return _ToolAnswer(result.content, result.status)
 
     def _answer(self, call: ToolCall, answer: _ToolAnswer) -> None:
         self._s.transcript.append(
