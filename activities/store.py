@@ -128,3 +128,15 @@ class StoreActivities:
             ),
         )
         atomic_write(artifacts / "graph.json", _json(graph(turn.spec)))
+        atomic_write(
+            artifacts / "trajectory.json",
+            _json(
+                {
+                    **head,
+                    "messages": [
+                        m.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+                        for m in turn.transcript
+                    ],
+                }
+            ),
+        )

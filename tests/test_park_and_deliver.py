@@ -131,6 +131,12 @@ class TestParkAndDeliver:
         assert [s["kind"] for s in trail["steps"]] == ["trigger", "trigger", "agent"]
         assert list((store / "_specs").glob("*.json"))
         assert (store / "art-1" / "scratchpad").is_dir()
+        trajectory = json.loads((artifacts / "trajectory.json").read_text())
+        assert trajectory["sessionId"] == "art-1"
+        notes = [m for m in trajectory["messages"] if m.get("note") == "event"]
+        assert len(notes) == 2  # the delivery's archmax_note call and its result
+        graph = json.loads((artifacts / "graph.json").read_text())
+        assert {"trigger": "email_reply", "to": "clarify"} in graph["starts"]
 
 
 class TestRefusedDeliveries:

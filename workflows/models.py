@@ -339,3 +339,5 @@ class PersistTurnInput(_Model):
     trail: list[TrailStep]
     variables: dict[str, Variable]
     usage: Usage
+    transcript: list[Message] = Field(default_factory=list)
+    """The conversation so far, written as ``trajectory.json``."""

@@ -1054,6 +1054,7 @@ class ArchmaxSession:
                     trail=s.trail,
                     variables=s.variables,
                     usage=s.usage,
+                    transcript=s.transcript,
                 ),
                 start_to_close_timeout=contracts.PERSIST_TIMEOUT,
                 retry_policy=contracts.PERSIST_RETRY,
