@@ -1069,7 +1069,7 @@ class _Parser:
             if error["type"] == "missing":
                 self.fail(where, "required")
             elif error["type"] == "literal_error":
-                expected = error.get("ctx", {}).get("expected", "")
+                expected = _sorted_choices(str(error.get("ctx", {}).get("expected", "")))
                 self.fail(where, f"must be one of {expected}")
             else:
                 self.fail(where, str(error["msg"]).removeprefix("Value error, "))
@@ -1238,3 +1238,18 @@ def find_mock(mocks: list[Mock], tool: str, tool_input: Any) -> Mock | None:
         ):
             return mock
     return None
+
+
+def _sorted_choices(expected: str) -> str:
+    """Pydantic's ``'a', 'b' or 'c'`` in sorted order: its own order varies between processes
+    (string literals are hashed), and a diagnostic must read the same on every run."""
+    head, _, last = expected.rpartition(" or ")
+    choices = (
+        [c.strip() for c in head.split(",") if c.strip()] + [last.strip()]
+        if head
+        else [last.strip()]
+    )
+    choices = sorted(c for c in choices if c)
+    if len(choices) < 2:
+        return expected
+    return ", ".join(choices[:-1]) + " or " + choices[-1]

@@ -409,7 +409,7 @@ def test_every_step_kind_parses_into_a_typed_step() -> None:
         ("parked: {}", "steps[1].parked: an empty mapping pins nothing (write parked: true)"),
         (
             "parked: { channel: email }",
-            "steps[1].parked.channel: must be one of 'input' or 'decision'",
+            "steps[1].parked.channel: must be one of 'decision' or 'input'",
         ),
         ("raised: {}", "steps[1].raised: an empty mapping pins nothing (write raised: true)"),
         ("raised: false", "steps[1].raised: must be true, an error code or { code?, reason? }"),
@@ -436,7 +436,7 @@ def test_every_step_kind_parses_into_a_typed_step() -> None:
         ),
         (
             "ranWorkflow: { workflow: w, status: done }",
-            "steps[1].ranWorkflow.status: must be one of 'ok' or 'error'",
+            "steps[1].ranWorkflow.status: must be one of 'error' or 'ok'",
         ),
         (
             "trail: { count: 1 }",
@@ -445,8 +445,8 @@ def test_every_step_kind_parses_into_a_typed_step() -> None:
         ("trail: { to: a }", "steps[1].trail.count: required"),
         (
             "trail: { kind: jump, count: 1 }",
-            "steps[1].trail.kind: must be one of 'trigger', "
-            "'agent', 'human', 'sub-workflow', 'reset' or 'on_error'",
+            "steps[1].trail.kind: must be one of 'agent', 'human', "
+            "'on_error', 'reset', 'sub-workflow' or 'trigger'",
         ),
         (
             "variables: { locked: { a: true } }",
