@@ -67,13 +67,17 @@ class ResolvedSession:
     minted: bool
 
 
-def file_upload(name: str, content: str | bytes) -> FileUpload:
-    """A file for ``send(files=...)``: text as it is, bytes base64-encoded (exact bytes)."""
+def _encoded(content: str | bytes) -> tuple[str, Literal["utf-8", "base64"]]:
+    """Text as it is, bytes base64-encoded, so they arrive exactly."""
     if isinstance(content, str):
-        return FileUpload(name=name, content=content)
-    return FileUpload(
-        name=name, content=base64.b64encode(content).decode("ascii"), encoding="base64"
-    )
+        return content, "utf-8"
+    return base64.b64encode(content).decode("ascii"), "base64"
+
+
+def file_upload(name: str, content: str | bytes) -> FileUpload:
+    """A file for ``send(files=...)``."""
+    text, encoding = _encoded(content)
+    return FileUpload(name=name, content=text, encoding=encoding)
 
 
 def mint_session_id() -> str:
@@ -290,10 +294,8 @@ class SessionsSurface:
             FilesystemSessionStore(self._agent.config.store), self._agent.config.root
         )
         payload = {
-            path: FileContent(content=content)
-            if isinstance(content, str)
-            else FileContent(content=base64.b64encode(content).decode("ascii"), encoding="base64")
-            for path, content in files.items()
+            path: FileContent(content=text, encoding=encoding)
+            for path, (text, encoding) in ((p, _encoded(c)) for p, c in files.items())
         }
         result = await workspace.seed_files(
             SeedFilesInput(session_id=check_session_id(session_id), files=payload)

@@ -93,6 +93,11 @@ def scripted() -> Iterator[Callable[[str | Path], ScriptedModelServer]]:
         server.stop()
 
 
+def tool_call(tool_name: str, /, **arguments: object) -> dict[str, object]:
+    """A scripted model's tool call, as a playbook rule writes it."""
+    return {"name": tool_name, "arguments": arguments}
+
+
 def model_config(server: ScriptedModelServer) -> ModelConfig:
     return ModelConfig(
         base_url=server.url, api_key="sk-test-not-a-secret", default_model="scripted"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import running_agent, write_workflow
+from tests.conftest import tool_call as call
 
 SPEC = """
 title: Orders
@@ -25,10 +26,6 @@ states:
     skills: { allow: [order-data] }
     instructions: Read the orders and answer.
 """
-
-
-def call(tool_name: str, /, **arguments: object) -> dict[str, object]:
-    return {"name": tool_name, "arguments": arguments}
 
 
 @pytest.fixture

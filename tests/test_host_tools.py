@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from activities.host_tools import host_tool
 from tests.conftest import running_agent, write_workflow
+from tests.conftest import tool_call as call
 from workflows.errors import ReservedToolNameError
 
 SPEC = """
@@ -36,10 +37,6 @@ def order_status(query: OrderQuery) -> dict[str, str]:
     if query.order_id == "ORD-0":
         raise LookupError("order system down")
     return {"order_id": query.order_id, "status": "shipped"}
-
-
-def call(tool_name: str, /, **arguments: object) -> dict[str, object]:
-    return {"name": tool_name, "arguments": arguments}
 
 
 PLAYBOOK = json.dumps(

@@ -15,6 +15,7 @@ from temporalio.api.enums.v1 import EventType
 
 from client.devserver import find_temporal_cli
 from tests.conftest import EXAMPLES, running_agent, write_workflow
+from tests.conftest import tool_call as tool
 from workflows import search_attributes as sa
 from workflows.errors import (
     InvalidVariableNameError,
@@ -39,10 +40,6 @@ states:
   reconcile:
     instructions: Confirm the reconciliation.
 """
-
-
-def tool(tool_name: str, /, **arguments: object) -> dict[str, object]:
-    return {"name": tool_name, "arguments": arguments}
 
 
 async def _park(agent, session_id: str):

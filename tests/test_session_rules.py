@@ -16,6 +16,7 @@ from temporalio.api.enums.v1 import EventType
 
 from client.agent import ResolvedSession
 from tests.conftest import EXAMPLES, running_agent, write_workflow
+from tests.conftest import tool_call as tool
 from workflows.errors import (
     InvalidSessionIdError,
     SessionNotAwaitingInputError,
@@ -57,10 +58,6 @@ ON_ERROR
 REFUND = EXAMPLES / "refund-review"
 REFUND_PLAYBOOK = REFUND / "workflows" / "refund-review" / "playbook.yaml"
 NOTE, RESET, WAIT = "archmax_note", "archmax_reset", "archmax_wait"
-
-
-def tool(tool_name: str, /, **arguments: object) -> dict[str, object]:
-    return {"name": tool_name, "arguments": arguments}
 
 
 def rule(content: str | None, *calls: dict[str, object], **when: object) -> dict[str, object]:

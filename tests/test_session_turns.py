@@ -10,6 +10,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 
 from tests.conftest import running_agent, write_workflow
+from tests.conftest import tool_call as tool
 from workflows import search_attributes as sa
 from workflows.contracts import MODEL_ACTIVITY
 from workflows.errors import (
@@ -38,10 +39,6 @@ states:
   done:
     instructions: Answer.
 """
-
-
-def tool(tool_name: str, /, **arguments: object) -> dict[str, object]:
-    return {"name": tool_name, "arguments": arguments}
 
 
 def playbook(*rules: dict[str, object]) -> str:
