@@ -48,6 +48,7 @@ from workflows.models import (
     SessionInput,
     SessionSummary,
     SessionView,
+    ToolMock,
     ToolSchema,
 )
 from workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
@@ -152,8 +153,12 @@ class WorkflowSurface:
         variables: dict[str, Any] | None = None,
         session_path: str | None = None,
         files: Mapping[str, tuple[str, str | bytes]] | None = None,
+        mocks: Sequence[ToolMock] = (),
     ) -> Outcome:
         """Start or continue a session; returns the Outcome when the turn settles.
+
+        ``mocks`` (a test case's) answer matching governed tool calls for the session's whole
+        life; they are fixed when the session starts and ignored for one already running.
 
         ``files`` maps a variable to ``(name, content)``: each file is placed in the session's
         ``scratchpad/attachments/`` before the turn and the variable seeded with its path.
@@ -178,6 +183,7 @@ class WorkflowSurface:
                 search_attributes=agent.config.search_attributes,
                 requests_per_run=agent.requests_per_run,
                 host_tools=agent.host_tools,
+                mocks=list(mocks),
             ),
             id=sid,
             task_queue=agent.config.task_queue,

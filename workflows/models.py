@@ -187,6 +187,15 @@ class PromptParts(_Model):
     """Skill slug → its SKILL.md ``description``; only the state's enabled ones are shown."""
 
 
+class ToolMock(_Model):
+    """A case's declared mock: the first whose ``tool`` and ``when_input`` match a governed
+    call answers it with ``result`` instead of running the tool."""
+
+    tool: str
+    when_input: dict[str, Any] | None = None
+    result: Any = None
+
+
 class SessionInput(_Model):
     """The input of one ``ArchmaxSession`` run: the parsed, hashed spec and, after
     continue-as-new, the carried session state."""
@@ -202,6 +211,9 @@ class SessionInput(_Model):
     host_tools: list[ToolSchema] = Field(default_factory=list)
     """Schemas of the host's Python tools (``create_agent(tools=[...])``); they run on the
     worker as the ``archmax.tool.host`` activity."""
+    mocks: list[ToolMock] = Field(default_factory=list)
+    """Declared tool mocks (a test case's ``mocks:``), matched after governance allows a
+    call; a matched call is recorded like any other but runs nothing."""
     search_attributes: bool = True
     """Publish the Archmax* search attributes. Off only for a namespace that has not
     registered them (an upsert of an unregistered attribute fails every workflow task)."""

@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         contracts,
         governance,
         host_tools,
+        matching,
         prompt,
         runtime_tools,
         signatures,
@@ -121,6 +122,13 @@ class _FiringRefused(Exception):
         self.error = error
 
 
+def _mocked_answer(result: Any) -> _ToolAnswer:
+    """A mock's answer: its result as text; a mapping with an ``error`` key fails the call."""
+    if isinstance(result, dict) and "error" in result:
+        return _ToolAnswer(matching.mock_result_text(result["error"]), "error")
+    return _ToolAnswer(matching.mock_result_text(result))
+
+
 @workflow.defn(name=contracts.WORKFLOW_NAME)
 class ArchmaxSession:
     """One session: its durable state, its handlers and its turn loop."""
@@ -163,18 +171,7 @@ class ArchmaxSession:
                     lambda: workflow.all_handlers_finished() and not self._results
                 )
                 if not self._queue:
-                    workflow.continue_as_new(
-                        SessionInput(
-                            session_id=input.session_id,
-                            workflow=input.workflow,
-                            spec=input.spec,
-                            spec_hash=input.spec_hash,
-                            prompt=input.prompt,
-                            carried=self._s,
-                            requests_per_run=input.requests_per_run,
-                            search_attributes=input.search_attributes,
-                        )
-                    )
+                    workflow.continue_as_new(input.model_copy(update={"carried": self._s}))
 
     async def _wait_for_work(self) -> None:
         """Wait for the next firing; a timed park also wakes itself when ``resume_at`` passes.
@@ -787,6 +784,9 @@ class ArchmaxSession:
                 rule=verdict.rule,
             )
             return answer, (verdict.reason if verdict.terminal else None)
+        mock = matching.find_mock(self._input.mocks, call.name, substituted)
+        if mock is not None:
+            return _mocked_answer(mock.result), None
         if any(tool.name == call.name for tool in self._input.host_tools):
             return await self._host_tool(call.name, substituted), None
         activity_name = workspace_tools.TOOL_ACTIVITIES.get(call.name)
