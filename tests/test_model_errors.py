@@ -222,6 +222,9 @@ ALL_ERRORS: list[type[errors.ArchmaxError]] = [
     errors.WorkflowDisabledError,
     errors.ReservedToolNameError,
     errors.ModelCallError,
+    errors.SuiteError,
+    errors.UnsupportedConcurrencyError,
+    errors.InvalidTargetError,
 ]
 
 

@@ -23,7 +23,10 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SessionNotParkedError      decide / reply on a session not at a human state
     │   ├── InvalidDecisionTargetError a decision naming no edge of the parked state
     │   └── EmptyMessageError          a reply (or send) with an empty message
-    └── ModelCallError                 the model endpoint refused a call for good (a 4xx)
+    ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
+    └── SuiteError                     ``archmax test`` cannot run a suite as configured
+        ├── UnsupportedConcurrencyError    tests.maxConcurrency above 1
+        └── InvalidTargetError         create_target gave no governed agent of the workflow
 
 This module is pure (no I/O) so workflow code, activities and the client all import it.
 """
@@ -127,6 +130,19 @@ class ModelCallError(ArchmaxError):
     """The model endpoint answered with a non-retryable error (400, 401, 403, 404, 422...)."""
 
 
+class SuiteError(ArchmaxError):
+    """``archmax test`` refuses to run a suite as it is configured (before any case runs)."""
+
+
+class UnsupportedConcurrencyError(SuiteError):
+    """``tests.maxConcurrency`` above 1: cases run sequentially, so the suite refuses to run
+    rather than pretend to honour it."""
+
+
+class InvalidTargetError(SuiteError):
+    """``create_target`` gave something that is not a governed agent of the workflow."""
+
+
 _ALL: tuple[type[ArchmaxError], ...] = (
     ArchmaxError,
     SpecValidationError,
@@ -146,6 +162,9 @@ _ALL: tuple[type[ArchmaxError], ...] = (
     InvalidDecisionTargetError,
     EmptyMessageError,
     ModelCallError,
+    SuiteError,
+    UnsupportedConcurrencyError,
+    InvalidTargetError,
 )
 _BY_NAME: dict[str, type[ArchmaxError]] = {cls.__name__: cls for cls in _ALL}
 

@@ -1,0 +1,379 @@
+"""``archmax test``'s engine: run a workflow's cases against the real session workflow.
+
+:func:`run_tests` discovers a workflow's cases, builds one target agent and runs each case on
+its own session, returning :class:`RunTestsResult` data and printing nothing (the CLI's test
+view is one renderer of it). Its halves, :func:`discover_cases` and :func:`run_case`, are
+exported for a host that schedules cases itself.
+
+A case is interpreted on the host: ``send``/``decide``/``deliver`` go through the same host
+API a production caller uses (``agent.workflow.*``), so every turn is a real Temporal update
+on a real ``ArchmaxSession``; assertions read the session's recorded view after the nearest
+action. A failed structural assertion *halts* the case (a verdict); a thrown action, a refused
+start or a ``caseTimeoutMs`` overrun makes it *die* (``error`` is set). Either way every
+assertion that never ran is reported ``not-executed``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from client import assertions
+from client.agent import Agent, create_agent
+from client.assertions import TurnView
+from client.case_results import (
+    AssertionRecord,
+    CaseResult,
+    RunTestsResult,
+    Verdict,
+    exit_code_for,
+    reduce_verdict,
+)
+from client.cases import (
+    CaseDocument,
+    CaseSchemaError,
+    CaseStep,
+    DecideStep,
+    DeliverStep,
+    DiscoveredCase,
+    GradeStep,
+    SendStep,
+    load_case,
+    workspace_seeds,
+)
+from client.cases import discover_cases as _discover
+from client.loader import load_workflow
+from workflows.errors import (
+    ArchmaxError,
+    InvalidTargetError,
+    UnknownTriggerError,
+    UnsupportedConcurrencyError,
+)
+from workflows.models import Outcome, ToolMock, TrailStep
+from workflows.spec import MANUAL_TRIGGER, WorkflowSpec
+
+DEFAULT_CASE_TIMEOUT_MS: Final = 120_000
+"""``tests.caseTimeoutMs`` when a workflow declares none."""
+
+
+GradeFn = Callable[[GradeStep, TurnView], Awaitable[AssertionRecord]]
+"""Scores a ``grade`` step against the turn (client.grader builds the default one)."""
+
+
+class CaseListener(Protocol):
+    """What a renderer hears while a case runs (all optional to act on)."""
+
+    def case_started(self, case: DiscoveredCase, session_id: str) -> None: ...
+
+    def trail_step(self, case: DiscoveredCase, step: TrailStep) -> None: ...
+
+    def case_finished(self, result: CaseResult) -> None: ...
+
+
+def discover_cases(root: Path, workflow: str, filter: str | None = None) -> list[DiscoveredCase]:
+    """The cases of ``workflows/<workflow>/tests/`` under the authoring ``root``, sorted by
+    path, optionally filtered by a tests-relative path substring."""
+    return _discover(root / "workflows" / workflow, filter)
+
+
+def default_session_id(run_id: str, case: DiscoveredCase) -> str:
+    """``test-<run>-<case id with / as ->``: unique per run, readable in the Temporal UI."""
+    return f"test-{run_id}-{re.sub(r'[^A-Za-z0-9._-]', '-', case.id)}"
+
+
+def new_run_id() -> str:
+    return f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass
+class _CaseProgress:
+    """What a case produced so far; kept outside the timeout scope so a case that dies still
+    reports every record it made."""
+
+    records: list[AssertionRecord] = field(default_factory=list)
+    executed: set[int] = field(default_factory=set)
+    halted: bool = False
+
+
+async def run_case(
+    case: DiscoveredCase,
+    agent: Agent,
+    *,
+    tests_dir: Path,
+    session_id: str,
+    grade: GradeFn | None = None,
+    case_timeout_ms: int | None = None,
+    listener: CaseListener | None = None,
+) -> CaseResult:
+    """Run one case on the session ``session_id`` and return its result (never raises for
+    anything the case or the session did)."""
+    try:
+        document = load_case(case, tests_dir)
+    except CaseSchemaError as exc:
+        message = str(exc)
+        return CaseResult(
+            id=case.id,
+            title=case.id,
+            description="",
+            verdict=Verdict(status="failed", failures=[message]),
+            error=message,
+        )
+    if document.skip is not None:
+        return CaseResult(
+            id=case.id,
+            title=document.title,
+            description=document.description,
+            verdict=Verdict(status="skipped"),
+            skip_reason=document.skip,
+        )
+    if listener is not None:
+        listener.case_started(case, session_id)
+    progress = _CaseProgress()
+    error: str | None = None
+    timeout_ms = case_timeout_ms or DEFAULT_CASE_TIMEOUT_MS
+    budget = asyncio.timeout(timeout_ms / 1000)
+    overrun = f"case exceeded tests.caseTimeoutMs ({timeout_ms} ms)"
+    try:
+        async with budget:
+            await _drive_case(
+                case, document, agent, tests_dir, session_id, grade, listener, progress
+            )
+    except TimeoutError:
+        error = overrun
+    except _CaseDied as died:
+        # The client may turn the cancellation into its own error (an update's RPC
+        # cancelled); the budget still says why the action stopped.
+        error = overrun if budget.expired() else died.message
+    records = progress.records + [
+        assertions.not_executed(step)
+        for step in document.assertions
+        if step.index not in progress.executed
+    ]
+    records.sort(key=lambda record: record.step)
+    result = CaseResult(
+        id=case.id,
+        title=document.title,
+        description=document.description,
+        session_id=session_id,
+        verdict=reduce_verdict(records, error),
+        records=records,
+        error=error,
+    )
+    if listener is not None:
+        listener.case_finished(result)
+    return result
+
+
+class _CaseDied(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _message(exc: Exception) -> str:
+    return str(exc) if isinstance(exc, ArchmaxError) else f"{type(exc).__name__}: {exc}"
+
+
+def _mocks(document: CaseDocument) -> list[ToolMock]:
+    return [ToolMock(tool=m.tool, when_input=m.when_input, result=m.result) for m in document.mocks]
+
+
+def _check_trigger(spec: WorkflowSpec, document: CaseDocument) -> str:
+    trigger = document.trigger.id if document.trigger else MANUAL_TRIGGER
+    if spec.start_state_for(trigger) is None:
+        declared = ", ".join(spec.trigger_ids()) or "(none)"
+        raise _CaseDied(
+            str(
+                UnknownTriggerError(
+                    f"trigger {trigger!r} is not declared by the workflow; "
+                    f"declared triggers: {declared}"
+                )
+            )
+        )
+    return trigger
+
+
+async def _drive_case(
+    case: DiscoveredCase,
+    document: CaseDocument,
+    agent: Agent,
+    tests_dir: Path,
+    session_id: str,
+    grade: GradeFn | None,
+    listener: CaseListener | None,
+    progress: _CaseProgress,
+) -> None:
+    trigger = _check_trigger(agent.loaded.spec, document)
+    if document.workspace:
+        try:
+            seeds = workspace_seeds(document, tests_dir)
+            await agent.sessions.seed(session_id, seeds)
+        except (OSError, ArchmaxError) as exc:
+            raise _CaseDied(f"workspace: seeding failed: {exc}") from None
+    mocks = _mocks(document)
+    turn: TurnView | None = None
+    seen_trail = 0
+    for step in document.steps:
+        if step.is_action:
+            start = len(turn.view.transcript) if turn is not None else 0
+            try:
+                await _act(step, agent, session_id, trigger, document, mocks)
+                view = await agent.sessions.view(session_id)
+            except Exception as exc:  # an action that throws: the case dies, the suite goes on
+                raise _CaseDied(f"steps[{step.index}] {step.kind}: {_message(exc)}") from None
+            turn = TurnView(view=view, turn_start=start)
+            if listener is not None:
+                for trail_step in view.trail[seen_trail:]:
+                    listener.trail_step(case, trail_step)
+            seen_trail = len(view.trail)
+            continue
+        assert turn is not None  # the schema refuses an assertion before any action
+        progress.executed.add(step.index)
+        records = await _assert(step, turn, grade)
+        progress.records.extend(records)
+        if step.structural and any(r.status == "failed" for r in records):
+            progress.halted = True
+            return
+
+
+async def _act(
+    step: CaseStep,
+    agent: Agent,
+    session_id: str,
+    trigger: str,
+    document: CaseDocument,
+    mocks: list[ToolMock],
+) -> Outcome:
+    if isinstance(step, SendStep):
+        return await agent.workflow.send(
+            session_id,
+            step.message,
+            trigger=trigger,
+            variables=dict(document.variables),
+            mocks=mocks,
+        )
+    if isinstance(step, DecideStep):
+        return await agent.workflow.decide(session_id, to=step.to, comment=step.comment)
+    assert isinstance(step, DeliverStep)
+    return await agent.workflow.deliver(
+        session_id, trigger=step.trigger, variables=dict(step.variables)
+    )
+
+
+async def _assert(step: CaseStep, turn: TurnView, grade: GradeFn | None) -> list[AssertionRecord]:
+    if isinstance(step, GradeStep):
+        if grade is None:
+            return [
+                AssertionRecord(
+                    kind="grade.closedQA",
+                    status="failed",
+                    threshold=step.at_least,
+                    score=0,
+                    detail=(
+                        f"{step.closed_qa}: grade requires tests: {{ judge: … }} in "
+                        "workflow.yaml (judge: {} uses the environment's model)"
+                    ),
+                    step=step.index,
+                )
+            ]
+        return [await grade(step, turn)]
+    return assertions.evaluate(step, turn)
+
+
+TargetFactory = Callable[[str, Path], Awaitable[Agent]]
+"""``create_target(workflow, root)``: the agent under test (default: :func:`create_agent`)."""
+
+
+async def run_tests(
+    workflow: str,
+    root: Path,
+    *,
+    filter: str | None = None,
+    authoring: Path | None = None,
+    create_target: TargetFactory | None = None,
+    session_id_for_case: Callable[[DiscoveredCase], str] | None = None,
+    grade: GradeFn | None = None,
+    listener: CaseListener | None = None,
+    **agent_kwargs: Any,
+) -> RunTestsResult:
+    """Run the cases of ``workflows/<workflow>/`` and return their results; prints nothing.
+
+    ``authoring`` is the root the suite (spec, cases, ``from:`` fixtures) is read from
+    (default: ``root``). ``create_target`` builds the agent under test; by default one
+    :func:`create_agent` per suite, closed afterwards. ``session_id_for_case`` names each
+    case's session (reported back on ``CaseResult.session_id``). ``grade`` scores ``grade``
+    steps; without it they record an actionable failure. A disabled workflow runs nothing and
+    reports ``skipped="disabled"`` with exit code 0; ``tests.maxConcurrency`` above 1 raises
+    :class:`UnsupportedConcurrencyError` before any case runs.
+    """
+    source = authoring or root
+    loaded = load_workflow(source, workflow)
+    spec = loaded.spec
+    cases = discover_cases(source, workflow)
+    discovered = len(cases)
+    if spec.disabled:
+        return RunTestsResult(exit_code=0, discovered=discovered, skipped="disabled")
+    concurrency = spec.tests.max_concurrency
+    if concurrency is not None and concurrency > 1:
+        raise UnsupportedConcurrencyError(
+            f"tests.maxConcurrency: {concurrency} is not supported: cases run sequentially "
+            "(set it to 1 or remove it)"
+        )
+    if filter is not None:
+        cases = [c for c in cases if filter in c.file]
+        if not cases:
+            return RunTestsResult(exit_code=1, discovered=discovered)
+    tests_dir = source / "workflows" / workflow / "tests"
+    run_id = new_run_id()
+    if create_target is not None:
+        agent = await create_target(workflow, root)
+        owned = False
+    else:
+        agent = await create_agent(workflow, root=root, **agent_kwargs)
+        owned = True
+    if not isinstance(agent, Agent) or agent.loaded.slug != workflow:
+        raise InvalidTargetError(
+            f"create_target must return a governed agent of workflow {workflow!r}"
+        )
+    results: list[CaseResult] = []
+    try:
+        for case in cases:
+            session_id = (
+                session_id_for_case(case)
+                if session_id_for_case
+                else default_session_id(run_id, case)
+            )
+            results.append(
+                await run_case(
+                    case,
+                    agent,
+                    tests_dir=tests_dir,
+                    session_id=session_id,
+                    grade=grade,
+                    case_timeout_ms=spec.tests.case_timeout_ms,
+                    listener=listener,
+                )
+            )
+    finally:
+        if owned:
+            await agent.close()
+    return RunTestsResult(results=results, exit_code=exit_code_for(results), discovered=discovered)
+
+
+__all__ = [
+    "DEFAULT_CASE_TIMEOUT_MS",
+    "CaseListener",
+    "GradeFn",
+    "InvalidTargetError",
+    "UnsupportedConcurrencyError",
+    "default_session_id",
+    "discover_cases",
+    "run_case",
+    "run_tests",
+]
