@@ -31,7 +31,9 @@ A playbook is a list of rules tried in order; the first whose ``when`` holds ans
       content: "..."
 
 ``{name}`` in reply strings is filled from the named regex groups of the matched conditions;
-an unknown ``{x}`` stays as written, and ``{{`` / ``}}`` are literal braces. With nothing
+an unknown ``{x}`` stays as written, and ``{{`` / ``}}`` are literal braces. A tool-call argument
+that is exactly ``"{name|json}"`` becomes the captured text parsed as JSON (a list, an object),
+the way a model copies a tool's JSON result into a structured argument. With nothing
 matching and no ``default``, the answer is a visible ``[scripted-model] no rule matched ...``
 message, so a broken playbook shows up in the transcript instead of being retried forever.
 Tool-call ids are derived from the request messages, so a retried (replayed) request gets the
@@ -175,8 +177,17 @@ def fill_template(template: str, values: Mapping[str, str]) -> str:
     return _TEMPLATE.sub(replace, template)
 
 
+_JSON_SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\|json\}")
+
+
 def _fill_json(value: Any, values: Mapping[str, str]) -> Any:
     if isinstance(value, str):
+        slot = _JSON_SLOT.fullmatch(value)
+        if slot is not None and slot.group(1) in values:
+            try:  # a whole argument copied as data, as a model copies a tool's JSON result
+                return json.loads(values[slot.group(1)])
+            except json.JSONDecodeError:
+                return values[slot.group(1)]
         return fill_template(value, values)
     if isinstance(value, list):
         return [_fill_json(item, values) for item in value]

@@ -178,6 +178,26 @@ rules:
         assert resp.choices[0].message.content.startswith("[scripted-model] no rule matched")
 
 
+async def test_a_json_slot_copies_a_tool_result_as_structured_data() -> None:
+    playbook = r"""
+rules:
+  - when: { last_tool: archmax_note, last_tool_result: '/(?P<rows>\[.*\])/s' }
+    reply:
+      tool_calls:
+        - name: archmax_set_variables
+          arguments: { variables: { rows: "{rows|json}", text: "{rows}", bad: "{nope|json}" } }
+"""
+    async with serve(playbook) as (_, client):
+        convo = [system("s"), user("go"), *note("n1", 'result: [{"id": 1}, 2]')]
+        resp = await client.chat.completions.create(model="m", messages=convo, tools=TOOLS)
+        arguments = json.loads(resp.choices[0].message.tool_calls[0].function.arguments)
+        assert arguments["variables"] == {
+            "rows": [{"id": 1}, 2],
+            "text": '[{"id": 1}, 2]',
+            "bad": "{nope|json}",
+        }
+
+
 async def test_handoff_drops_tool_calls_and_is_matchable() -> None:
     playbook = """
 rules:
