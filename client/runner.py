@@ -67,11 +67,12 @@ GradeFn = Callable[[GradeStep, TurnView], Awaitable[AssertionRecord]]
 
 
 class CaseListener(Protocol):
-    """What a renderer hears while a case runs (all optional to act on)."""
+    """What a renderer (the CLI's test view, a host's reporter) hears while a suite runs."""
 
-    def case_started(self, case: DiscoveredCase, session_id: str) -> None: ...
+    def case_started(self, case_id: str, title: str, session_id: str) -> None: ...
 
-    def trail_step(self, case: DiscoveredCase, step: TrailStep) -> None: ...
+    def trail_step(self, case_id: str, from_state: str | None, step: TrailStep) -> None:
+        """A step committed to the case session's trail, in order, as the case drives it."""
 
     def case_finished(self, result: CaseResult) -> None: ...
 
@@ -133,7 +134,7 @@ async def run_case(
             skip_reason=document.skip,
         )
     if listener is not None:
-        listener.case_started(case, session_id)
+        listener.case_started(case.id, document.title, session_id)
     progress = _CaseProgress()
     error: str | None = None
     timeout_ms = case_timeout_ms or DEFAULT_CASE_TIMEOUT_MS
@@ -229,8 +230,9 @@ async def _drive_case(
                 raise _CaseDied(f"steps[{step.index}] {step.kind}: {_message(exc)}") from None
             turn = TurnView(view=view, turn_start=start)
             if listener is not None:
-                for trail_step in view.trail[seen_trail:]:
-                    listener.trail_step(case, trail_step)
+                for position in range(seen_trail, len(view.trail)):
+                    before = view.trail[position - 1].to if position else None
+                    listener.trail_step(case.id, before, view.trail[position])
             seen_trail = len(view.trail)
             continue
         assert turn is not None  # the schema refuses an assertion before any action
