@@ -62,20 +62,29 @@ class ModelConfig:
         return f"{self.default_model or 'unset'} @ {self.base_url or 'api.openai default'}"
 
 
+def openai_client(config: ModelConfig, *, max_retries: int = 0) -> openai.AsyncOpenAI:
+    """The one place an ``AsyncOpenAI`` client is built from a :class:`ModelConfig`.
+
+    Retries default to off: inside an activity Temporal owns them. A host-side caller with no
+    Temporal around it (the ``grade`` judge) asks for a few of the client's own.
+    """
+    return openai.AsyncOpenAI(
+        base_url=config.base_url,
+        api_key=config.api_key or PLACEHOLDER_KEY,
+        max_retries=max_retries,
+        timeout=config.request_timeout,
+        # A plain httpx client: openai's own wrapper schedules its close from __del__,
+        # which can land inside a workflow's event loop when the worker is collected.
+        http_client=openai.DefaultAsyncHttpxClient(timeout=config.request_timeout),
+    )
+
+
 class ModelActivities:
     """Activities that talk to the model endpoint, sharing one client per worker."""
 
     def __init__(self, config: ModelConfig, client: openai.AsyncOpenAI | None = None) -> None:
         self._config = config
-        self._client = client or openai.AsyncOpenAI(
-            base_url=config.base_url,
-            api_key=config.api_key or PLACEHOLDER_KEY,
-            max_retries=0,
-            timeout=config.request_timeout,
-            # A plain httpx client: openai's own wrapper schedules its close from __del__,
-            # which can land inside a workflow's event loop when the worker is collected.
-            http_client=openai.DefaultAsyncHttpxClient(timeout=config.request_timeout),
-        )
+        self._client = client or openai_client(config)
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def complete(self, call: ModelCallInput) -> ModelCallResult:
