@@ -76,6 +76,11 @@ def _parser() -> argparse.ArgumentParser:
     sessions.add_argument("--workflow")
     sessions.add_argument("--json", action="store_true")
 
+    test = sub.add_parser("test", help="run a workflow's *.test.yaml cases against the runtime")
+    test.add_argument("workflow")
+    test.add_argument("filter", nargs="?", help="keep the cases whose path contains this")
+    test.add_argument("--json", action="store_true", help="the results as one JSON document")
+
     validate = sub.add_parser("validate", help="static diagnostics over a workflow and its cases")
     validate.add_argument("workflow")
     validate.add_argument("--json", action="store_true")
@@ -339,10 +344,20 @@ def _validate(args: argparse.Namespace, config: RuntimeConfig) -> int:
     return 0 if report.valid else 1
 
 
+async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from client.suite import run_suite
+
+    return await run_suite(
+        args.workflow, config, filter=args.filter, as_json=args.json, err=sys.stderr, out=sys.stdout
+    )
+
+
 async def _dispatch(args: argparse.Namespace) -> int:
     config = RuntimeConfig.from_env(root=args.root)
     if args.command == "validate":
         return _validate(args, config)
+    if args.command == "test":
+        return await _test(args, config)
     if args.command == "run":
         return await _run(args, config)
     if args.command == "deliver":

@@ -24,6 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+import openai
+
+from activities.model import ModelConfig, openai_client
 from client import assertions
 from client.agent import Agent, create_agent
 from client.assertions import TurnView
@@ -48,6 +51,7 @@ from client.cases import (
     workspace_seeds,
 )
 from client.cases import discover_cases as _discover
+from client.grader import grade_step
 from client.loader import load_workflow
 from workflows.errors import (
     ArchmaxError,
@@ -56,10 +60,13 @@ from workflows.errors import (
     UnsupportedConcurrencyError,
 )
 from workflows.models import Outcome, ToolMock, TrailStep
-from workflows.spec import MANUAL_TRIGGER, WorkflowSpec
+from workflows.spec import MANUAL_TRIGGER, JudgeSpec, WorkflowSpec
 
 DEFAULT_CASE_TIMEOUT_MS: Final = 120_000
 """``tests.caseTimeoutMs`` when a workflow declares none."""
+
+JUDGE_RETRIES: Final = 2
+"""The judge's own client retries: it runs on the host, with no Temporal retry around it."""
 
 
 GradeFn = Callable[[GradeStep, TurnView], Awaitable[AssertionRecord]]
@@ -284,8 +291,25 @@ async def _assert(step: CaseStep, turn: TurnView, grade: GradeFn | None) -> list
                     step=step.index,
                 )
             ]
-        return [await grade(step, turn)]
+        try:
+            return [await grade(step, turn)]
+        except openai.OpenAIError as exc:  # the judge's endpoint failed: machinery, not verdict
+            raise _CaseDied(f"steps[{step.index}] grade: the grading model failed: {exc}") from None
     return assertions.evaluate(step, turn)
+
+
+def judge_grader(
+    judge: JudgeSpec, model_config: ModelConfig, client: openai.AsyncOpenAI | None = None
+) -> GradeFn:
+    """The ``grade`` scorer of a suite with ``tests: { judge }``: the turn's own messages as
+    evidence, the grading model over the openai client, the ``atLeast`` bar."""
+
+    async def score(step: GradeStep, turn: TurnView) -> AssertionRecord:
+        return await grade_step(
+            step, turn.turn_messages, judge=judge, model_config=model_config, client=client
+        )
+
+    return score
 
 
 TargetFactory = Callable[[str, Path], Awaitable[Agent]]
@@ -302,6 +326,7 @@ async def run_tests(
     session_id_for_case: Callable[[DiscoveredCase], str] | None = None,
     grade: GradeFn | None = None,
     listener: CaseListener | None = None,
+    model: ModelConfig | None = None,
     **agent_kwargs: Any,
 ) -> RunTestsResult:
     """Run the cases of ``workflows/<workflow>/`` and return their results; prints nothing.
@@ -310,7 +335,9 @@ async def run_tests(
     (default: ``root``). ``create_target`` builds the agent under test; by default one
     :func:`create_agent` per suite, closed afterwards. ``session_id_for_case`` names each
     case's session (reported back on ``CaseResult.session_id``). ``grade`` scores ``grade``
-    steps; without it they record an actionable failure. A disabled workflow runs nothing and
+    steps; by default a suite with ``tests: { judge }`` grades with the judge model over
+    ``model`` (default: the environment's endpoint), and without a judge a grade step records
+    an actionable failure. A disabled workflow runs nothing and
     reports ``skipped="disabled"`` with exit code 0; ``tests.maxConcurrency`` above 1 raises
     :class:`UnsupportedConcurrencyError` before any case runs.
     """
@@ -337,8 +364,13 @@ async def run_tests(
         agent = await create_target(workflow, root)
         owned = False
     else:
-        agent = await create_agent(workflow, root=root, **agent_kwargs)
+        agent = await create_agent(workflow, root=root, model=model, **agent_kwargs)
         owned = True
+    judge_client: openai.AsyncOpenAI | None = None
+    if grade is None and spec.tests.judge is not None:
+        model_config = model or ModelConfig.from_env()
+        judge_client = openai_client(model_config, max_retries=JUDGE_RETRIES)
+        grade = judge_grader(spec.tests.judge, model_config, judge_client)
     if not isinstance(agent, Agent) or agent.loaded.slug != workflow:
         raise InvalidTargetError(
             f"create_target must return a governed agent of workflow {workflow!r}"
@@ -363,6 +395,8 @@ async def run_tests(
                 )
             )
     finally:
+        if judge_client is not None:
+            await judge_client.close()
         if owned:
             await agent.close()
     return RunTestsResult(results=results, exit_code=exit_code_for(results), discovered=discovered)
@@ -376,6 +410,7 @@ __all__ = [
     "UnsupportedConcurrencyError",
     "default_session_id",
     "discover_cases",
+    "judge_grader",
     "run_case",
     "run_tests",
 ]

@@ -1,0 +1,98 @@
+"""``archmax test`` as a command: pick the model, run the suite, render it.
+
+The model is the environment's endpoint when one is configured (``ARCHMAX_API_BASE_URL`` /
+``ARCHMAX_API_KEY``, or the ``OPENAI_*`` fallbacks). With none, a workflow that keeps a
+scripted-model playbook beside its cases (``workflows/<slug>/tests/playbook.yaml``, else
+``workflows/<slug>/playbook.yaml``) runs against that playbook instead, on a private task
+queue, so the same cases pass in CI with no key and run unchanged against a real model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from activities.model import ModelConfig
+from client.case_results import CaseResult
+from client.config import RuntimeConfig
+from client.runner import run_tests
+from client.scripted_model import Playbook, ScriptedModelServer
+from client.test_view import TestView
+from workflows.models import TrailStep
+
+PLAYBOOK_NAMES = ("tests/playbook.yaml", "playbook.yaml")
+"""Where a workflow keeps its scripted-model playbook, relative to ``workflows/<slug>/``."""
+
+
+def find_playbook(root: Path, workflow: str) -> Path | None:
+    """The workflow's scripted-model playbook, if it keeps one."""
+    for name in PLAYBOOK_NAMES:
+        path = root / "workflows" / workflow / name
+        if path.is_file():
+            return path
+    return None
+
+
+class _ViewListener:
+    """Adapts the runner's events to the test view."""
+
+    def __init__(self, view: TestView) -> None:
+        self._view = view
+
+    def case_started(self, case_id: str, title: str, session_id: str) -> None:
+        self._view.case_started(case_id, title)
+
+    def trail_step(self, case_id: str, from_state: str | None, step: TrailStep) -> None:
+        self._view.on_state(case_id, from_state, step.to, step.kind, step.reason)
+
+    def case_finished(self, result: CaseResult) -> None:
+        self._view.case_finished(result)
+
+
+@contextlib.contextmanager
+def _model_for(
+    config: RuntimeConfig, workflow: str
+) -> Iterator[tuple[ModelConfig, RuntimeConfig, str]]:
+    """The model a suite runs against, the runtime config to use, and a label for it."""
+    model = ModelConfig.from_env()
+    playbook = None if (model.base_url or model.api_key) else find_playbook(config.root, workflow)
+    if playbook is None:
+        yield model, config, model.default_model or "unset"
+        return
+    with ScriptedModelServer(Playbook.load(playbook)) as server:
+        scripted = ModelConfig(base_url=server.url, api_key="scripted", default_model="scripted")
+        private = config.with_overrides(task_queue=f"archmax-test-{uuid.uuid4().hex[:8]}")
+        label = f"scripted ({playbook.relative_to(config.root).as_posix()})"
+        yield scripted, private, label
+
+
+async def run_suite(
+    workflow: str,
+    config: RuntimeConfig,
+    *,
+    filter: str | None,
+    as_json: bool,
+    err: TextIO,
+    out: TextIO,
+) -> int:
+    """Run and render one suite; the process exit code."""
+    view = TestView(err, out)
+    with _model_for(config, workflow) as (model, run_config, label):
+        view.session_started(workflow, config.root, label)
+        scripted = run_config is not config
+        result = await run_tests(
+            workflow,
+            config.root,
+            filter=filter,
+            listener=_ViewListener(view),
+            model=model,
+            config=run_config,
+            worker="inprocess" if scripted else None,
+        )
+    if filter is not None and not result.results and result.skipped is None:
+        view.no_match(filter, result.discovered)
+    view.suite_finished(workflow, result, as_json=as_json)
+    return result.exit_code
