@@ -1,0 +1,108 @@
+"""``archmax test`` as a user runs it: a separate process against the suite's dev server, with
+no model endpoint configured, so each example runs on the playbook kept beside its cases."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import copy_example
+
+MODEL_VARIABLES = (
+    "ARCHMAX_API_BASE_URL",
+    "ARCHMAX_API_KEY",
+    "ARCHMAX_MODEL",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "ARCHMAX_WORKER",
+)
+
+
+@pytest.fixture
+def archmax(client, tmp_path: Path):
+    root = copy_example("support-inbox", tmp_path)
+    environment = {
+        **{k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES},
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "ARCHMAX_TASK_QUEUE": f"cli-test-{uuid.uuid4().hex[:8]}",
+        "ARCHMAX_ROOT": str(root),
+        "NO_COLOR": "1",
+    }
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "client", *argv],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+
+    run.root = root  # type: ignore[attr-defined]
+    return run
+
+
+def test_json_document_field_by_field(archmax):
+    done = archmax("test", "support-inbox", "--json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert list(document) == ["workflow", "results", "exitCode", "discovered"]
+    assert (document["workflow"], document["exitCode"], document["discovered"]) == (
+        "support-inbox",
+        0,
+        2,
+    )
+    first = document["results"][0]
+    assert list(first) == ["id", "title", "description", "sessionId", "verdict", "records"]
+    assert first["id"] == "clarify-then-deliver"
+    assert first["title"] == "Clarify, park, and answer once the reply arrives"
+    assert first["description"].startswith("A vague request parks in clarify")
+    assert first["sessionId"].startswith("test-") and first["sessionId"].endswith(
+        "-clarify-then-deliver"
+    )
+    assert first["verdict"] == {"status": "passed", "failures": []}
+    records = first["records"]
+    assert records[0] == {"kind": "parked", "status": "passed", "threshold": None, "step": 1}
+    assert [r["step"] for r in records] == sorted(r["step"] for r in records)
+    reply_records = [r for r in records if r["kind"] == "reply"]
+    assert len(reply_records) == 3  # one per token: two includes, one excludes
+    assert "scripted (workflows/support-inbox/playbook.yaml)" in done.stderr
+
+
+def test_a_failing_case_exits_1_and_narrates_what_never_ran(archmax):
+    tests = archmax.root / "workflows" / "support-inbox" / "tests"
+    (tests / "wrong.test.yaml").write_text(
+        "title: A wrong expectation\ndescription: Expects an answer straight away.\n"
+        "steps:\n  - send: hello\n  - succeeded: true\n  - reply: { includes: x }\n"
+        "  - reachedState: answer\n"
+    )
+    done = archmax("test", "support-inbox")
+    assert done.returncode == 1
+    assert done.stdout == "2 passed, 1 failed, 0 skipped\n"
+    assert "✖ A wrong expectation" in done.stderr
+    assert "succeeded: the turn parked (input at 'clarify') instead of completing" in done.stderr
+    assert "2 assertions not executed" in done.stderr
+
+
+def test_a_filter_that_matches_nothing_exits_1(archmax):
+    done = archmax("test", "support-inbox", "nothing-like-this")
+    assert done.returncode == 1
+    assert "no cases matched 'nothing-like-this' (2 discovered)" in done.stderr
+    assert done.stdout == "0 passed, 0 failed, 0 skipped\n"
+    filtered = archmax("test", "support-inbox", "unusable")
+    assert (filtered.returncode, filtered.stdout) == (0, "1 passed, 0 failed, 0 skipped\n")
+
+
+def test_a_disabled_workflow_skips_its_suite_and_exits_0(archmax):
+    spec = archmax.root / "workflows" / "support-inbox" / "workflow.yaml"
+    spec.write_text(spec.read_text() + "disabled: true\n")
+    done = archmax("test", "support-inbox")
+    assert (done.returncode, done.stdout) == (0, "suite skipped — disabled\n")
+    as_json = json.loads(archmax("test", "support-inbox", "--json").stdout)
+    assert (as_json["skipped"], as_json["results"], as_json["exitCode"]) == ("disabled", [], 0)
