@@ -13,6 +13,7 @@ could not.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -136,7 +137,8 @@ def succeeded(step: SucceededStep, turn: TurnView) -> list[AssertionRecord]:
     else:
         failed = [c for c in recorded_calls(turn.turn_messages) if c.status == "error"]
         if failed:
-            names = ", ".join(c.call.name for c in failed)
+            counts = Counter(c.call.name for c in failed)
+            names = ", ".join(f"{n} ×{k}" if k > 1 else n for n, k in counts.items())
             detail = f"the turn completed but recorded failed tool calls: {names}"
     return [_record(step, detail is None, detail)]
 

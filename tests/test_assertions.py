@@ -117,7 +117,9 @@ class TestSucceeded:
         blocked = turn(transcript=[*call("read_file", status="blocked"), say("ok")])
         assert evaluate("succeeded: true", blocked) == ["passed"]
         errored = turn(transcript=[*call("read_file", status="error"), say("ok")])
-        assert "failed tool calls: read_file" in detail("succeeded: true", errored)
+        assert detail("succeeded: true", errored).endswith("failed tool calls: read_file")
+        twice = [*call("ls", status="error", x=1), *call("ls", status="error", x=2), say("ok")]
+        assert detail("succeeded: true", turn(transcript=twice)).endswith(": ls ×2")
 
     def test_an_earlier_turns_failed_call_does_not_count(self):
         transcript = [*call("read_file", status="error"), say("a"), say("b")]
