@@ -222,6 +222,13 @@ ALL_ERRORS: list[type[errors.ArchmaxError]] = [
     errors.WorkflowDisabledError,
     errors.ReservedToolNameError,
     errors.ModelCallError,
+    errors.SandboxError,
+    errors.ForbiddenSandboxImportError,
+    errors.SandboxScriptError,
+    errors.SandboxTimeoutError,
+    errors.SandboxMemoryError,
+    errors.SandboxResultTooLargeError,
+    errors.SandboxCrashError,
 ]
 
 

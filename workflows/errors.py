@@ -23,7 +23,14 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SessionNotParkedError      decide / reply on a session not at a human state
     │   ├── InvalidDecisionTargetError a decision naming no edge of the parked state
     │   └── EmptyMessageError          a reply (or send) with an empty message
-    └── ModelCallError                 the model endpoint refused a call for good (a 4xx)
+    ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
+    └── SandboxError                   a hook or script could not give a result
+        ├── ForbiddenSandboxImportError    it imports a specifier outside @archmax-ai/harness
+        ├── SandboxScriptError         it threw, failed to parse, or its file is missing
+        ├── SandboxTimeoutError        it ran past settings.timeoutMs
+        ├── SandboxMemoryError         it ran past settings.memoryLimitBytes
+        ├── SandboxResultTooLargeError its result is longer than settings.maxResultChars
+        └── SandboxCrashError          the sandbox process died without an answer
 
 This module is pure (no I/O) so workflow code, activities and the client all import it.
 """
@@ -127,6 +134,35 @@ class ModelCallError(ArchmaxError):
     """The model endpoint answered with a non-retryable error (400, 401, 403, 404, 422...)."""
 
 
+class SandboxError(ArchmaxError):
+    """A hook or ``archmax_run`` script ended without a usable result; never retried."""
+
+
+class ForbiddenSandboxImportError(SandboxError):
+    """A hook or script imports a specifier other than ``@archmax-ai/harness`` (or a
+    subpath of it): the sandbox has no module loader, so the import could never resolve."""
+
+
+class SandboxScriptError(SandboxError):
+    """The script threw, did not parse, or its file could not be found: a fail-closed veto."""
+
+
+class SandboxTimeoutError(SandboxError):
+    """The run went past ``settings.timeoutMs`` (an endless loop) and its process was killed."""
+
+
+class SandboxMemoryError(SandboxError):
+    """The run went past ``settings.memoryLimitBytes`` (a memory bomb)."""
+
+
+class SandboxResultTooLargeError(SandboxError):
+    """The result's JSON is longer than ``settings.maxResultChars``."""
+
+
+class SandboxCrashError(SandboxError):
+    """The sandbox process exited without answering (killed, or the engine crashed)."""
+
+
 _ALL: tuple[type[ArchmaxError], ...] = (
     ArchmaxError,
     SpecValidationError,
@@ -146,6 +182,13 @@ _ALL: tuple[type[ArchmaxError], ...] = (
     InvalidDecisionTargetError,
     EmptyMessageError,
     ModelCallError,
+    SandboxError,
+    ForbiddenSandboxImportError,
+    SandboxScriptError,
+    SandboxTimeoutError,
+    SandboxMemoryError,
+    SandboxResultTooLargeError,
+    SandboxCrashError,
 )
 _BY_NAME: dict[str, type[ArchmaxError]] = {cls.__name__: cls for cls in _ALL}
 
