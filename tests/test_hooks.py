@@ -441,3 +441,55 @@ async def test_archmax_run_outside_a_skill_bundle_is_blocked(
         view = await agent.sessions.view("hook-run-2")
     [run] = tool_results(view, "archmax_run")
     assert (run.status, run.rule) == ("blocked", "script.skill-only")
+
+
+PARKED = """
+title: Parked
+states:
+  collect:
+    triggers: { manual: }
+    before: { script: hooks/gate.js }
+    instructions: Ask for the order id and wait for the reply.
+"""
+
+
+async def test_a_delivery_after_continue_as_new_does_not_rerun_the_before_hook(
+    client, task_queue, scripted, tmp_path
+):
+    """before_done is carried: resuming a parked visit is no new entry, even in a new run."""
+    write_workflow(tmp_path, "parked", PARKED)
+    hook(tmp_path, "parked", "gate.js", "export default () => ok();\n")
+    server = scripted(
+        playbook(
+            {"when": {"handoff": True}, "reply": {"content": "Waiting for your order id."}},
+            {"when": {"last_user": "/ORD-1/"}, "reply": {"content": "Thanks."}},
+            {"reply": {"tool_calls": [call("archmax_wait", reason="the order id")]}},
+        )
+    )
+    async with running_agent(
+        client, task_queue, tmp_path, "parked", server, requests_per_run=1
+    ) as agent:
+        parked = await agent.workflow.send("hook-can-1", "Help me.")
+        resumed = await agent.workflow.deliver(
+            "hook-can-1", trigger="email_reply", message="It is ORD-1."
+        )
+        runs = [await agent.handle("hook-can-1").fetch_history()]
+        while (
+            previous := runs[0]
+            .events[0]
+            .workflow_execution_started_event_attributes.continued_execution_run_id
+        ):
+            handle = client.get_workflow_handle("hook-can-1", run_id=previous)
+            runs.insert(0, await handle.fetch_history())
+    assert parked.status == "awaiting_input" and resumed.reply == "Thanks."
+
+    def sandbox_runs(history: Any) -> int:
+        return sum(
+            1
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and e.activity_task_scheduled_event_attributes.activity_type.name == SANDBOX_ACTIVITY
+        )
+
+    # run 1: the turn (the entry's one hook run), run 2: the delivery, run 3: idle.
+    assert [sandbox_runs(history) for history in runs] == [1, 0, 0]
