@@ -11,7 +11,8 @@ from client.validate import validate_workflow
 from tests.conftest import write_workflow
 from workflows import hooks
 from workflows.models import Message, ToolCall, Variable
-from workflows.spec import HookSpec
+from workflows.prompt import render_state_block
+from workflows.spec import HookSpec, parse_spec
 
 
 class TestReadingAnswers:
@@ -100,6 +101,28 @@ def test_hook_args_show_the_recent_transcript_and_plain_variables():
     assert args["messages"][1]["toolCalls"] == [{"name": "ls", "arguments": {}}]
     assert args["messages"][2]["tool"] == "ls" and args["messages"][3]["note"] == "event"
     assert (args["from"], args["to"]) == ("review", "done") and "reason" not in args
+
+
+def test_the_state_block_names_only_the_hook_kinds():
+    spec = parse_spec(
+        {
+            "extensions": {"hooks": ["webhook"]},
+            "states": {
+                "intake": {
+                    "triggers": {"manual": None},
+                    "before": [{"script": "hooks/a.js"}, {"webhook": "https://secret.example"}],
+                    "after": {"rubric": {"instructions": "Be polite, or else."}},
+                }
+            },
+        }
+    )
+    block = render_state_block(spec, "intake", entry_state="intake", follow_up=False, variables={})
+    assert "Hooks: before: script, webhook; after: rubric" in block
+    assert "secret.example" not in block and "polite" not in block and "hooks/a.js" not in block
+    plain = parse_spec({"states": {"a": {"triggers": {"manual": None}}}})
+    assert "Hooks:" not in render_state_block(
+        plain, "a", entry_state="a", follow_up=False, variables={}
+    )
 
 
 SPEC = """

@@ -26,8 +26,8 @@ def playbook(*rules: dict[str, Any]) -> str:
     return json.dumps({"rules": list(rules)})
 
 
-async def activity_count(agent: Any, session_id: str, activity_type: str) -> int:
-    history = await agent.handle(session_id).fetch_history()
+def scheduled(history: Any, activity_type: str) -> int:
+    """How many activities of ``activity_type`` one run's history scheduled."""
     return sum(
         1
         for event in history.events
@@ -91,7 +91,8 @@ async def test_a_before_veto_on_advance_commits_nothing_and_runs_once_per_entry(
     async with running_agent(client, task_queue, tmp_path, "gated", server) as agent:
         outcome = await agent.workflow.send("hook-before-1", "Please review.")
         view = await agent.sessions.view("hook-before-1")
-        runs = await activity_count(agent, "hook-before-1", SANDBOX_ACTIVITY)
+        history = await agent.handle("hook-before-1").fetch_history()
+        runs = scheduled(history, SANDBOX_ACTIVITY)
     advances = tool_results(view, "archmax_advance")
     assert [(m.status, m.state) for m in advances] == [("error", "intake"), ("ok", "review")]
     assert advances[0].rule == "hook.veto"
@@ -483,13 +484,5 @@ async def test_a_delivery_after_continue_as_new_does_not_rerun_the_before_hook(
             runs.insert(0, await handle.fetch_history())
     assert parked.status == "awaiting_input" and resumed.reply == "Thanks."
 
-    def sandbox_runs(history: Any) -> int:
-        return sum(
-            1
-            for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-            and e.activity_task_scheduled_event_attributes.activity_type.name == SANDBOX_ACTIVITY
-        )
-
     # run 1: the turn (the entry's one hook run), run 2: the delivery, run 3: idle.
-    assert [sandbox_runs(history) for history in runs] == [1, 0, 0]
+    assert [scheduled(history, SANDBOX_ACTIVITY) for history in runs] == [1, 0, 0]
