@@ -31,7 +31,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows import (
         contracts,
         governance,
-        hooks,
         host_tools,
         matching,
         prompt,
@@ -56,7 +55,7 @@ with workflow.unsafe.imports_passed_through():
         UnknownTriggerError,
         WorkflowDisabledError,
     )
-    from workflows.hooks import HookVerdict, Phase
+    from workflows.hook_runner import HookRunner
     from workflows.host_tools import HostToolCall, HostToolResult
     from workflows.models import (
         DecideInput,
@@ -86,14 +85,7 @@ with workflow.unsafe.imports_passed_through():
         is_finished,
     )
     from workflows.paths import MISSING, InvalidPathError, resolve_path
-    from workflows.sandbox import (
-        CustomHookInput,
-        CustomHookResult,
-        SandboxLimits,
-        SandboxRunInput,
-        SandboxRunResult,
-    )
-    from workflows.spec import TIMER_TRIGGER, HookSpec
+    from workflows.spec import TIMER_TRIGGER
     from workflows.workspace_tools import (
         FilePlacementInput,
         FilePlacementResult,
@@ -155,6 +147,7 @@ class ArchmaxSession:
         self._seq = 0
         self._handled_this_run = 0
         self._follow_up = False
+        self._hooks = HookRunner(input)
 
     # --- run loop -------------------------------------------------------------------------
 
@@ -819,7 +812,8 @@ class ArchmaxSession:
         if mock is not None:
             return _mocked_answer(mock.result), None
         if call.name == sandbox.ARCHMAX_RUN:
-            return await self._run_script(slug, substituted), None
+            content, status = await self._hooks.run_script(self._s, slug, substituted)
+            return _ToolAnswer(content, status), None
         if any(tool.name == call.name for tool in self._input.host_tools):
             return await self._host_tool(call.name, substituted), None
         activity_name = workspace_tools.TOOL_ACTIVITIES.get(call.name)
@@ -911,9 +905,12 @@ class ArchmaxSession:
             ), None
         raw_reason = arguments.get("reason")
         reason = raw_reason if isinstance(raw_reason, str) and raw_reason else None
-        refusal, terminal = await self._gate_advance(slug, target, reason)
-        if refusal is not None or terminal is not None:
-            return refusal or _ToolAnswer(f"archmax_advance failed: {terminal}", "error"), terminal
+        gate = await self._hooks.gate_advance(self._s, slug, target, reason)
+        if gate.failure is not None:
+            return _ToolAnswer(f"archmax_advance failed: {gate.failure}", "error"), gate.failure
+        if gate.refusal is not None:
+            refusal = gate.refusal
+            return _ToolAnswer(refusal.content, "error", rule=refusal.rule), None
         self._s.state = target
         self._new_visit()
         self._s.before_done = True  # the gate ran the target's before hooks
@@ -929,291 +926,29 @@ class ArchmaxSession:
         self._s.before_done = False
         self._s.hook_corrections = {}
 
-    async def _gate_advance(
-        self, slug: str, target: str, reason: str | None
-    ) -> tuple[_ToolAnswer | None, str | None]:
-        """The leaving state's after hooks, then the target's before hooks, stopping at the
-        first that does not pass: the refusal to answer, or the turn failure."""
-        for index, hook in enumerate(self._spec.state(slug).after):
-            label = hooks.hook_label(hook, index)
-            verdict = await self._execute_hook(
-                "after", slug, index, hook, to_state=target, reason=reason
-            )
-            if verdict.error:
-                return None, f"after hook {label} of '{slug}' failed: {verdict.reason}"
-            if verdict.verdict == "ok":
-                continue
-            if verdict.verdict == "correct":
-                exhausted = self._take_correction(hook, "after", index)
-                if exhausted is not None:
-                    return None, f"{exhausted}: {verdict.reason}"
-                return _ToolAnswer(
-                    f"archmax_advance rejected by after hook {label} (correct): "
-                    f"{verdict.reason}. Address it, then advance again.",
-                    "error",
-                    rule="hook.correct",
-                ), None
-            return _ToolAnswer(
-                f"archmax_advance vetoed by after hook {label}: {verdict.reason}",
-                "error",
-                rule="hook.veto",
-            ), None
-        entered = self._spec.state(target)
-        if entered.is_human:
-            return None, None
-        for index, hook in enumerate(entered.before):
-            label = hooks.hook_label(hook, index)
-            verdict = hooks.on_entry(
-                await self._execute_hook(
-                    "before", target, index, hook, from_state=slug, to_state=target, reason=reason
-                )
-            )
-            if verdict.error:
-                return None, f"before hook {label} of '{target}' failed: {verdict.reason}"
-            if verdict.verdict != "ok":
-                return _ToolAnswer(
-                    f"archmax_advance rejected: entry to '{target}' vetoed by before hook "
-                    f"{label}: {verdict.reason}",
-                    "error",
-                    rule="hook.veto",
-                ), None
-        return None, None
-
-    def _take_correction(self, hook: HookSpec, phase: Phase, index: int) -> str | None:
-        """Spend one of the hook's corrections this visit, or say why there is none left."""
-        key = hooks.correction_key(phase, index)
-        budget = hooks.correction_budget(hook)
-        used = self._s.hook_corrections.get(key, 0)
-        if used >= budget:
-            return (
-                f"corrections exhausted for {phase} hook {hooks.hook_label(hook, index)} of "
-                f"'{self._state_slug()}' (max_iterations: {budget})"
-            )
-        self._s.hook_corrections[key] = used + 1
-        return None
-
     async def _entry_hooks(self, slug: str) -> str | None:
-        """Run the state's before hooks once per visit entered other than by an advance; a
-        veto is a rejection: its reason becomes the turn's reply, and the turn failure
-        (routed by on_error) is returned."""
-        s = self._s
-        if s.before_done:
+        """The state's before hooks, once per visit not entered by an advance: the turn
+        failure a veto (its reason the turn's reply) or a hook error causes, or None."""
+        if self._s.before_done:
             return None
-        s.before_done = True
-        for index, hook in enumerate(self._spec.state(slug).before):
-            label = hooks.hook_label(hook, index)
-            verdict = hooks.on_entry(await self._execute_hook("before", slug, index, hook))
-            if verdict.error:
-                return f"before hook {label} of '{slug}' failed: {verdict.reason}"
-            if verdict.verdict != "ok":
-                s.transcript.append(Message(role="assistant", content=verdict.reason, state=slug))
-                return f"entry to '{slug}' vetoed by before hook {label}: {verdict.reason}"
-        return None
+        self._s.before_done = True
+        if not self._spec.state(slug).before:
+            return None
+        entry = await self._hooks.on_entry(self._s, slug)
+        if entry.reply is not None:
+            self._s.transcript.append(Message(role="assistant", content=entry.reply, state=slug))
+        return entry.failure
 
     async def _completion_hooks(self, slug: str) -> tuple[str | None, bool]:
-        """A terminal state's after hooks at completion: ``(turn failure, call again)``.
-
-        A correct (within its budget) or a veto appends an ``[after]`` note and the model is
-        called again; exhausted corrections or a hook that could not run fail the turn.
-        """
+        """A terminal state's after hooks at completion: ``(turn failure, call again)``."""
         state = self._spec.state(slug)
-        if not state.is_terminal:
+        if not (state.is_terminal and state.after):
             return None, False
-        for index, hook in enumerate(state.after):
-            label = hooks.hook_label(hook, index)
-            verdict = await self._execute_hook("after", slug, index, hook)
-            if verdict.error:
-                return f"after hook {label} of '{slug}' failed: {verdict.reason}", False
-            if verdict.verdict == "ok":
-                continue
-            if verdict.verdict == "correct":
-                exhausted = self._take_correction(hook, "after", index)
-                if exhausted is not None:
-                    return f"{exhausted}: {verdict.reason}", False
-            self._note(
-                "after",
-                f"[after] hook {label} answered {verdict.verdict}: {verdict.reason}. "
-                "Address it before you finish.",
-            )
+        completion = await self._hooks.at_completion(self._s, slug)
+        if completion.note is not None:
+            self._note("after", completion.note)
             return None, True
-        return None, False
-
-    async def _execute_hook(
-        self,
-        phase: Phase,
-        slug: str,
-        index: int,
-        hook: HookSpec,
-        *,
-        from_state: str | None = None,
-        to_state: str | None = None,
-        reason: str | None = None,
-    ) -> HookVerdict:
-        """Run one hook as an activity and read its answer (fail closed)."""
-        s = self._s
-        args = hooks.hook_args(
-            state=slug,
-            phase=phase,
-            trigger=s.trigger,
-            variables=s.variables,
-            transcript=s.transcript,
-            from_state=from_state
-            if from_state is not None
-            else (slug if phase == "after" else None),
-            to_state=to_state,
-            reason=reason,
-        )
-        label = hooks.hook_label(hook, index)
-        summary = hooks.hook_summary(phase, slug, label)
-        kind, custom = hooks.hook_kind(hook)
-        if kind == "script":
-            return await self._script_hook(slug, str(hook.script), args, summary)
-        if kind == "rubric":
-            assert hook.rubric is not None
-            return await self._rubric_hook(slug, hook, args, summary)
-        return await self._custom_hook(custom, hook, args, summary)
-
-    async def _script_hook(
-        self, slug: str, path: str, args: dict[str, Any], summary: str
-    ) -> HookVerdict:
-        problem = hooks.script_path_problem(path)
-        if problem is not None:
-            return hooks.veto(problem)
-        source = self._input.hook_sources.get(hooks.source_key(path))
-        if source is None:
-            return hooks.veto(
-                f"hook script {path!r} was not found in workflows/{self._input.workflow}/"
-            )
-        limits = SandboxLimits.from_settings(self._spec.settings)
-        try:
-            result: SandboxRunResult = await workflow.execute_activity(
-                sandbox.SANDBOX_ACTIVITY,
-                SandboxRunInput(
-                    session_id=self._input.session_id,
-                    label=path,
-                    kind="hook",
-                    source=source,
-                    args=args,
-                    spec=self._spec,
-                    state=slug,
-                    variables=self._s.variables,
-                    mocks=self._input.mocks,
-                    visible_skills=sorted(
-                        governance.runtime_skills(self._spec, self._input.prompt.skills)
-                    ),
-                    limits=limits,
-                ),
-                result_type=SandboxRunResult,
-                start_to_close_timeout=sandbox.activity_timeout(limits),
-                retry_policy=sandbox.SANDBOX_RETRY,
-                summary=summary,
-            )
-        except ActivityError as failure:
-            return _sandbox_failure(failure)
-        failed = result.failed_calls
-        if failed:
-            return hooks.veto(f"a tool call failed inside the hook: {failed[0].content}")
-        return hooks.script_verdict(result.value, result.returned_nothing)
-
-    async def _rubric_hook(
-        self, slug: str, hook: HookSpec, args: dict[str, Any], summary: str
-    ) -> HookVerdict:
-        """The grading model, as a model activity the session's transcript never sees."""
-        assert hook.rubric is not None
-        call = ModelCallInput(
-            session_id=self._input.session_id,
-            state=slug,
-            model=hook.rubric.model or self._spec.state(slug).model or self._spec.settings.model,
-            messages=hooks.rubric_messages(hook.rubric.instructions, args),
-            tool_choice="none",
-        )
-        try:
-            result: ModelCallResult = await workflow.execute_activity(
-                contracts.MODEL_ACTIVITY,
-                call,
-                result_type=ModelCallResult,
-                start_to_close_timeout=contracts.DEFAULT_MODEL_CALL_TIMEOUT,
-                schedule_to_close_timeout=contracts.DEFAULT_MODEL_CALL_DEADLINE,
-                retry_policy=contracts.MODEL_RETRY,
-                summary=summary,
-            )
-        except ActivityError as failure:
-            return hooks.execution_error(f"the rubric's grader failed: {failure.cause or failure}")
-        self._s.usage = self._s.usage.plus(result.usage)
-        return hooks.rubric_verdict(result.content)
-
-    async def _custom_hook(
-        self, kind: str | None, hook: HookSpec, args: dict[str, Any], summary: str
-    ) -> HookVerdict:
-        """A host-registered executor of a kind ``extensions.hooks`` declares."""
-        if kind is None or kind not in self._spec.extensions.hooks:
-            return hooks.veto(
-                f"hook kind {kind!r} is not declared in extensions.hooks (declared: "
-                f"{', '.join(self._spec.extensions.hooks) or 'none'})"
-            )
-        try:
-            result: CustomHookResult = await workflow.execute_activity(
-                sandbox.CUSTOM_HOOK_ACTIVITY,
-                CustomHookInput(
-                    session_id=self._input.session_id,
-                    kind=kind,
-                    config=hooks.custom_config(hook),
-                    args=args,
-                ),
-                result_type=CustomHookResult,
-                start_to_close_timeout=sandbox.CUSTOM_HOOK_TIMEOUT,
-                retry_policy=sandbox.CUSTOM_HOOK_RETRY,
-                summary=summary,
-            )
-        except ActivityError as failure:
-            return hooks.execution_error(
-                f"hook executor {kind!r} failed: {failure.cause or failure}"
-            )
-        if result.error is not None:
-            return hooks.veto(result.error)
-        return hooks.custom_verdict(result.value)
-
-    async def _run_script(self, slug: str, arguments: dict[str, Any]) -> _ToolAnswer:
-        """``archmax_run``: a skill bundle's script in the sandbox, on the agent's authority."""
-        path = str(arguments.get("file_path"))
-        inner = arguments.get("args")
-        script_args = {
-            **(inner if isinstance(inner, dict) else {}),
-            **arguments,
-            "state": slug,
-            "trigger": self._s.trigger,
-            "variables": {name: v.value for name, v in self._s.variables.items()},
-        }
-        limits = SandboxLimits.from_settings(self._spec.settings)
-        try:
-            result: SandboxRunResult = await workflow.execute_activity(
-                sandbox.SANDBOX_ACTIVITY,
-                SandboxRunInput(
-                    session_id=self._input.session_id,
-                    label=path,
-                    kind="script",
-                    script_path=path,
-                    args=script_args,
-                    spec=self._spec,
-                    state=slug,
-                    variables=self._s.variables,
-                    mocks=self._input.mocks,
-                    visible_skills=sorted(governance.enabled_skills(self._spec, slug)),
-                    limits=limits,
-                ),
-                result_type=SandboxRunResult,
-                start_to_close_timeout=sandbox.activity_timeout(limits),
-                retry_policy=sandbox.SANDBOX_RETRY,
-                summary=f"archmax_run · {path[:80]}",
-            )
-        except ActivityError as failure:
-            cause = failure.cause
-            kind = cause.type if isinstance(cause, ApplicationError) else None
-            detail = cause.message if isinstance(cause, ApplicationError) else str(failure)
-            return _ToolAnswer(f"archmax_run failed ({kind or 'error'}): {detail}", "error")
-        if result.returned_nothing:
-            return _ToolAnswer("(the script returned nothing)")
-        return _ToolAnswer(matching.mock_result_text(result.value))
+        return completion.failure, False
 
     def _wait(
         self, arguments: dict[str, Any]
@@ -1490,20 +1225,6 @@ class ArchmaxSession:
             usage=s.usage,
             turns=s.turns,
         )
-
-
-_SCRIPT_VETOES = frozenset({"SandboxScriptError", "ForbiddenSandboxImportError"})
-"""Sandbox errors that are the script's own answer (fail closed: a veto); the others (a
-timeout, a memory bomb, a crash, an oversized result) are execution errors."""
-
-
-def _sandbox_failure(failure: ActivityError) -> HookVerdict:
-    cause = failure.cause
-    if isinstance(cause, ApplicationError):
-        if cause.type in _SCRIPT_VETOES:
-            return hooks.veto(cause.message)
-        return hooks.execution_error(cause.message)
-    return hooks.execution_error(str(cause or failure))
 
 
 def _wire(error: ArchmaxError) -> ApplicationError:
