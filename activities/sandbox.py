@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -49,6 +50,8 @@ STACK_LIMIT: Final = 1024 * 1024
 """QuickJS's stack bound: a runaway recursion is a RangeError, not a crashed process."""
 STREAM_LIMIT: Final = 32 * 1024 * 1024
 """Longest protocol line (a large ``writeFile`` content, a big result)."""
+_LINE: Final = re.compile(r"<input>:(\d+)")
+"""The first frame of a QuickJS stack: the author's line (imports are blanked, not removed)."""
 _BY_CAMEL: Final = {camel(tool): tool for tool in BRIDGE_TOOLS}
 
 
@@ -242,7 +245,10 @@ class SandboxActivities:
                     f"{request.limits.memory_limit_bytes} bytes)"
                 )
             first = error.strip().splitlines()[0] if error.strip() else error
-            raise SandboxScriptError(f"{request.label}: {first}")
+            frames = [f for f in error.splitlines() if f.strip().startswith("at ")]
+            line = _LINE.search(frames[0]) if frames else None
+            where = f" (line {line.group(1)})" if line else ""
+            raise SandboxScriptError(f"{request.label}{where}: {first}")
         value = done.get("value")
         size = len(json.dumps(value, ensure_ascii=False, default=str))
         if size > request.limits.max_result_chars:

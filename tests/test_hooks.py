@@ -486,3 +486,31 @@ async def test_a_delivery_after_continue_as_new_does_not_rerun_the_before_hook(
 
     # run 1: the turn (the entry's one hook run), run 2: the delivery, run 3: idle.
     assert [scheduled(history, SANDBOX_ACTIVITY) for history in runs] == [1, 0, 0]
+
+
+async def test_an_after_hook_that_throws_vetoes_the_advance_and_the_agent_goes_on(
+    client, task_queue, scripted, tmp_path
+):
+    write_workflow(tmp_path, "draft", DRAFT)
+    hook(
+        tmp_path,
+        "draft",
+        "check.js",
+        'export default () => {\n  throw new Error("no draft");\n};\n',
+    )
+    server = scripted(
+        playbook(
+            {
+                "when": {"last_tool": "archmax_advance"},
+                "reply": {"content": "I could not send it."},
+            },
+            {"reply": {"tool_calls": [call("archmax_advance", to="sent", reason="done")]}},
+        )
+    )
+    async with running_agent(client, task_queue, tmp_path, "draft", server) as agent:
+        outcome = await agent.workflow.send("hook-throw-1", "Send it.")
+        view = await agent.sessions.view("hook-throw-1")
+    [advance] = tool_results(view, "archmax_advance")
+    assert advance.rule == "hook.veto"
+    assert "hooks/check.js (line 2): Error: no draft" in (advance.content or "")
+    assert outcome.status == "completed" and outcome.state == "draft"

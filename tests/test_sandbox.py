@@ -97,11 +97,10 @@ async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox):
 
 
 async def test_a_throw_is_a_script_error_naming_its_message(sandbox):
-    error = await failure(
-        sandbox, 'export default () => { throw new Error("refund.json is missing") }'
-    )
+    source = 'export default () => {\n  throw new Error("refund.json is missing");\n};\n'
+    error = await failure(sandbox, source)
     assert error.type == "SandboxScriptError"
-    assert "refund.json is missing" in error.message
+    assert error.message == "hooks/test.js (line 2): Error: refund.json is missing"
 
 
 async def test_runaway_recursion_is_a_script_error_not_a_crash(sandbox):

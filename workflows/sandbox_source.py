@@ -84,7 +84,11 @@ globalThis.console = {
 };
 const __archmax_tool = (name) => (input) => {
   const reply = JSON.parse(__archmax_call(name, JSON.stringify(input ?? {})));
-  if (!reply.ok) return Promise.reject(new Error(reply.error));
+  if (!reply.ok) {
+    const error = new Error(reply.error);
+    error.stack = "";  // raised by the bridge, not at a line of the author's file
+    return Promise.reject(error);
+  }
   return Promise.resolve(reply.content);
 };
 globalThis.tools = Object.freeze(
