@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -19,8 +19,10 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.hook_executors import HookExecutor, HookExecutorActivities
 from activities.host_tools import HostTool, HostToolActivities
 from activities.model import ModelActivities, ModelConfig
+from activities.sandbox import SandboxActivities
 from activities.session_store import FilesystemSessionStore
 from activities.store import StoreActivities
 from activities.workspace import WorkspaceActivities
@@ -50,11 +52,13 @@ def build_worker(
     identity: str | None = None,
     authoring_root: Path | None = None,
     host_tools: Sequence[HostTool] = (),
+    hook_executors: Mapping[str, HookExecutor] | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
     ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
     workspace tools; sessions' own files live in the store under ``store_dir``.
+    ``hook_executors`` serve the custom hook kinds a spec declares in ``extensions.hooks``.
     """
     model_activities = ModelActivities(model)
     store_activities = StoreActivities(store_dir)
@@ -77,6 +81,8 @@ def build_worker(
             workspace.place_files,
             workspace.seed_files,
             HostToolActivities(host_tools).run,
+            SandboxActivities(workspace).run,
+            HookExecutorActivities(hook_executors or {}).run,
         ],
         workflow_runner=workflow_runner(),
         max_cached_workflows=max_cached_workflows,

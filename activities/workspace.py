@@ -587,6 +587,18 @@ class WorkspaceActivities:
             )
         return await asyncio.to_thread(self._run_sync, tool, call)
 
+    def run_tool(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """Run one workspace tool call synchronously (the sandbox's ``tools.*`` bridge calls
+        it from its own thread): the very code path of the tool activities."""
+        if call.tool not in _TOOLS:
+            return WorkspaceToolResult(content=f"Error: unknown tool '{call.tool}'", status="error")
+        return self._run_sync(call.tool, call)
+
+    def read_text(self, session_id: str, path: str, visible_skills: Sequence[str]) -> str:
+        """A text file's content at an agent-visible path, or a :class:`WorkspaceError`."""
+        ws = _Workspace(self._store, self._authoring, session_id, visible_skills)
+        return ws.read_text(ws.locate(path))
+
     def _run_sync(self, tool: str, call: WorkspaceToolInput) -> WorkspaceToolResult:
         status: Literal["ok", "error"] = "ok"
         try:

@@ -24,6 +24,7 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 
+from activities.hook_executors import HookExecutor, check_executors
 from activities.host_tools import HostTool, as_host_tools
 from activities.model import ModelConfig
 from client.config import RuntimeConfig
@@ -184,6 +185,7 @@ class WorkflowSurface:
                 requests_per_run=agent.requests_per_run,
                 host_tools=agent.host_tools,
                 mocks=list(mocks),
+                hook_sources=loaded.hook_sources,
             ),
             id=sid,
             task_queue=agent.config.task_queue,
@@ -417,6 +419,7 @@ async def create_agent(
     worker_cache: int = 1000,
     requests_per_run: int | None = None,
     tools: Sequence[HostTool | Callable[[Any], Any]] = (),
+    hook_executors: Mapping[str, HookExecutor] | None = None,
 ) -> Agent:
     """An agent for ``workflows/<workflow>/`` of the authoring root.
 
@@ -425,7 +428,9 @@ async def create_agent(
     none polls the task queue), ``inprocess`` or ``external``. ``tools`` registers typed
     Python callables (one pydantic-model parameter) as host tools: closed by default, a state
     grants them with ``tools.allow``; they run on the in-process worker, or on yours built
-    with ``build_worker(host_tools=...)``. ``requests_per_run`` makes new
+    with ``build_worker(host_tools=...)``. ``hook_executors`` maps a custom hook kind the
+    spec declares in ``extensions.hooks`` to ``executor(config, args)``, run on the worker
+    (yours: ``build_worker(hook_executors=...)``). ``requests_per_run`` makes new
     sessions continue as new after that many firings (Temporal may suggest it sooner). Close
     the agent (or use it as an
     async context manager) to stop a worker it started.
@@ -440,6 +445,7 @@ async def create_agent(
         client=client,
         worker_cache=worker_cache,
         host_tools=registered,
+        hook_executors=check_executors(hook_executors or {}),
     )
     agent = Agent(runtime, loaded, session_path=session_path, requests_per_run=requests_per_run)
     agent.host_tools = [tool.schema() for tool in registered]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode
 
 from workflows.errors import SpecValidationError, UnknownWorkflowError
+from workflows.hooks import script_path_problem, source_key
 from workflows.models import PromptParts
 from workflows.spec import SLUG, WorkflowSpec, parse_spec
 
@@ -86,6 +87,8 @@ class LoadedWorkflow:
     spec_hash: str
     prompt: PromptParts
     directory: Path
+    hook_sources: dict[str, str] = field(default_factory=dict)
+    """Every hook script the spec names and the directory holds: path → source."""
 
 
 def workflow_slugs(root: Path) -> list[str]:
@@ -150,7 +153,31 @@ def load_workflow(root: Path, slug: str) -> LoadedWorkflow:
             skills=skill_catalog(root),
         ),
         directory=directory,
+        hook_sources=hook_sources(spec, directory),
     )
+
+
+def hook_sources(spec: WorkflowSpec, directory: Path) -> dict[str, str]:
+    """The ``script:`` hooks of ``spec`` read from ``directory``, keyed by normal path.
+
+    Snapshotted at load, with the spec, so a session runs the hooks it started with. A path
+    that is refused (outside ``hooks/``) or missing is simply absent: the hook vetoes at run.
+    """
+    sources: dict[str, str] = {}
+    base = directory.resolve()
+    for state in spec.states.values():
+        for hook in [*state.before, *state.after]:
+            if hook.script is None or script_path_problem(hook.script) is not None:
+                continue
+            key = source_key(hook.script)
+            path = (directory / key).resolve()
+            if key in sources or not path.is_relative_to(base) or not path.is_file():
+                continue
+            try:
+                sources[key] = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    return sources
 
 
 def _read_optional(path: Path) -> str | None:

@@ -30,6 +30,7 @@ from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
+from activities.hook_executors import HookExecutor
 from activities.host_tools import HostTool
 from activities.model import ModelConfig
 from client.config import RuntimeConfig
@@ -130,6 +131,7 @@ async def open_runtime(
     env: Mapping[str, str] | None = None,
     worker_cache: int = 1000,
     host_tools: Sequence[HostTool] = (),
+    hook_executors: Mapping[str, HookExecutor] | None = None,
 ) -> Runtime:
     """Connect (starting the embedded dev server when nothing is configured) and make sure
     some worker serves the task queue.
@@ -162,6 +164,7 @@ async def open_runtime(
             max_cached_workflows=worker_cache,
             authoring_root=config.root,
             host_tools=host_tools,
+            hook_executors=hook_executors,
         )
         await _start_worker(worker)
     return Runtime(client=client, config=config, server=server, worker=worker)

@@ -4,6 +4,8 @@ The report gathers every diagnostic at once:
 
 - the spec's load errors (one per issue of :class:`SpecValidationError`, located at the file
   that failed, the issue's dotted path leading its message);
+- hooks: a script path outside ``hooks/`` or missing, an import the sandbox forbids, an
+  undeclared custom kind, a ``max_iterations`` where it cannot apply;
 - lint on a spec that loads: warnings (no root ``instructions``, a branching state without
   ``instructions``, ``disabled: true``) and errors (the human-state rules of harness §2.3,
   ``tests.maxConcurrency`` above 1);
@@ -36,7 +38,13 @@ from client.cases import (
     load_case,
 )
 from client.loader import load_workflow
-from workflows.errors import SpecValidationError, UnknownWorkflowError
+from workflows.errors import (
+    ForbiddenSandboxImportError,
+    SpecValidationError,
+    UnknownWorkflowError,
+)
+from workflows.hooks import hook_kind, script_path_problem, source_key
+from workflows.sandbox_source import prepare
 from workflows.spec import MANUAL_TRIGGER, SLUG, WorkflowSpec
 
 DiagnosticLevel = Literal["error", "warning"]
@@ -94,6 +102,7 @@ def validate_workflow(root: Path, slug: str) -> ValidationReport:
         spec = loaded.spec
         directory = loaded.directory
         diagnostics.extend(lint_spec(spec, spec_file))
+        diagnostics.extend(lint_hooks(spec, directory, spec_file))
     # A malformed slug (``../x``) never probes the filesystem outside workflows/.
     if isinstance(slug, str) and SLUG.match(slug) and (directory / "workflow.yaml").is_file():
         diagnostics.extend(_case_diagnostics(directory, slug, spec))
@@ -141,6 +150,58 @@ def lint_spec(spec: WorkflowSpec, location: str) -> list[Diagnostic]:
             )
         )
     return found
+
+
+def lint_hooks(spec: WorkflowSpec, directory: Path, location: str) -> list[Diagnostic]:
+    """Hook declarations the runtime would veto on: a script path outside ``hooks/`` or
+    missing, a forbidden import, an undeclared custom kind, a misplaced ``max_iterations``."""
+    found: list[Diagnostic] = []
+    for slug, state in spec.states.items():
+        if state.is_human:
+            continue  # its hooks are an error of their own (a human state takes none)
+        for phase in ("before", "after"):
+            for index, hook in enumerate(getattr(state, phase)):
+                where = f"states.{slug}.{phase}.{index}"
+                kind, custom = hook_kind(hook)
+                if hook.max_iterations is not None and (phase == "before" or kind == "rubric"):
+                    found.append(
+                        _error(
+                            location,
+                            f"{where}.max_iterations: "
+                            + (
+                                "a before hook cannot correct, so it has no budget"
+                                if phase == "before"
+                                else "a rubric's budget lives inside its declaration"
+                            ),
+                        )
+                    )
+                if kind == "custom" and custom not in spec.extensions.hooks:
+                    found.append(
+                        _error(
+                            location,
+                            f"{where}: hook kind {custom!r} is not declared in extensions.hooks",
+                        )
+                    )
+                if kind == "script" and hook.script is not None:
+                    found.extend(_script_hook(hook.script, f"{where}.script", directory))
+    return found
+
+
+def _script_hook(path: str, where: str, directory: Path) -> list[Diagnostic]:
+    location = f"{directory.parent.name}/{directory.name}/{path}"
+    problem = script_path_problem(path)
+    if problem is not None:
+        return [_error(f"workflows/{directory.name}/workflow.yaml", f"{where}: {problem}")]
+    file = directory / source_key(path)
+    if not file.is_file():
+        return [_error(f"workflows/{directory.name}/workflow.yaml", f"{where}: {path} not found")]
+    try:
+        prepare(file.read_text(encoding="utf-8"), path)
+    except ForbiddenSandboxImportError as exc:
+        return [_error(location, str(exc))]
+    except (OSError, UnicodeDecodeError) as exc:
+        return [_error(location, f"cannot read the hook script: {exc}")]
+    return []
 
 
 def _human_state(where: str, slug: str, spec: WorkflowSpec, location: str) -> list[Diagnostic]:

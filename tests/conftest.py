@@ -116,6 +116,7 @@ async def running_agent(
     worker: bool = True,
     search_attributes: bool = True,
     tools: Sequence[Any] = (),
+    hook_executors: dict[str, Any] | None = None,
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
@@ -142,6 +143,7 @@ async def running_agent(
         max_cached_workflows=0,
         authoring_root=root,
         host_tools=as_host_tools(tools),
+        hook_executors=hook_executors,
     )
     async with w:
         yield agent

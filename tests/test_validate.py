@@ -56,7 +56,9 @@ def make_workflow(
 def copy_example(tmp_path: Path, example: str) -> Path:
     """The example's workflow tree (no session store) under a fresh root, with its cases."""
     shutil.copytree(EXAMPLES / example / "workflows", tmp_path / "workflows")
-    shutil.copytree(FIXTURES / example, tmp_path / "workflows" / example / "tests")
+    shutil.copytree(
+        FIXTURES / example, tmp_path / "workflows" / example / "tests", dirs_exist_ok=True
+    )
     return tmp_path
 
 
@@ -67,10 +69,18 @@ def messages(report: ValidationReport, level: str = "error") -> list[str]:
 # --- good trees ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("example", ["refund-review", "support-inbox"])
-def test_the_examples_are_valid(example: str) -> None:
-    report = validate_workflow(EXAMPLES / example, example)
-    assert report == ValidationReport(workflow=example, valid=True, diagnostics=[])
+@pytest.mark.parametrize(
+    ("example", "workflow"),
+    [
+        ("refund-review", "refund-review"),
+        ("support-inbox", "support-inbox"),
+        ("customer-support", "order-lookup"),
+        ("customer-support", "enrich-order"),
+    ],
+)
+def test_the_examples_are_valid(example: str, workflow: str) -> None:
+    report = validate_workflow(EXAMPLES / example, workflow)
+    assert report == ValidationReport(workflow=workflow, valid=True, diagnostics=[])
 
 
 @pytest.mark.parametrize("example", ["refund-review", "support-inbox"])

@@ -24,6 +24,13 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── InvalidDecisionTargetError a decision naming no edge of the parked state
     │   └── EmptyMessageError          a reply (or send) with an empty message
     ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
+    ├── SandboxError                   a hook or script could not give a result
+    │   ├── ForbiddenSandboxImportError    it imports a specifier outside @archmax-ai/harness
+    │   ├── SandboxScriptError         it threw, failed to parse, or its file is missing
+    │   ├── SandboxTimeoutError        it ran past settings.timeoutMs
+    │   ├── SandboxMemoryError         it ran past settings.memoryLimitBytes
+    │   ├── SandboxResultTooLargeError its result is longer than settings.maxResultChars
+    │   └── SandboxCrashError          the sandbox process died without an answer
     └── SuiteError                     ``archmax test`` cannot run a suite as configured
         ├── UnsupportedConcurrencyError    tests.maxConcurrency above 1
         └── InvalidTargetError         create_target gave no governed agent of the workflow
@@ -130,6 +137,35 @@ class ModelCallError(ArchmaxError):
     """The model endpoint answered with a non-retryable error (400, 401, 403, 404, 422...)."""
 
 
+class SandboxError(ArchmaxError):
+    """A hook or ``archmax_run`` script ended without a usable result; never retried."""
+
+
+class ForbiddenSandboxImportError(SandboxError):
+    """A hook or script imports a specifier other than ``@archmax-ai/harness`` (or a
+    subpath of it): the sandbox has no module loader, so the import could never resolve."""
+
+
+class SandboxScriptError(SandboxError):
+    """The script threw, did not parse, or its file could not be found: a fail-closed veto."""
+
+
+class SandboxTimeoutError(SandboxError):
+    """The run went past ``settings.timeoutMs`` (an endless loop) and its process was killed."""
+
+
+class SandboxMemoryError(SandboxError):
+    """The run went past ``settings.memoryLimitBytes`` (a memory bomb)."""
+
+
+class SandboxResultTooLargeError(SandboxError):
+    """The result's JSON is longer than ``settings.maxResultChars``."""
+
+
+class SandboxCrashError(SandboxError):
+    """The sandbox process exited without answering (killed, or the engine crashed)."""
+
+
 class SuiteError(ArchmaxError):
     """``archmax test`` refuses to run a suite as it is configured (before any case runs)."""
 
@@ -162,6 +198,13 @@ _ALL: tuple[type[ArchmaxError], ...] = (
     InvalidDecisionTargetError,
     EmptyMessageError,
     ModelCallError,
+    SandboxError,
+    ForbiddenSandboxImportError,
+    SandboxScriptError,
+    SandboxTimeoutError,
+    SandboxMemoryError,
+    SandboxResultTooLargeError,
+    SandboxCrashError,
     SuiteError,
     UnsupportedConcurrencyError,
     InvalidTargetError,

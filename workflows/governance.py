@@ -42,6 +42,10 @@ ALWAYS_ON: Final[frozenset[str]] = frozenset(
 
 PathUse = Literal["read", "list", "search", "write", "execute"]
 
+Authority = Literal["agent", "runtime"]
+"""Whose call it is: the agent's, or a hook's (runtime authority: exempt from the state's
+allow and forbid lists, still bound by zones, safety rules and workflow-wide denials)."""
+
 PATH_ARGS: Final[dict[str, tuple[str, ...]]] = {
     "ls": ("path", "list"),
     "read_file": ("file_path", "read"),
@@ -584,8 +588,24 @@ def _places(tool: str, args: Mapping[str, Any]) -> list[_Place] | Verdict:
     return places
 
 
+def _workflow_skill_denial(spec: WorkflowSpec, slug: str) -> str | None:
+    if slug in spec.skills.forbid_always or WILDCARD in spec.skills.forbid_always:
+        return "the workflow's skills.forbid_always"
+    return None
+
+
+def runtime_skills(spec: WorkflowSpec, catalog: Iterable[str]) -> set[str]:
+    """The bundles of ``catalog`` a hook may read: every one no ``skills.forbid_always``
+    denies (hooks are exempt from a state's skill set)."""
+    return {slug for slug in catalog if _workflow_skill_denial(spec, slug) is None}
+
+
 def _zone_verdict(
-    spec: WorkflowSpec, state: str, tool: str, places: Sequence[_Place]
+    spec: WorkflowSpec,
+    state: str,
+    tool: str,
+    places: Sequence[_Place],
+    authority: Authority = "agent",
 ) -> Verdict | None:
     """The zone refusals, in archmax's order: scripts, read-only, runtime-internal, skills."""
     if tool == "archmax_run":
@@ -614,6 +634,12 @@ def _zone_verdict(
                 "zone.runtime-internal",
                 f"{place.path!r} belongs to the runtime and is not accessible.",
             )
+    if authority == "runtime":
+        for place in places:
+            denial = _workflow_skill_denial(spec, place.slug or "")
+            if place.zone == "skill" and denial is not None:
+                return _refuse("skill.forbidden", f"Skill {place.slug!r} is forbidden by {denial}.")
+        return None
     enabled = enabled_skills(spec, state)
     for place in places:
         if place.zone == "skill" and place.slug not in enabled:
@@ -728,8 +754,14 @@ def decide(
     tool: str,
     args: dict[str, Any],
     variables: dict[str, Variable],
+    *,
+    authority: Authority = "agent",
 ) -> Verdict:
     """Whether ``tool`` may run with ``args`` in ``state``, and the rule that decided.
+
+    On ``runtime`` authority (a hook's ``tools.*`` call) the pipeline stops after the
+    workflow-wide denial: the state's ``forbid`` and grants do not bind it, and every bundle
+    but the workflow-wide denied ones is readable.
 
     ``args`` are the already substituted arguments (:func:`substitute_references`). The
     order is archmax's kernel pipeline: non-overridable blocks, zones (outside the workspace,
@@ -745,10 +777,10 @@ def decide(
     places = _places(tool, args)
     if isinstance(places, Verdict):
         return places
-    zone = _zone_verdict(spec, state, tool, places)
+    zone = _zone_verdict(spec, state, tool, places, authority)
     if zone is not None:
         return zone
-    denial = _denial_verdict(
+    workflow_denial = _denial_verdict(
         spec.tools.forbid_always,
         "tool.forbidden",
         "in this workflow",
@@ -756,7 +788,10 @@ def decide(
         args,
         places,
         variables,
-    ) or _denial_verdict(
+    )
+    if authority == "runtime":
+        return workflow_denial or _allow("tool.runtime", f"`{tool}` runs on runtime authority.")
+    denial = workflow_denial or _denial_verdict(
         spec.state(state).tools.forbid,
         "tool.forbidden-here",
         f"in state {state!r}",

@@ -176,6 +176,12 @@ class SessionState(_Model):
     rejected: str | None = None
     turns: int = 0
     deliveries: int = 0
+    before_done: bool = False
+    """Whether the current visit's ``before`` hooks have run (an advance runs them before it
+    commits; any other entry runs them before the state's first model call)."""
+    hook_corrections: dict[str, int] = Field(default_factory=dict)
+    """``correct`` verdicts taken this visit, per hook position (``after#0``); reset on
+    every entry."""
 
 
 class PromptParts(_Model):
@@ -214,6 +220,9 @@ class SessionInput(_Model):
     mocks: list[ToolMock] = Field(default_factory=list)
     """Declared tool mocks (a test case's ``mocks:``), matched after governance allows a
     call; a matched call is recorded like any other but runs nothing."""
+    hook_sources: dict[str, str] = Field(default_factory=dict)
+    """The workflow's hook scripts (``hooks/check.js`` → source), snapshotted by the loader
+    with the spec, so a running session's hooks never change under it."""
     search_attributes: bool = True
     """Publish the Archmax* search attributes. Off only for a namespace that has not
     registered them (an upsert of an unregistered attribute fails every workflow task)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from workflows.hooks import hook_kind
 from workflows.models import PromptParts, Variable
 from workflows.spec import StateSpec, WorkflowSpec
 
@@ -75,6 +76,9 @@ def render_state_block(
     if state.instructions:
         lines.append(f"### Instructions\n{state.instructions.strip()}")
     lines.append(_transitions_block(spec, state))
+    hooks_line = _hooks_line(state)
+    if hooks_line:
+        lines.append(hooks_line)
     if follow_up and state.is_terminal and entry_state is not None and slug != entry_state:
         lines.append(
             "### Follow-up\nThis is a new message after the session finished here. If answering "
@@ -92,6 +96,20 @@ def render_state_block(
     if variables:
         lines.append(_variables_block(variables))
     return "\n\n".join(lines)
+
+
+def _hooks_line(state: StateSpec) -> str | None:
+    """``Hooks: before: script; after: rubric``: a hook's kind is all the agent is told (its
+    criteria, budget and position stay the runtime's)."""
+    phases = []
+    for phase in ("before", "after"):
+        kinds = [
+            kind if kind != "custom" else (name or kind)
+            for kind, name in (hook_kind(h) for h in getattr(state, phase))
+        ]
+        if kinds:
+            phases.append(f"{phase}: {', '.join(kinds)}")
+    return f"Hooks: {'; '.join(phases)}" if phases else None
 
 
 def _transitions_block(spec: WorkflowSpec, state: StateSpec) -> str:

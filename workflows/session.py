@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         matching,
         prompt,
         runtime_tools,
+        sandbox,
         signatures,
         variables,
         workspace_tools,
@@ -54,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
         UnknownTriggerError,
         WorkflowDisabledError,
     )
+    from workflows.hook_runner import HookRunner
     from workflows.host_tools import HostToolCall, HostToolResult
     from workflows.models import (
         DecideInput,
@@ -145,6 +147,7 @@ class ArchmaxSession:
         self._seq = 0
         self._handled_this_run = 0
         self._follow_up = False
+        self._hooks = HookRunner(input)
 
     # --- run loop -------------------------------------------------------------------------
 
@@ -450,6 +453,7 @@ class ArchmaxSession:
             assert start is not None  # the validator refused undeclared triggers
             s.state = start
             s.entry_state = start
+        self._new_visit()
         s.trigger = firing.trigger
         s.variables = variables.set_trigger(
             variables.seed(s.variables, firing.variables, replace_title=False), firing.trigger
@@ -496,6 +500,7 @@ class ArchmaxSession:
         s.status = "running"
         comment = decision.comment.strip() if decision.comment else None
         s.state = decision.to
+        self._new_visit()
         self._trail(decision.to, "human", comment)
         self._note(
             "decision",
@@ -552,7 +557,11 @@ class ArchmaxSession:
                 await self._park_for_decision()
                 return
             max_calls = state.budget.max_turns or contracts.DEFAULT_MAX_MODEL_CALLS_PER_VISIT
-            if visit_calls >= max_calls:
+            stop: _Stop = "continue"
+            refused = await self._entry_hooks(slug)
+            if refused is not None:
+                stop = self._turn_failure(refused, routes)
+            elif visit_calls >= max_calls:
                 stop = self._turn_failure(
                     f"budget.maxTurns ({max_calls}) exhausted in state '{slug}'", routes
                 )
@@ -570,17 +579,24 @@ class ArchmaxSession:
                             state=slug,
                         )
                     )
-                    if not result.tool_calls:
-                        shortfall = self._returns_shortfall(slug)
-                        if shortfall is not None:
-                            self._s.rejected = shortfall
-                            self._s.status = "rejected"
+                    if result.tool_calls:
+                        stop = await self._run_tool_calls(result.tool_calls)
+                        if self._state_slug() != slug:
+                            visit_calls = 0
+                    else:
+                        failure, retry = await self._completion_hooks(slug)
+                        if failure is not None:
+                            stop = self._turn_failure(failure, routes)
+                        elif retry:
+                            continue
+                        else:
+                            shortfall = self._returns_shortfall(slug)
+                            if shortfall is not None:
+                                self._s.rejected = shortfall
+                                self._s.status = "rejected"
+                                return
+                            self._s.status = "completed"
                             return
-                        self._s.status = "completed"
-                        return
-                    stop = await self._run_tool_calls(result.tool_calls)
-                    if self._state_slug() != slug:
-                        visit_calls = 0
 
             if stop == "routed":
                 routes += 1
@@ -656,6 +672,8 @@ class ArchmaxSession:
             if governance.forbidden_outright(self._spec, slug, schema.name) is None
         ]
         candidates = [*workspace_tools.workspace_tool_schemas(), *self._input.host_tools]
+        if governance.enabled_skills(self._spec, slug):  # a script lives in a skill bundle
+            candidates.insert(len(workspace_tools.WORKSPACE_TOOLS), sandbox.archmax_run_schema())
         shown = set(governance.disclosed_tools(self._spec, slug, [s.name for s in candidates]))
         return runtime + [s for s in candidates if s.name in shown]
 
@@ -714,10 +732,16 @@ class ArchmaxSession:
                         ),
                     )
                     continue
-                answer = self._advance(arguments)
+                answer, terminal = await self._advance(arguments)
                 if answer.status == "ok":
                     advanced_to = self._state_slug()
                 self._answer(call, answer)
+                if terminal is not None:
+                    for later in calls[position + 1 :]:
+                        self._answer(
+                            later, _ToolAnswer(f"Not run: the turn failed ({terminal}).", "error")
+                        )
+                    return self._turn_failure(terminal, routes=0)
                 continue
             if call.name == runtime_tools.WAIT:
                 if park is not None:
@@ -787,6 +811,9 @@ class ArchmaxSession:
         mock = matching.find_mock(self._input.mocks, call.name, substituted)
         if mock is not None:
             return _mocked_answer(mock.result), None
+        if call.name == sandbox.ARCHMAX_RUN:
+            content, status = await self._hooks.run_script(self._s, slug, substituted)
+            return _ToolAnswer(content, status), None
         if any(tool.name == call.name for tool in self._input.host_tools):
             return await self._host_tool(call.name, substituted), None
         activity_name = workspace_tools.TOOL_ACTIVITIES.get(call.name)
@@ -845,7 +872,13 @@ class ArchmaxSession:
 
     # --- runtime tools --------------------------------------------------------------------
 
-    def _advance(self, arguments: dict[str, Any]) -> _ToolAnswer:
+    async def _advance(self, arguments: dict[str, Any]) -> tuple[_ToolAnswer, str | None]:
+        """Check and commit an advance: the leaving state's ``requires``, the edge, the
+        leaving state's ``after`` hooks, the target's ``before`` hooks, then the commit.
+
+        The second value is a turn failure (a hook that could not run, corrections
+        exhausted); every other refusal is answered and the agent goes on, nothing committed.
+        """
         slug = self._state_slug()
         state = self._spec.state(slug)
         target = arguments.get("to")
@@ -854,13 +887,7 @@ class ArchmaxSession:
             return _ToolAnswer(
                 f"archmax_advance rejected: state '{slug}' is terminal and has no transitions.",
                 "error",
-            )
-        if not isinstance(target, str) or target not in targets:
-            return _ToolAnswer(
-                f"archmax_advance rejected: {target!r} is not a transition of '{slug}'. "
-                f"Valid targets: {', '.join(targets)}.",
-                "error",
-            )
+            ), None
         unset = [name for name in state.requires if name not in self._s.variables]
         if unset:
             return _ToolAnswer(
@@ -869,13 +896,59 @@ class ArchmaxSession:
                 "archmax_set_variables.",
                 "error",
                 rule="transition.requires",
-            )
-        reason = arguments.get("reason")
+            ), None
+        if not isinstance(target, str) or target not in targets:
+            return _ToolAnswer(
+                f"archmax_advance rejected: {target!r} is not a transition of '{slug}'. "
+                f"Valid targets: {', '.join(targets)}.",
+                "error",
+            ), None
+        raw_reason = arguments.get("reason")
+        reason = raw_reason if isinstance(raw_reason, str) and raw_reason else None
+        gate = await self._hooks.gate_advance(self._s, slug, target, reason)
+        if gate.failure is not None:
+            return _ToolAnswer(f"archmax_advance failed: {gate.failure}", "error"), gate.failure
+        if gate.refusal is not None:
+            refusal = gate.refusal
+            return _ToolAnswer(refusal.content, "error", rule=refusal.rule), None
         self._s.state = target
-        self._trail(target, "agent", reason if isinstance(reason, str) and reason else None)
+        self._new_visit()
+        self._s.before_done = True  # the gate ran the target's before hooks
+        self._trail(target, "agent", reason)
         return _ToolAnswer(
             f"Advanced to state '{target}'. You may now use the tools allowed in this state."
-        )
+        ), None
+
+    # --- lifecycle hooks ------------------------------------------------------------------
+
+    def _new_visit(self) -> None:
+        """An entry into the current state: its before hooks are due, corrections reset."""
+        self._s.before_done = False
+        self._s.hook_corrections = {}
+
+    async def _entry_hooks(self, slug: str) -> str | None:
+        """The state's before hooks, once per visit not entered by an advance: the turn
+        failure a veto (its reason the turn's reply) or a hook error causes, or None."""
+        if self._s.before_done:
+            return None
+        self._s.before_done = True
+        if not self._spec.state(slug).before:
+            return None
+        entry = await self._hooks.on_entry(self._s, slug)
+        if entry.reply is not None:
+            self._s.transcript.append(Message(role="assistant", content=entry.reply, state=slug))
+        return entry.failure
+
+    async def _completion_hooks(self, slug: str) -> tuple[str | None, bool]:
+        """A terminal state's after hooks at completion: ``(turn failure, call again)``."""
+        state = self._spec.state(slug)
+        if not (state.is_terminal and state.after):
+            return None, False
+        completion = await self._hooks.at_completion(self._s, slug)
+        if completion.note is not None:
+            self._note("after", completion.note)
+            return None, True
+        return completion.failure, False
 
     def _wait(
         self, arguments: dict[str, Any]
@@ -985,6 +1058,7 @@ class ArchmaxSession:
                 "error",
             )
         s.state = s.entry_state
+        self._new_visit()
         reason = arguments.get("reason")
         self._trail(s.entry_state, "reset", reason if isinstance(reason, str) else None)
         return _ToolAnswer(f"Reset to state '{s.entry_state}'.")
@@ -1001,6 +1075,7 @@ class ArchmaxSession:
         if target is not None and routes < contracts.MAX_ERROR_ROUTES_PER_TURN:
             self._note("error", f"[error] {reason}; routed to '{target}'")
             s.state = target
+            self._new_visit()
             self._trail(target, "on_error", reason)
             s.pending_input = None
             return "routed"

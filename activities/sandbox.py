@@ -1,0 +1,267 @@
+"""The sandbox activity: one hook or ``archmax_run`` script evaluated in QuickJS.
+
+Each run gets a fresh QuickJS process (:mod:`activities.sandbox_child`, ~75 ms to start)
+bounded by the wall clock of ``settings.timeoutMs`` (killed on overrun) and by QuickJS's heap
+quota of ``settings.memoryLimitBytes``. The binding cannot bound time in-thread while the
+script calls back into Python, and its clock is the whole process's CPU time, so the process
+is the unit that can be stopped; an endless loop, a memory bomb or an engine crash ends that
+run with a typed error and never takes the worker down.
+
+The run's ``tools.*`` calls come back to this activity and are served here, in order: the
+governance kernel (on runtime authority for a hook, the agent's for a script), the case's
+mocks, then the workspace tool itself through the same code the tool activities run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+from temporalio import activity
+
+from activities.session_store import WorkspaceError
+from activities.workspace import WorkspaceActivities, truncate
+from workflows import governance, matching
+from workflows.errors import (
+    ArchmaxError,
+    ForbiddenSandboxImportError,
+    SandboxCrashError,
+    SandboxMemoryError,
+    SandboxResultTooLargeError,
+    SandboxScriptError,
+    SandboxTimeoutError,
+)
+from workflows.sandbox import (
+    BRIDGE_TOOLS,
+    SANDBOX_ACTIVITY,
+    SandboxRunInput,
+    SandboxRunResult,
+    SandboxToolCall,
+)
+from workflows.sandbox_source import RUNNER, camel, prelude, prepare
+from workflows.workspace_tools import READ_FILE, WorkspaceToolInput
+
+CHILD: Final = Path(__file__).with_name("sandbox_child.py")
+STACK_LIMIT: Final = 1024 * 1024
+"""QuickJS's stack bound: a runaway recursion is a RangeError, not a crashed process."""
+STREAM_LIMIT: Final = 32 * 1024 * 1024
+"""Longest protocol line (a large ``writeFile`` content, a big result)."""
+_LINE: Final = re.compile(r"<input>:(\d+)")
+"""The first frame of a QuickJS stack: the author's line (imports are blanked, not removed)."""
+_BY_CAMEL: Final = {camel(tool): tool for tool in BRIDGE_TOOLS}
+
+
+class SandboxActivities:
+    """The sandbox activity over the worker's workspace (store and authoring root)."""
+
+    def __init__(self, workspace: WorkspaceActivities) -> None:
+        self._workspace = workspace
+
+    @activity.defn(name=SANDBOX_ACTIVITY)
+    async def run(self, request: SandboxRunInput) -> SandboxRunResult:
+        """Evaluate the run; a script's failure is a typed, non-retryable error."""
+        try:
+            return await self.evaluate(request)
+        except ArchmaxError as exc:
+            raise exc.to_application_error() from exc
+
+    async def evaluate(self, request: SandboxRunInput) -> SandboxRunResult:
+        """The run itself, raising the typed :class:`SandboxError` subclasses."""
+        source = await self._source(request)
+        program = prepare(source, request.label)
+        arguments = dict(request.args)
+        payload = {
+            "prelude": prelude([camel(t) for t in BRIDGE_TOOLS], arguments),
+            "source": program,
+            "runner": RUNNER,
+            "memory_limit": request.limits.memory_limit_bytes,
+            "stack_limit": STACK_LIMIT,
+        }
+        calls: list[SandboxToolCall] = []
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            str(CHILD),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=STREAM_LIMIT,
+        )
+        try:
+            done = await asyncio.wait_for(
+                self._converse(process, payload, request, calls),
+                timeout=request.limits.timeout_ms / 1000,
+            )
+        except TimeoutError:
+            raise SandboxTimeoutError(
+                f"{request.label}: timed out after {request.limits.timeout_ms} ms "
+                "(settings.timeoutMs); the run was stopped"
+            ) from None
+        finally:
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+        return self._result(request, done, calls)
+
+    async def _source(self, request: SandboxRunInput) -> str:
+        if request.source is not None:
+            return request.source
+        if request.script_path is None:
+            raise SandboxScriptError(f"{request.label}: no source to run")
+        try:
+            return await asyncio.to_thread(
+                self._workspace.read_text,
+                request.session_id,
+                request.script_path,
+                request.visible_skills,
+            )
+        except WorkspaceError as exc:
+            raise SandboxScriptError(f"{request.label}: cannot read the script: {exc}") from None
+
+    async def _converse(
+        self,
+        process: asyncio.subprocess.Process,
+        payload: dict[str, Any],
+        request: SandboxRunInput,
+        calls: list[SandboxToolCall],
+    ) -> dict[str, Any]:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
+        await process.stdin.drain()
+        while True:
+            line = await process.stdout.readline()
+            if not line:
+                stderr = b""
+                if process.stderr is not None:
+                    stderr = await process.stderr.read()
+                await process.wait()
+                tail = stderr.decode(errors="replace").strip().splitlines()[-3:]
+                raise SandboxCrashError(
+                    f"{request.label}: the sandbox process exited ({process.returncode}) "
+                    f"without a result{': ' + ' | '.join(tail) if tail else ''}"
+                )
+            message = json.loads(line)
+            if "done" in message:
+                return dict(message["done"])
+            call = message.get("call") or {}
+            reply = await asyncio.to_thread(self._serve, request, call, calls)
+            process.stdin.write((json.dumps(reply, ensure_ascii=False) + "\n").encode())
+            await process.stdin.drain()
+
+    def _serve(
+        self, request: SandboxRunInput, call: dict[str, Any], calls: list[SandboxToolCall]
+    ) -> dict[str, Any]:
+        """One ``tools.*`` call: cap, govern, mock, run. Always an answer, never a raise."""
+        tool = _BY_CAMEL.get(str(call.get("tool")), str(call.get("tool")))
+        raw = call.get("args")
+        arguments: dict[str, Any] = raw if isinstance(raw, dict) else {}
+
+        def record(status: Any, content: str, mocked: bool = False) -> dict[str, Any]:
+            calls.append(
+                SandboxToolCall(
+                    tool=tool, arguments=arguments, status=status, content=content, mocked=mocked
+                )
+            )
+            return (
+                {"ok": True, "content": content}
+                if status == "ok"
+                else {
+                    "ok": False,
+                    "error": content,
+                }
+            )
+
+        cap = request.limits.max_ptc_calls
+        if cap is not None and len(calls) >= cap:
+            return record(
+                "blocked",
+                f"{tool} refused: this run made its {cap} tool calls (settings.maxPtcCalls)",
+            )
+        if tool not in BRIDGE_TOOLS:
+            return record("blocked", f"tools.{call.get('tool')} is not on the sandbox bridge")
+        verdict = governance.decide(
+            request.spec,
+            request.state,
+            tool,
+            arguments,
+            request.variables,
+            authority="runtime" if request.kind == "hook" else "agent",
+        )
+        if not verdict.allowed:
+            return record("blocked", f"Blocked by governance ({verdict.rule}): {verdict.reason}")
+        mock = matching.find_mock(request.mocks, tool, arguments)
+        if mock is not None:
+            result = mock.result
+            if isinstance(result, dict) and "error" in result:
+                return record("error", matching.mock_result_text(result["error"]), True)
+            return record("ok", matching.mock_result_text(result), True)
+        if tool == READ_FILE:
+            return record(*self._read_raw(request, arguments))
+        answer = self._workspace.run_tool(
+            WorkspaceToolInput(
+                session_id=request.session_id,
+                tool=tool,
+                arguments=arguments,
+                max_result_chars=request.limits.max_result_chars,
+                visible_skills=request.visible_skills,
+            )
+        )
+        return record(answer.status, answer.content)
+
+    def _read_raw(self, request: SandboxRunInput, arguments: dict[str, Any]) -> tuple[str, str]:
+        """``tools.readFile`` answers the file's text as it is (a script parses it), not the
+        model's numbered view; ``offset``/``limit`` still page by lines."""
+        path = arguments.get("file_path")
+        if not isinstance(path, str):
+            return "error", "Error: readFile needs a file_path string"
+        try:
+            text = self._workspace.read_text(request.session_id, path, request.visible_skills)
+        except WorkspaceError as exc:
+            message = str(exc)
+            return "error", message if message.startswith("Error:") else f"Error: {message}"
+        offset, limit = arguments.get("offset"), arguments.get("limit")
+        if isinstance(offset, int) or isinstance(limit, int):
+            lines = text.splitlines(keepends=True)
+            start = offset if isinstance(offset, int) and offset > 0 else 0
+            end = start + limit if isinstance(limit, int) and limit > 0 else len(lines)
+            text = "".join(lines[start:end])
+        return "ok", truncate(text, request.limits.max_result_chars)[0]
+
+    @staticmethod
+    def _result(
+        request: SandboxRunInput, done: dict[str, Any], calls: list[SandboxToolCall]
+    ) -> SandboxRunResult:
+        logs = [str(line) for line in done.get("logs") or []]
+        if not done.get("ok"):
+            error = str(done.get("error") or "the script failed")
+            kind = done.get("kind")
+            if kind == "memory":
+                raise SandboxMemoryError(
+                    f"{request.label}: out of memory (settings.memoryLimitBytes = "
+                    f"{request.limits.memory_limit_bytes} bytes)"
+                )
+            first = error.strip().splitlines()[0] if error.strip() else error
+            frames = [f for f in error.splitlines() if f.strip().startswith("at ")]
+            line = _LINE.search(frames[0]) if frames else None
+            where = f" (line {line.group(1)})" if line else ""
+            raise SandboxScriptError(f"{request.label}{where}: {first}")
+        value = done.get("value")
+        size = len(json.dumps(value, ensure_ascii=False, default=str))
+        if size > request.limits.max_result_chars:
+            raise SandboxResultTooLargeError(
+                f"{request.label}: the result is {size} chars, over settings.maxResultChars "
+                f"({request.limits.max_result_chars})"
+            )
+        return SandboxRunResult(
+            value=value,
+            returned_nothing=bool(done.get("undefined")),
+            logs=logs,
+            calls=calls,
+        )
+
+
+__all__ = ["ForbiddenSandboxImportError", "SandboxActivities"]

@@ -1,0 +1,261 @@
+"""The sandbox activity on its own: limits that stop a run without harming the worker, the
+hook contract's globals, and ``tools.*`` calls governed, mocked and served from the workspace.
+
+Every run goes through Temporal's ``ActivityEnvironment`` and the real QuickJS process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from activities.sandbox import SandboxActivities
+from activities.session_store import FilesystemSessionStore
+from activities.workspace import WorkspaceActivities
+from workflows.errors import ForbiddenSandboxImportError
+from workflows.models import ToolMock
+from workflows.sandbox import SandboxLimits, SandboxRunInput, SandboxRunResult
+from workflows.sandbox_source import forbidden_imports, prepare
+from workflows.spec import parse_spec
+
+SPEC = parse_spec(
+    {
+        "skills": {"forbid_always": ["secret"]},
+        "tools": {"forbid_always": [{"tool": "read_file", "paths": ["scratchpad/private/**"]}]},
+        "states": {
+            "intake": {
+                "triggers": {"manual": None},
+                "tools": {"forbid": ["read_file"]},  # hooks are exempt from this
+            }
+        },
+    }
+)
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> SandboxActivities:
+    for slug, text in (("orders", '[{"id": "ORD-1"}]'), ("secret", "classified")):
+        assets = tmp_path / "skills" / slug / "assets"
+        assets.mkdir(parents=True)
+        (assets / "data.json").write_text(text)
+    store = FilesystemSessionStore(tmp_path / "sessions")
+    store.write_text("sb-1", "scratchpad/private/key.txt", "hunter2")
+    return SandboxActivities(WorkspaceActivities(store, tmp_path))
+
+
+def run_input(source: str, **overrides: Any) -> SandboxRunInput:
+    fields: dict[str, Any] = {
+        "session_id": "sb-1",
+        "label": "hooks/test.js",
+        "kind": "hook",
+        "source": source,
+        "spec": SPEC,
+        "state": "intake",
+        "visible_skills": ["orders"],
+        "limits": SandboxLimits(timeout_ms=2000, memory_limit_bytes=32 * 1024 * 1024),
+        **overrides,
+    }
+    return SandboxRunInput(**fields)
+
+
+async def run(sandbox: SandboxActivities, source: str, **overrides: Any) -> SandboxRunResult:
+    return await ActivityEnvironment().run(sandbox.run, run_input(source, **overrides))
+
+
+async def failure(sandbox: SandboxActivities, source: str, **overrides: Any) -> ApplicationError:
+    with pytest.raises(ApplicationError) as caught:
+        await run(sandbox, source, **overrides)
+    assert caught.value.non_retryable
+    return caught.value
+
+
+# --- limits -------------------------------------------------------------------------------
+
+
+async def test_an_endless_loop_times_out_with_a_clear_error(sandbox):
+    started = time.monotonic()
+    error = await failure(
+        sandbox, "while (true) {}", limits=SandboxLimits(timeout_ms=300, memory_limit_bytes=2**25)
+    )
+    assert error.type == "SandboxTimeoutError"
+    assert "timed out after 300 ms" in error.message and "settings.timeoutMs" in error.message
+    assert time.monotonic() - started < 5
+
+
+async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox):
+    bomb = "const a = []; while (true) { a.push('x'.repeat(1024) + Math.random()); }"
+    error = await failure(sandbox, bomb)
+    assert error.type == "SandboxMemoryError"
+    assert "settings.memoryLimitBytes" in error.message
+
+
+async def test_a_throw_is_a_script_error_naming_its_message(sandbox):
+    source = 'export default () => {\n  throw new Error("refund.json is missing");\n};\n'
+    error = await failure(sandbox, source)
+    assert error.type == "SandboxScriptError"
+    assert error.message == "hooks/test.js (line 2): Error: refund.json is missing"
+
+
+async def test_runaway_recursion_is_a_script_error_not_a_crash(sandbox):
+    error = await failure(sandbox, "function f() { return f(); } f();")
+    assert error.type == "SandboxScriptError" and "stack overflow" in error.message
+
+
+async def test_the_worker_survives_and_serves_the_next_run(sandbox):
+    """Bombs running side by side end on their own; a healthy run beside them still answers."""
+    limits = SandboxLimits(timeout_ms=500, memory_limit_bytes=2**24)
+    results = await asyncio.gather(
+        run(sandbox, "while (true) {}", limits=limits),
+        run(sandbox, "const a = []; while (true) a.push('y'.repeat(4096) + a.length);"),
+        run(sandbox, "export default () => ok()"),
+        return_exceptions=True,
+    )
+    assert [getattr(r, "type", None) for r in results[:2]] == [
+        "SandboxTimeoutError",
+        "SandboxMemoryError",
+    ]
+    assert isinstance(results[2], SandboxRunResult) and results[2].value == {"verdict": "ok"}
+
+
+async def test_a_result_longer_than_max_result_chars_is_refused(sandbox):
+    limits = SandboxLimits(timeout_ms=2000, max_result_chars=100)
+    error = await failure(sandbox, "'x'.repeat(500)", limits=limits)
+    assert error.type == "SandboxResultTooLargeError"
+
+
+async def test_tool_calls_beyond_max_ptc_calls_are_refused(sandbox):
+    source = """export default async ({ tools }) => {
+      const file_path = "skills/orders/assets/data.json";
+      for (let i = 0; i < 3; i++) await tools.readFile({ file_path });
+    }"""
+    error = await failure(sandbox, source, limits=SandboxLimits(max_ptc_calls=2))
+    assert "settings.maxPtcCalls" in error.message
+
+
+# --- imports ------------------------------------------------------------------------------
+
+
+def test_the_harness_import_is_stripped_keeping_line_numbers():
+    source = 'import { ok, veto } from "@archmax-ai/harness/sandbox";\nexport default () => ok();\n'
+    prepared = prepare(source, "hooks/a.js")
+    assert prepared.count("\n") == source.count("\n")
+    assert "import" not in prepared and "globalThis.__archmax_default = () => ok()" in prepared
+
+
+def test_any_other_import_is_forbidden():
+    assert forbidden_imports('import fs from "node:fs";\nconst x = require("child_process");') == [
+        "node:fs",
+        "child_process",
+    ]
+    with pytest.raises(ForbiddenSandboxImportError, match="node:fs"):
+        prepare('import fs from "node:fs";', "hooks/a.js")
+
+
+async def test_a_forbidden_import_fails_the_run_typed(sandbox):
+    error = await failure(sandbox, 'import { readFileSync } from "fs";\nexport default () => ok();')
+    assert error.type == "ForbiddenSandboxImportError" and "'fs'" in error.message
+
+
+# --- the contract -------------------------------------------------------------------------
+
+
+async def test_the_default_export_receives_args_and_returns_a_verdict(sandbox):
+    source = """import { veto, defineHook } from "@archmax-ai/harness/sandbox";
+    export default defineHook(async ({ state, phase, variables }) =>
+      veto(`${phase} ${state}: ${variables.order_id}`));"""
+    result = await run(
+        sandbox, source, args={"state": "intake", "phase": "before", "variables": {"order_id": 7}}
+    )
+    assert result.value == {"verdict": "veto", "reason": "before intake: 7"}
+
+
+async def test_a_plain_script_completion_value_is_the_result_and_args_is_global(sandbox):
+    result = await run(
+        sandbox,
+        "console.log('checking', args.state);\nargs.state === 'intake' ? correct('again') : ok()",
+        args={"state": "intake"},
+    )
+    assert result.value == {"verdict": "correct", "reason": "again"}
+    assert result.logs == ["log checking intake"]
+
+
+async def test_returning_nothing_is_marked(sandbox):
+    result = await run(sandbox, "export default async () => {}")
+    assert result.returned_nothing and result.value is None
+
+
+# --- tools --------------------------------------------------------------------------------
+
+
+async def test_read_file_returns_the_raw_text_on_runtime_authority(sandbox):
+    """The state forbids read_file and enables no skill; a hook reads a bundle anyway."""
+    source = """export default async ({ tools }) => {
+      const file_path = "skills/orders/assets/data.json";
+      return JSON.parse(await tools.readFile({ file_path }))[0].id;
+    }"""
+    result = await run(sandbox, source)
+    assert result.value == "ORD-1"
+    assert [(c.tool, c.status) for c in result.calls] == [("read_file", "ok")]
+
+
+async def test_workflow_wide_denials_and_zones_still_bind_a_hook(sandbox):
+    source = """export default async ({ tools }) => {
+      const out = [];
+      for (const file_path of ["skills/secret/assets/data.json", "scratchpad/private/key.txt",
+                               "../outside.txt", "artifacts/trail.json"]) {
+        try { await tools.readFile({ file_path }); out.push("read"); }
+        catch (e) { out.push(e.message); }
+      }
+      return out;
+    }"""
+    result = await run(sandbox, source, visible_skills=["orders", "secret"])
+    rules = [json.dumps(v) for v in result.value]
+    assert "skill.forbidden" in rules[0]
+    assert "tool.forbidden" in rules[1]
+    assert "zone.outside-workspace" in rules[2]
+    assert "zone.runtime-internal" in rules[3]
+    assert all(c.status == "blocked" for c in result.calls)
+    assert "hunter2" not in json.dumps(result.value)
+
+
+async def test_a_script_is_governed_as_the_agent(sandbox):
+    """On the agent's authority the state's skill set binds: the same read is blocked."""
+    source = """export default async ({ tools }) => {
+      try { return await tools.readFile({ file_path: "skills/orders/assets/data.json" }); }
+      catch (e) { return e.message; }
+    }"""
+    result = await run(sandbox, source, kind="script", label="skills/orders/scripts/x.js")
+    assert "skill.not-allowed" in result.value
+
+
+async def test_a_mock_answers_a_hook_call_and_an_error_mock_fails_it(sandbox):
+    source = """export default async ({ tools }) => {
+      const first = await tools.readFile({ file_path: "skills/orders/assets/data.json" });
+      let second;
+      try { await tools.ls({ path: "scratchpad" }); } catch (e) { second = e.message; }
+      return [first, second];
+    }"""
+    mocks = [
+        ToolMock(tool="read_file", when_input={"file_path": "/orders/"}, result="[]"),
+        ToolMock(tool="ls", result={"error": "listing is down"}),
+    ]
+    result = await run(sandbox, source, mocks=mocks)
+    assert result.value == ["[]", "listing is down"]
+    assert [(c.status, c.mocked) for c in result.calls] == [("ok", True), ("error", True)]
+    assert [c.tool for c in result.failed_calls] == ["ls"]
+
+
+async def test_write_file_goes_to_the_session_scratchpad(sandbox, tmp_path):
+    source = """export default async ({ tools }) =>
+      tools.writeFile({ file_path: "scratchpad/out.txt", content: "from a hook" })"""
+    result = await run(sandbox, source)
+    assert "Wrote 'scratchpad/out.txt'" in result.value
+    store = FilesystemSessionStore(tmp_path / "sessions")
+    assert store.read_text("sb-1", "scratchpad/out.txt") == "from a hook"

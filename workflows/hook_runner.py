@@ -1,0 +1,404 @@
+"""Running lifecycle hooks and ``archmax_run`` scripts from the session workflow.
+
+Workflow code (deterministic): every hook runs as an activity — a script in the sandbox
+(``archmax.sandbox.run``), a rubric on the model activity, a custom kind on the host's
+executor — and its answer is read by :mod:`workflows.hooks`. The session calls three gates
+and one tool:
+
+- :meth:`HookRunner.gate_advance`: the leaving state's after hooks, then the target's before
+  hooks, during an ``archmax_advance`` (before it commits);
+- :meth:`HookRunner.on_entry`: a state's before hooks, once per visit entered another way;
+- :meth:`HookRunner.at_completion`: a terminal state's after hooks when the model finishes;
+- :meth:`HookRunner.run_script`: ``archmax_run``.
+
+Each gate says what the session must do (answer, fail the turn, note, reply) and mutates
+only the session state it is handed: the correction counters and usage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import contracts, governance, hooks, matching, sandbox
+    from workflows.hooks import HookVerdict, Phase
+    from workflows.models import (
+        ModelCallInput,
+        ModelCallResult,
+        SessionInput,
+        SessionState,
+    )
+    from workflows.sandbox import (
+        CustomHookInput,
+        CustomHookResult,
+        SandboxLimits,
+        SandboxRunInput,
+        SandboxRunResult,
+    )
+    from workflows.spec import HookSpec
+
+_SCRIPT_VETOES = frozenset({"SandboxScriptError", "ForbiddenSandboxImportError"})
+"""Sandbox errors that are the script's own answer (fail closed: a veto); the others (a
+timeout, a memory bomb, a crash, an oversized result) are execution errors."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """An advance refused by a hook: the answer the agent reads, and its rule."""
+
+    content: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What a gate came to: pass (both None), a refusal to answer, or a turn failure."""
+
+    refusal: Refusal | None = None
+    failure: str | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A before gate on entry: ``failure`` fails the turn; ``reply`` (a veto's reason) is
+    what the turn answers the person."""
+
+    failure: str | None = None
+    reply: str | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A terminal completion's after gate: a turn failure, or a note and another call."""
+
+    failure: str | None = None
+    note: str | None = None
+
+
+PASS = Gate()
+
+
+class HookRunner:
+    """The hooks of one session run (its input: spec, hook sources, mocks, skills)."""
+
+    def __init__(self, session: SessionInput) -> None:
+        self._input = session
+        self._spec = session.spec
+
+    # --- gates ----------------------------------------------------------------------------
+
+    async def gate_advance(
+        self, s: SessionState, slug: str, target: str, reason: str | None
+    ) -> Gate:
+        """The leaving state's after hooks, then the target's before hooks, stopping at the
+        first that does not pass."""
+        for index, hook in enumerate(self._spec.state(slug).after):
+            label = hooks.hook_label(hook, index)
+            verdict = await self.execute(
+                s, "after", slug, index, hook, to_state=target, reason=reason
+            )
+            if verdict.error:
+                return Gate(failure=f"after hook {label} of '{slug}' failed: {verdict.reason}")
+            if verdict.verdict == "ok":
+                continue
+            if verdict.verdict == "correct":
+                exhausted = take_correction(s, slug, hook, "after", index)
+                if exhausted is not None:
+                    return Gate(failure=f"{exhausted}: {verdict.reason}")
+                return Gate(
+                    refusal=Refusal(
+                        f"archmax_advance rejected by after hook {label} (correct): "
+                        f"{verdict.reason}. Address it, then advance again.",
+                        "hook.correct",
+                    )
+                )
+            return Gate(
+                refusal=Refusal(
+                    f"archmax_advance vetoed by after hook {label}: {verdict.reason}", "hook.veto"
+                )
+            )
+        entered = self._spec.state(target)
+        if entered.is_human:
+            return PASS
+        for index, hook in enumerate(entered.before):
+            label = hooks.hook_label(hook, index)
+            verdict = hooks.on_entry(
+                await self.execute(
+                    s,
+                    "before",
+                    target,
+                    index,
+                    hook,
+                    from_state=slug,
+                    to_state=target,
+                    reason=reason,
+                )
+            )
+            if verdict.error:
+                return Gate(failure=f"before hook {label} of '{target}' failed: {verdict.reason}")
+            if verdict.verdict != "ok":
+                return Gate(
+                    refusal=Refusal(
+                        f"archmax_advance rejected: entry to '{target}' vetoed by before hook "
+                        f"{label}: {verdict.reason}",
+                        "hook.veto",
+                    )
+                )
+        return PASS
+
+    async def on_entry(self, s: SessionState, slug: str) -> Entry:
+        """The state's before hooks, for an entry other than an advance; a veto rejects."""
+        for index, hook in enumerate(self._spec.state(slug).before):
+            label = hooks.hook_label(hook, index)
+            verdict = hooks.on_entry(await self.execute(s, "before", slug, index, hook))
+            if verdict.error:
+                return Entry(failure=f"before hook {label} of '{slug}' failed: {verdict.reason}")
+            if verdict.verdict != "ok":
+                return Entry(
+                    failure=f"entry to '{slug}' vetoed by before hook {label}: {verdict.reason}",
+                    reply=verdict.reason,
+                )
+        return Entry()
+
+    async def at_completion(self, s: SessionState, slug: str) -> Completion:
+        """A terminal state's after hooks when the model finished: a correct within budget
+        or a veto is an ``[after]`` note (the model is called again); exhausted corrections
+        or a hook that could not run fail the turn."""
+        state = self._spec.state(slug)
+        if not state.is_terminal:
+            return Completion()
+        for index, hook in enumerate(state.after):
+            label = hooks.hook_label(hook, index)
+            verdict = await self.execute(s, "after", slug, index, hook)
+            if verdict.error:
+                return Completion(
+                    failure=f"after hook {label} of '{slug}' failed: {verdict.reason}"
+                )
+            if verdict.verdict == "ok":
+                continue
+            if verdict.verdict == "correct":
+                exhausted = take_correction(s, slug, hook, "after", index)
+                if exhausted is not None:
+                    return Completion(failure=f"{exhausted}: {verdict.reason}")
+            return Completion(
+                note=f"[after] hook {label} answered {verdict.verdict}: {verdict.reason}. "
+                "Address it before you finish."
+            )
+        return Completion()
+
+    # --- one hook -------------------------------------------------------------------------
+
+    async def execute(
+        self,
+        s: SessionState,
+        phase: Phase,
+        slug: str,
+        index: int,
+        hook: HookSpec,
+        *,
+        from_state: str | None = None,
+        to_state: str | None = None,
+        reason: str | None = None,
+    ) -> HookVerdict:
+        """Run one hook as an activity and read its answer (fail closed)."""
+        args = hooks.hook_args(
+            state=slug,
+            phase=phase,
+            trigger=s.trigger,
+            variables=s.variables,
+            transcript=s.transcript,
+            from_state=from_state or (slug if phase == "after" else None),
+            to_state=to_state,
+            reason=reason,
+        )
+        summary = hooks.hook_summary(phase, slug, hooks.hook_label(hook, index))
+        kind, custom = hooks.hook_kind(hook)
+        if kind == "script":
+            return await self._script(s, slug, str(hook.script), args, summary)
+        if kind == "rubric":
+            return await self._rubric(s, slug, hook, args, summary)
+        return await self._custom(custom, hook, args, summary)
+
+    async def _script(
+        self, s: SessionState, slug: str, path: str, args: dict[str, Any], summary: str
+    ) -> HookVerdict:
+        problem = hooks.script_path_problem(path)
+        if problem is not None:
+            return hooks.veto(problem)
+        source = self._input.hook_sources.get(hooks.source_key(path))
+        if source is None:
+            return hooks.veto(
+                f"hook script {path!r} was not found in workflows/{self._input.workflow}/"
+            )
+        try:
+            result = await self._sandbox(
+                s,
+                slug,
+                summary,
+                label=path,
+                kind="hook",
+                source=source,
+                args=args,
+                visible=governance.runtime_skills(self._spec, self._input.prompt.skills),
+            )
+        except ActivityError as failure:
+            cause = failure.cause
+            if isinstance(cause, ApplicationError):
+                if cause.type in _SCRIPT_VETOES:
+                    return hooks.veto(cause.message)
+                return hooks.execution_error(cause.message)
+            return hooks.execution_error(str(cause or failure))
+        failed = result.failed_calls
+        if failed:
+            return hooks.veto(f"a tool call failed inside the hook: {failed[0].content}")
+        return hooks.script_verdict(result.value, result.returned_nothing)
+
+    async def _rubric(
+        self, s: SessionState, slug: str, hook: HookSpec, args: dict[str, Any], summary: str
+    ) -> HookVerdict:
+        """The grading model, as a model activity the session's transcript never sees."""
+        assert hook.rubric is not None
+        call = ModelCallInput(
+            session_id=self._input.session_id,
+            state=slug,
+            model=hook.rubric.model or self._spec.state(slug).model or self._spec.settings.model,
+            messages=hooks.rubric_messages(hook.rubric.instructions, args),
+            tool_choice="none",
+        )
+        try:
+            result: ModelCallResult = await workflow.execute_activity(
+                contracts.MODEL_ACTIVITY,
+                call,
+                result_type=ModelCallResult,
+                start_to_close_timeout=contracts.DEFAULT_MODEL_CALL_TIMEOUT,
+                schedule_to_close_timeout=contracts.DEFAULT_MODEL_CALL_DEADLINE,
+                retry_policy=contracts.MODEL_RETRY,
+                summary=summary,
+            )
+        except ActivityError as failure:
+            return hooks.execution_error(f"the rubric's grader failed: {failure.cause or failure}")
+        s.usage = s.usage.plus(result.usage)
+        return hooks.rubric_verdict(result.content)
+
+    async def _custom(
+        self, kind: str | None, hook: HookSpec, args: dict[str, Any], summary: str
+    ) -> HookVerdict:
+        """A host-registered executor of a kind ``extensions.hooks`` declares."""
+        if kind is None or kind not in self._spec.extensions.hooks:
+            return hooks.veto(
+                f"hook kind {kind!r} is not declared in extensions.hooks (declared: "
+                f"{', '.join(self._spec.extensions.hooks) or 'none'})"
+            )
+        try:
+            result: CustomHookResult = await workflow.execute_activity(
+                sandbox.CUSTOM_HOOK_ACTIVITY,
+                CustomHookInput(
+                    session_id=self._input.session_id,
+                    kind=kind,
+                    config=hooks.custom_config(hook),
+                    args=args,
+                ),
+                result_type=CustomHookResult,
+                start_to_close_timeout=sandbox.CUSTOM_HOOK_TIMEOUT,
+                retry_policy=sandbox.CUSTOM_HOOK_RETRY,
+                summary=summary,
+            )
+        except ActivityError as failure:
+            detail = failure.cause or failure
+            return hooks.execution_error(f"hook executor {kind!r} failed: {detail}")
+        if result.error is not None:
+            return hooks.veto(result.error)
+        return hooks.custom_verdict(result.value)
+
+    # --- archmax_run ----------------------------------------------------------------------
+
+    async def run_script(
+        self, s: SessionState, slug: str, arguments: dict[str, Any]
+    ) -> tuple[str, Literal["ok", "error"]]:
+        """A skill bundle's script in the sandbox on the agent's authority: the answer the
+        model reads (a string as it is, anything else as JSON) and its status."""
+        path = str(arguments.get("file_path"))
+        inner = arguments.get("args")
+        script_args = {
+            **(inner if isinstance(inner, dict) else {}),
+            **arguments,
+            "state": slug,
+            "trigger": s.trigger,
+            "variables": {name: v.value for name, v in s.variables.items()},
+        }
+        try:
+            result = await self._sandbox(
+                s,
+                slug,
+                f"archmax_run · {path[:80]}",
+                label=path,
+                kind="script",
+                script_path=path,
+                args=script_args,
+                visible=governance.enabled_skills(self._spec, slug),
+            )
+        except ActivityError as failure:
+            cause = failure.cause
+            kind = cause.type if isinstance(cause, ApplicationError) else None
+            detail = cause.message if isinstance(cause, ApplicationError) else str(failure)
+            return f"archmax_run failed ({kind or 'error'}): {detail}", "error"
+        if result.returned_nothing:
+            return "(the script returned nothing)", "ok"
+        return matching.mock_result_text(result.value), "ok"
+
+    async def _sandbox(
+        self,
+        s: SessionState,
+        slug: str,
+        summary: str,
+        *,
+        label: str,
+        kind: Literal["hook", "script"],
+        args: dict[str, Any],
+        visible: set[str],
+        source: str | None = None,
+        script_path: str | None = None,
+    ) -> SandboxRunResult:
+        limits = SandboxLimits.from_settings(self._spec.settings)
+        result: SandboxRunResult = await workflow.execute_activity(
+            sandbox.SANDBOX_ACTIVITY,
+            SandboxRunInput(
+                session_id=self._input.session_id,
+                label=label,
+                kind=kind,
+                source=source,
+                script_path=script_path,
+                args=args,
+                spec=self._spec,
+                state=slug,
+                variables=s.variables,
+                mocks=self._input.mocks,
+                visible_skills=sorted(visible),
+                limits=limits,
+            ),
+            result_type=SandboxRunResult,
+            start_to_close_timeout=sandbox.activity_timeout(limits),
+            retry_policy=sandbox.SANDBOX_RETRY,
+            summary=summary,
+        )
+        return result
+
+
+def take_correction(
+    s: SessionState, slug: str, hook: HookSpec, phase: Phase, index: int
+) -> str | None:
+    """Spend one of the hook's corrections this visit, or say why none is left."""
+    key = hooks.correction_key(phase, index)
+    budget = hooks.correction_budget(hook)
+    used = s.hook_corrections.get(key, 0)
+    if used >= budget:
+        return (
+            f"corrections exhausted for {phase} hook {hooks.hook_label(hook, index)} of "
+            f"'{slug}' (max_iterations: {budget})"
+        )
+    s.hook_corrections[key] = used + 1
+    return None

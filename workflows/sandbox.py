@@ -1,0 +1,190 @@
+"""The sandbox's contract: the activities that run hooks and scripts in QuickJS, their
+input and result, limits, timeouts, retries, and the ``archmax_run`` schema.
+
+One activity (:data:`SANDBOX_ACTIVITY`) runs a hand-written file in a QuickJS process of its
+own, with the run's ``tools.*`` calls served inside the same activity: governed by the same
+kernel as the agent's calls (on runtime authority for a hook), answered by the case's mocks,
+or run against the workspace. Pure: the workflow imports it.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio.common import RetryPolicy
+
+from workflows.models import ToolMock, ToolSchema, Variable
+from workflows.spec import SettingsSpec, WorkflowSpec
+from workflows.workspace_tools import WORKSPACE_TOOLS
+
+SANDBOX_ACTIVITY: Final = "archmax.sandbox.run"
+"""Runs one hook script or ``archmax_run`` script in QuickJS."""
+
+CUSTOM_HOOK_ACTIVITY: Final = "archmax.hook.custom"
+"""Runs a host-registered executor of a custom hook kind (``extensions.hooks``)."""
+
+ARCHMAX_RUN: Final = "archmax_run"
+
+BRIDGE_TOOLS: Final = WORKSPACE_TOOLS
+"""The tools a sandboxed file may call through ``tools.*`` (camelCased there). Runtime
+controls are absent: a script cannot advance, park or raise."""
+
+DEFAULT_TIMEOUT_MS: Final = 15_000
+"""``settings.timeoutMs`` when unset (the value archmax's example sets)."""
+
+DEFAULT_MEMORY_LIMIT_BYTES: Final = 64 * 1024 * 1024
+"""``settings.memoryLimitBytes`` when unset: QuickJS's heap quota."""
+
+DEFAULT_MAX_PTC_CALLS: Final = 200
+"""``settings.maxPtcCalls`` when unset: tool calls one run may make."""
+
+DEFAULT_MAX_RESULT_CHARS: Final = 20_000
+"""``settings.maxResultChars`` when unset: the longest result (as JSON) a run may return."""
+
+ACTIVITY_MARGIN: Final = timedelta(seconds=30)
+"""Start-to-close slack beyond ``timeoutMs``: spawning the process and serving its tool calls."""
+
+SANDBOX_ERRORS: Final = [
+    "SandboxError",
+    "ForbiddenSandboxImportError",
+    "SandboxScriptError",
+    "SandboxTimeoutError",
+    "SandboxMemoryError",
+    "SandboxResultTooLargeError",
+    "SandboxCrashError",
+]
+
+SANDBOX_RETRY: Final = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=3,
+    non_retryable_error_types=SANDBOX_ERRORS,
+)
+"""A script's own failure (a throw, a timeout, a memory bomb) would fail again: never retried.
+Only a lost worker retries."""
+
+CUSTOM_HOOK_TIMEOUT: Final = timedelta(minutes=2)
+CUSTOM_HOOK_RETRY: Final = RetryPolicy(maximum_attempts=3, non_retryable_error_types=SANDBOX_ERRORS)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SandboxLimits(_Model):
+    """The bounds of one run, from ``settings``."""
+
+    timeout_ms: int = Field(default=DEFAULT_TIMEOUT_MS, gt=0)
+    memory_limit_bytes: int = Field(default=DEFAULT_MEMORY_LIMIT_BYTES, gt=0)
+    max_ptc_calls: int | None = DEFAULT_MAX_PTC_CALLS
+    """None: unbounded (``maxPtcCalls: null``)."""
+    max_result_chars: int = Field(default=DEFAULT_MAX_RESULT_CHARS, gt=0)
+
+    @classmethod
+    def from_settings(cls, settings: SettingsSpec) -> SandboxLimits:
+        """The spec's settings, defaults filled in."""
+        return cls(
+            timeout_ms=settings.timeout_ms or DEFAULT_TIMEOUT_MS,
+            memory_limit_bytes=settings.memory_limit_bytes or DEFAULT_MEMORY_LIMIT_BYTES,
+            max_ptc_calls=DEFAULT_MAX_PTC_CALLS
+            if settings.max_ptc_calls is None
+            else settings.max_ptc_calls,
+            max_result_chars=settings.max_result_chars or DEFAULT_MAX_RESULT_CHARS,
+        )
+
+
+class SandboxRunInput(_Model):
+    """One run: what to evaluate, its ``args``, and what governs its ``tools.*`` calls.
+
+    ``source`` is given for a hook (the loader snapshotted it with the spec); ``script_path``
+    for ``archmax_run``, read from the workspace (a skill bundle) inside the activity.
+    """
+
+    session_id: str
+    label: str
+    """What the run is, for errors and the UI: ``hooks/check.js``, ``skills/x/scripts/y.js``."""
+    kind: Literal["hook", "script"]
+    source: str | None = None
+    script_path: str | None = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    spec: WorkflowSpec
+    state: str
+    variables: dict[str, Variable] = Field(default_factory=dict)
+    mocks: list[ToolMock] = Field(default_factory=list)
+    visible_skills: list[str] = Field(default_factory=list)
+    """Skill bundles the run may read: a hook sees every bundle no workflow-wide denial
+    removes; a script sees its state's enabled skills."""
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+
+
+class SandboxToolCall(_Model):
+    """One ``tools.*`` call a run made, and how it ended."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["ok", "error", "blocked"]
+    content: str
+    mocked: bool = False
+
+
+class SandboxRunResult(_Model):
+    """A run that settled: its value (JSON), its ``console`` lines and its tool calls."""
+
+    value: Any = None
+    returned_nothing: bool = True
+    logs: list[str] = Field(default_factory=list)
+    calls: list[SandboxToolCall] = Field(default_factory=list)
+
+    @property
+    def failed_calls(self) -> list[SandboxToolCall]:
+        """The calls that were refused or failed: each one fails a hook closed."""
+        return [call for call in self.calls if call.status != "ok"]
+
+
+class CustomHookInput(_Model):
+    """A custom hook kind's invocation: its kind, its declaration's value, and ``args``."""
+
+    session_id: str
+    kind: str
+    config: Any = None
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class CustomHookResult(_Model):
+    """What the host's executor returned (read by :func:`workflows.hooks.custom_verdict`)."""
+
+    value: Any = None
+    error: str | None = None
+
+
+def activity_timeout(limits: SandboxLimits) -> timedelta:
+    """The activity's start-to-close bound: the script's own budget plus the margin."""
+    return timedelta(milliseconds=limits.timeout_ms) + ACTIVITY_MARGIN
+
+
+def archmax_run_schema() -> ToolSchema:
+    """``archmax_run`` as the model is told about it."""
+    return ToolSchema(
+        name=ARCHMAX_RUN,
+        description=(
+            "Run a JavaScript file from an enabled skill bundle (skills/<slug>/scripts/…) in a "
+            "sandbox and return its result as text (JSON unless it returns a string). The "
+            "script reads `args` (your arguments plus the session's variables) and may call "
+            "the workspace tools through `tools.*`."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "The script, e.g. 'skills/order-data/scripts/total.js'.",
+                },
+                "args": {"type": "object", "description": "Arguments the script reads."},
+            },
+            "required": ["file_path"],
+            "additionalProperties": False,
+        },
+    )
