@@ -33,7 +33,11 @@ states:
     triggers: { manual: }
     instructions: Hand documents to the enrich workflow.
     tools:
-      allow: [archmax_workflow_enrich, archmax_workflow_confirm, archmax_workflow_dormant]
+      allow:
+        - archmax_workflow_enrich
+        - archmax_workflow_confirm
+        - archmax_workflow_dormant
+        - archmax_workflow_approve
 """
 
 ENRICH = """
@@ -60,6 +64,22 @@ states:
       manual:
         description: Ask a person for the confirmation code.
     instructions: Ask for the code and wait for it.
+"""
+
+APPROVE = """
+title: Approve
+states:
+  draft:
+    triggers: { manual: { description: Get a person's sign-off. } }
+    instructions: Draft, then send for sign-off.
+    transitions:
+      - { to: signoff, description: Ready for a person. }
+  signoff:
+    type: human
+    transitions:
+      - { to: signed, description: Approved., type: approve }
+  signed:
+    instructions: Say it is signed.
 """
 
 DORMANT = """
@@ -125,7 +145,18 @@ PLAYBOOK = json.dumps(
                     "tool_calls": [call("archmax_wait", reason="waiting for the code")],
                 },
             },
+            # --- the child: approve ----------------------------------------------------
+            {"when": {"state": "signed"}, "reply": {"content": "Signed by a person."}},
+            {"when": {"state": "signoff"}, "reply": {"content": "Waiting for sign-off."}},
+            {
+                "when": {"state": "draft"},
+                "reply": {"tool_calls": [call("archmax_advance", to="signoff")]},
+            },
             # --- the caller: desk ------------------------------------------------------
+            {
+                "when": {"state": "desk", "any_message": "Signed by a person."},
+                "reply": {"content": "The sign-off is in."},
+            },
             {
                 "when": {"state": "desk", "any_message": "/The code is (?P<code>\\d+)/"},
                 "reply": {"content": "Confirmed with code {code}."},
@@ -155,6 +186,10 @@ PLAYBOOK = json.dumps(
                 "reply": {"tool_calls": [call("archmax_workflow_dormant")]},
             },
             {
+                "when": {"state": "desk", "last_user": "sign"},
+                "reply": {"tool_calls": [call("archmax_workflow_approve")]},
+            },
+            {
                 "when": {"state": "desk", "last_user": "confirm"},
                 "reply": {"tool_calls": [call("archmax_workflow_confirm")]},
             },
@@ -171,6 +206,7 @@ def root(tmp_path: Path) -> Path:
         ("enrich", ENRICH),
         ("confirm", CONFIRM),
         ("dormant", DORMANT),
+        ("approve", APPROVE),
     ):
         write_workflow(tmp_path, slug, spec)
     return tmp_path
@@ -391,3 +427,51 @@ async def test_a_parked_child_parks_the_caller_and_delivering_to_it_resumes_both
     steps = [(s.workflow, s.status) for s in view.trail if s.kind == "sub-workflow"]
     assert steps == [("confirm", "ok")]
     assert EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED in types
+
+
+async def test_a_child_at_a_human_state_parks_the_caller_until_it_is_decided(
+    client, task_queue, scripted, root, sid
+):
+    """The child parks awaiting a decision: so does the caller; the caller refuses a
+    decision (it belongs to the child), deciding on the child finishes both."""
+    server = scripted(PLAYBOOK)
+    child_id = f"{sid}.approve-1"
+    async with running_agent(client, task_queue, root, "desk", server) as agent:
+        parked = await agent.workflow.send(sid, "Get this signed off.")
+        with pytest.raises(SessionAwaitingSubWorkflowError):
+            await agent.workflow.decide(sid, to="signed")
+        decided = await agent.workflow.decide(child_id, to="signed", comment="ok")
+        resumed = await _settled(agent, sid, "completed")
+        view = await agent.sessions.view(sid)
+    assert (parked.kind, parked.status, parked.parked_channel) == (
+        "parked",
+        "awaiting_decision",
+        "decision",
+    )
+    assert parked.delegation is not None and parked.delegation.session_id == child_id
+    assert parked.reply == ""  # the caller spent no handoff call on a child's park
+    assert (decided.kind, decided.reply) == ("completed", "Signed by a person.")
+    assert resumed.status == "completed"
+    assert view.transcript[-1].content == "The sign-off is in."
+
+
+async def test_the_loader_pins_every_reachable_workflow_once(root):
+    """Targets are resolved transitively and cycle-safe; an absent target stays out."""
+    from client.loader import load_delegates, load_workflow
+
+    write_workflow(
+        root,
+        "loop-a",
+        "states:\n  a:\n    triggers: { manual: }\n"
+        "    tools: { allow: [archmax_workflow_loop-b, archmax_workflow_ghost] }\n",
+    )
+    write_workflow(
+        root,
+        "loop-b",
+        "states:\n  b:\n    triggers: { manual: }\n"
+        "    tools: { allow: [archmax_workflow_loop-a, archmax_workflow_enrich] }\n",
+    )
+    delegates = load_delegates(root, load_workflow(root, "loop-a"))
+    assert sorted(delegates) == ["enrich", "loop-b"]
+    enrich = delegates["enrich"]
+    assert enrich.spec is not None and enrich.spec_hash
