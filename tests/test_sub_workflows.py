@@ -475,3 +475,31 @@ async def test_the_loader_pins_every_reachable_workflow_once(root):
     assert sorted(delegates) == ["enrich", "loop-b"]
     enrich = delegates["enrich"]
     assert enrich.spec is not None and enrich.spec_hash
+
+
+def test_validate_reports_what_a_dispatch_would_refuse(root):
+    """An unknown target, a cycle and an over-deep chain are errors; a disabled target is a
+    warning."""
+    from client.validate import validate_workflow
+
+    def calls(*targets: str) -> str:
+        allow = ", ".join(f"archmax_workflow_{t}" for t in targets)
+        return f"states:\n  s:\n    triggers: {{ manual: }}\n    tools: {{ allow: [{allow}] }}\n"
+
+    write_workflow(root, "cyc-a", calls("cyc-b", "ghost", "dormant"))
+    write_workflow(root, "cyc-b", calls("cyc-a"))
+    write_workflow(root, "deep-1", calls("deep-2"))
+    write_workflow(root, "deep-2", calls("deep-3"))
+    write_workflow(root, "deep-3", calls("deep-4"))
+    write_workflow(root, "deep-4", calls("enrich"))
+    cyclic = validate_workflow(root, "cyc-a")
+    messages = [(d.level, d.message) for d in cyclic.diagnostics if "workflow" in d.message]
+    assert ("error", "archmax_workflow_ghost: no workflow 'ghost' under workflows/") in messages
+    assert ("warning", "archmax_workflow_dormant: workflow 'dormant' is disabled") in messages
+    assert ("error", "sub-workflows: cycle cyc-a → cyc-b → cyc-a") in messages
+    assert not cyclic.valid
+    deep = validate_workflow(root, "deep-1")
+    assert [d.message for d in deep.errors] == [
+        "sub-workflows: deep-1 → deep-2 → deep-3 → deep-4 → enrich is deeper than 3"
+    ]
+    assert validate_workflow(root, "deep-2").errors == []
