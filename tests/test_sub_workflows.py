@@ -503,3 +503,21 @@ def test_validate_reports_what_a_dispatch_would_refuse(root):
         "sub-workflows: deep-1 → deep-2 → deep-3 → deep-4 → enrich is deeper than 3"
     ]
     assert validate_workflow(root, "deep-2").errors == []
+
+
+def test_the_tool_takes_the_targets_manual_requires_typed_as_declared():
+    """Every entry is required; ``date`` is a formatted string, ``file`` a workspace path
+    (a non-empty string), an untyped entry accepts anything."""
+    from workflows import signatures
+    from workflows.spec import SignatureEntry
+
+    schema = signatures.json_schema(
+        ["note", SignatureEntry(name="due", type="date"), SignatureEntry(name="doc", type="file")]
+    )
+    assert schema["required"] == ["note", "due", "doc"]
+    assert schema["properties"]["note"] == {}
+    assert schema["properties"]["due"] == {"type": "string", "format": "date"}
+    assert schema["properties"]["doc"]["type"] == "string"
+    assert "scratchpad/attachments/" in schema["properties"]["doc"]["description"]
+    assert signatures.conforms("scratchpad/a.txt", "file")
+    assert not signatures.conforms("  ", "file") and not signatures.conforms(3, "file")
