@@ -38,6 +38,7 @@ states:
         - archmax_workflow_confirm
         - archmax_workflow_dormant
         - archmax_workflow_approve
+        - archmax_workflow_echo
 """
 
 ENRICH = """
@@ -80,6 +81,14 @@ states:
       - { to: signed, description: Approved., type: approve }
   signed:
     instructions: Say it is signed.
+"""
+
+ECHO = """
+title: Echo
+states:
+  echo-back:
+    triggers: { manual: }
+    tools: { allow: [archmax_workflow_desk] }
 """
 
 DORMANT = """
@@ -152,7 +161,24 @@ PLAYBOOK = json.dumps(
                 "when": {"state": "draft"},
                 "reply": {"tool_calls": [call("archmax_advance", to="signoff")]},
             },
+            # --- the child: echo (calls its caller back) -------------------------------
+            {
+                "when": {"state": "echo-back", "last_tool": "archmax_workflow_desk"},
+                "reply": {"content": "Calling back was refused."},
+            },
+            {
+                "when": {"state": "echo-back"},
+                "reply": {"tool_calls": [call("archmax_workflow_desk")]},
+            },
             # --- the caller: desk ------------------------------------------------------
+            {
+                "when": {"state": "desk", "last_tool": "archmax_workflow_echo"},
+                "reply": {"content": "Echo is back."},
+            },
+            {
+                "when": {"state": "desk", "last_user": "echo"},
+                "reply": {"tool_calls": [call("archmax_workflow_echo")]},
+            },
             {
                 "when": {"state": "desk", "any_message": "Signed by a person."},
                 "reply": {"content": "The sign-off is in."},
@@ -207,6 +233,7 @@ def root(tmp_path: Path) -> Path:
         ("confirm", CONFIRM),
         ("dormant", DORMANT),
         ("approve", APPROVE),
+        ("echo", ECHO),
     ):
         write_workflow(tmp_path, slug, spec)
     return tmp_path
@@ -521,3 +548,22 @@ def test_the_tool_takes_the_targets_manual_requires_typed_as_declared():
     assert "scratchpad/attachments/" in schema["properties"]["doc"]["description"]
     assert signatures.conforms("scratchpad/a.txt", "file")
     assert not signatures.conforms("  ", "file") and not signatures.conforms(3, "file")
+
+
+async def test_a_child_calling_its_caller_is_refused_as_a_cycle(
+    client, task_queue, scripted, root, sid
+):
+    """echo grants archmax_workflow_desk, but desk is already in the chain: blocked, no
+    grandchild starts, and echo's closing message answers desk's call."""
+    server = scripted(PLAYBOOK)
+    async with running_agent(client, task_queue, root, "desk", server) as agent:
+        outcome = await agent.workflow.send(sid, "Please echo.")
+        child = await agent.sessions.view(f"{sid}.echo-1")
+        types = await _event_types(agent, f"{sid}.echo-1")
+    (refused,) = _tool_results(child.transcript, "archmax_workflow_desk")
+    assert (refused.status, refused.rule) == ("blocked", "sub-workflow.cycle")
+    assert "desk → echo → desk" in (refused.content or "")
+    assert EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED not in types
+    assert outcome.reply == "Echo is back."
+    (answer,) = [m for m in outcome.trail if m.kind == "sub-workflow"]
+    assert answer.workflow == "echo"

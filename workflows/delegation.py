@@ -41,6 +41,7 @@ from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
     ChildWorkflowError,
+    FailureError,
     WorkflowAlreadyStartedError,
 )
 
@@ -333,6 +334,11 @@ class Delegations:
         self, slug: str, delegate: DelegateSpec | None, arguments: dict[str, Any]
     ) -> tuple[str, str] | None:
         host = self._host
+        chain = [*host._input.ancestors, host._input.workflow]
+        if slug in chain:
+            return "sub-workflow.cycle", f"workflow {slug!r} is already in the chain " + (
+                " → ".join([*chain, slug])
+            )
         if delegate is None:
             known = ", ".join(sorted(host._input.delegates)) or "(none)"
             return "sub-workflow.unknown-workflow", f"no workflow {slug!r} (known: {known})"
@@ -345,11 +351,6 @@ class Delegations:
             return "sub-workflow.not-delegatable", f"workflow {slug!r} declares no manual trigger"
         if delegate.spec.disabled:
             return "sub-workflow.disabled", f"workflow {slug!r} is disabled"
-        chain = [*host._input.ancestors, host._input.workflow]
-        if slug in chain:
-            return "sub-workflow.cycle", f"workflow {slug!r} is already in the chain " + (
-                " → ".join([*chain, slug])
-            )
         if len(chain) > MAX_DEPTH:
             return "sub-workflow.depth-exceeded", f"the chain would exceed depth {MAX_DEPTH}"
         return argument_refusal(manual, arguments)
@@ -588,7 +589,7 @@ class Delegations:
                 SETTLED_SIGNAL,
                 SubWorkflowReport(session_id=self._host._input.session_id, outcome=outcome),
             )
-        except ApplicationError as failure:  # the caller is gone: nobody waits any more
+        except FailureError as failure:  # the caller is gone: nobody waits any more
             workflow.logger.warning("sub-workflow report not delivered: %s", failure)
 
     # --- records ------------------------------------------------------------------------
