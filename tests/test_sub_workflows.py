@@ -39,6 +39,7 @@ states:
         - archmax_workflow_dormant
         - archmax_workflow_approve
         - archmax_workflow_echo
+        - archmax_workflow_crash
 """
 
 ENRICH = """
@@ -89,6 +90,13 @@ states:
   echo-back:
     triggers: { manual: }
     tools: { allow: [archmax_workflow_desk] }
+"""
+
+CRASH = """
+title: Crash
+states:
+  crash-now:
+    triggers: { manual: }
 """
 
 DORMANT = """
@@ -170,7 +178,22 @@ PLAYBOOK = json.dumps(
                 "when": {"state": "echo-back"},
                 "reply": {"tool_calls": [call("archmax_workflow_desk")]},
             },
+            # --- the child: crash ------------------------------------------------------
+            {
+                "when": {"state": "crash-now"},
+                "reply": {
+                    "tool_calls": [call("archmax_raise", code="no-data", reason="nothing here")]
+                },
+            },
             # --- the caller: desk ------------------------------------------------------
+            {
+                "when": {"state": "desk", "last_tool": "archmax_workflow_crash"},
+                "reply": {"content": "The crash child failed."},
+            },
+            {
+                "when": {"state": "desk", "last_user": "crash"},
+                "reply": {"tool_calls": [call("archmax_workflow_crash")]},
+            },
             {
                 "when": {"state": "desk", "last_tool": "archmax_workflow_echo"},
                 "reply": {"content": "Echo is back."},
@@ -234,6 +257,7 @@ def root(tmp_path: Path) -> Path:
         ("dormant", DORMANT),
         ("approve", APPROVE),
         ("echo", ECHO),
+        ("crash", CRASH),
     ):
         write_workflow(tmp_path, slug, spec)
     return tmp_path
@@ -567,3 +591,19 @@ async def test_a_child_calling_its_caller_is_refused_as_a_cycle(
     assert outcome.reply == "Echo is back."
     (answer,) = [m for m in outcome.trail if m.kind == "sub-workflow"]
     assert answer.workflow == "echo"
+
+
+async def test_a_child_that_raises_fails_the_call_and_the_dispatch(
+    client, task_queue, scripted, root, sid
+):
+    """The child's raise is a tool error naming its code; the trail step is an error."""
+    server = scripted(PLAYBOOK)
+    async with running_agent(client, task_queue, root, "desk", server) as agent:
+        outcome = await agent.workflow.send(sid, "Please crash.")
+        view = await agent.sessions.view(sid)
+    (answer,) = _tool_results(view.transcript, "archmax_workflow_crash")
+    assert answer.status == "error"
+    assert f"session {sid}.crash-1) raised no-data: nothing here" in (answer.content or "")
+    steps = [(s.workflow, s.status) for s in outcome.trail if s.kind == "sub-workflow"]
+    assert steps == [("crash", "error")]
+    assert outcome.reply == "The crash child failed."
