@@ -675,6 +675,16 @@ class WorkspaceActivities:
                     f"{ATTACHMENTS}/{name}",
                 )
             decoded.append((var, name, data))
+        for var, ref in placement.copies.items():
+            data = self._read_session_file(ref.session_id, ref.path, var)
+            name = sanitize_name(ref.path)
+            if not self._store.supports_bytes and not is_text(data):
+                raise StoreCapabilityError(
+                    f"cannot place file '{var}' at '{ATTACHMENTS}/{name}': it is not text and "
+                    "this session store takes no raw bytes; nothing was written",
+                    f"{ATTACHMENTS}/{name}",
+                )
+            decoded.append((var, name, data))
         try:
             existing = {e.name for e in self._store.list_dir(session_id, ATTACHMENTS)}
         except FileNotFoundInWorkspaceError:
@@ -690,6 +700,20 @@ class WorkspaceActivities:
             existing.add(placed)
             paths[var] = path
         return FilePlacementResult(paths=paths)
+
+    def _read_session_file(self, session_id: str, raw: str, var: str) -> bytes:
+        """A file of a session's own workspace (never a mount or a runtime area)."""
+        source = self._session(session_id)
+        segments = split_agent_path(raw)
+        path = "/".join(segments)
+        if not segments or segments[0] in MOUNTS or segments[0] in RUNTIME_INTERNAL:
+            raise WorkspaceError(
+                f"file '{var}': '{raw}' is not a file of the session's own workspace", raw
+            )
+        try:
+            return self._store.read_bytes(source, path)
+        except FileNotFoundInWorkspaceError as exc:
+            raise FileNotFoundInWorkspaceError(f"file '{var}': {exc}", path) from exc
 
     def _write(self, session_id: str, path: str, data: bytes) -> None:
         if self._store.supports_bytes:

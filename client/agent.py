@@ -28,7 +28,7 @@ from activities.hook_executors import HookExecutor, check_executors
 from activities.host_tools import HostTool, as_host_tools
 from activities.model import ModelConfig
 from client.config import RuntimeConfig
-from client.loader import LoadedWorkflow, load_workflow
+from client.loader import LoadedWorkflow, load_delegates, load_workflow
 from client.runtime import Runtime, WorkerMode, open_runtime, translate
 from workflows import search_attributes as sa
 from workflows.contracts import WORKFLOW_NAME
@@ -41,6 +41,7 @@ from workflows.errors import (
 from workflows.identity import check_session_id
 from workflows.models import (
     DecideInput,
+    DelegateSpec,
     DeliverInput,
     FileUpload,
     Outcome,
@@ -186,6 +187,7 @@ class WorkflowSurface:
                 host_tools=agent.host_tools,
                 mocks=list(mocks),
                 hook_sources=loaded.hook_sources,
+                delegates=agent.delegates,
             ),
             id=sid,
             task_queue=agent.config.task_queue,
@@ -357,6 +359,10 @@ class Agent:
     ) -> None:
         self.requests_per_run = requests_per_run
         self.host_tools: list[ToolSchema] = []
+        self.delegates: dict[str, DelegateSpec] = (
+            load_delegates(runtime.config.root, loaded) if loaded is not None else {}
+        )
+        """The callable workflows, pinned into every session this agent starts."""
         if session_path is not None:
             try:
                 parse_path(session_path)

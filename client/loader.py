@@ -21,9 +21,10 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode
 
+from workflows.delegation import granted_targets
 from workflows.errors import SpecValidationError, UnknownWorkflowError
 from workflows.hooks import script_path_problem, source_key
-from workflows.models import PromptParts
+from workflows.models import DelegateSpec, PromptParts
 from workflows.spec import SLUG, WorkflowSpec, parse_spec
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -178,6 +179,34 @@ def hook_sources(spec: WorkflowSpec, directory: Path) -> dict[str, str]:
             except (OSError, UnicodeDecodeError):
                 continue
     return sources
+
+
+def load_delegates(root: Path, loaded: LoadedWorkflow) -> dict[str, DelegateSpec]:
+    """Every workflow ``loaded`` can reach through ``archmax_workflow_<slug>`` grants,
+    transitively and cycle-safe, pinned for the session's whole life.
+
+    Workflow code reads no files, so the session carries its callees' specs the way it
+    carries its own. A target that is absent stays out (the call is refused as an unknown
+    workflow); one that does not load is kept with its error (refused naming it).
+    """
+    delegates: dict[str, DelegateSpec] = {}
+    queue = granted_targets(loaded.spec)
+    while queue:
+        slug = queue.pop(0)
+        if slug in delegates or slug == loaded.slug:
+            continue
+        try:
+            target = load_workflow(root, slug)
+        except UnknownWorkflowError:
+            continue
+        except SpecValidationError as exc:
+            delegates[slug] = DelegateSpec(workflow=slug, load_error=str(exc))
+            continue
+        delegates[slug] = DelegateSpec(
+            workflow=slug, spec=target.spec, spec_hash=target.spec_hash, prompt=target.prompt
+        )
+        queue.extend(granted_targets(target.spec))
+    return delegates
 
 
 def _read_optional(path: Path) -> str | None:

@@ -9,6 +9,9 @@ The report gathers every diagnostic at once:
 - lint on a spec that loads: warnings (no root ``instructions``, a branching state without
   ``instructions``, ``disabled: true``) and errors (the human-state rules of harness §2.3,
   ``tests.maxConcurrency`` above 1);
+- sub-workflow grants (``archmax_workflow_<slug>``): an unknown target, one that does not
+  load or declares no ``manual`` trigger, a self-reference or cycle and a chain deeper than
+  the depth bound are errors; a disabled target is a warning;
 - every case file under ``tests/``: its schema errors, an unknown ``trigger.id``, and a state
   named by ``decide.to``, ``reachedState``, ``parked.state`` or ``trail.to`` that the machine
   does not declare.
@@ -37,7 +40,8 @@ from client.cases import (
     discover_cases,
     load_case,
 )
-from client.loader import load_workflow
+from client.loader import LoadedWorkflow, load_delegates, load_workflow
+from workflows.delegation import MAX_DEPTH, PREFIX, granted_targets, manual_of
 from workflows.errors import (
     ForbiddenSandboxImportError,
     SpecValidationError,
@@ -103,6 +107,7 @@ def validate_workflow(root: Path, slug: str) -> ValidationReport:
         directory = loaded.directory
         diagnostics.extend(lint_spec(spec, spec_file))
         diagnostics.extend(lint_hooks(spec, directory, spec_file))
+        diagnostics.extend(_sub_workflow_diagnostics(root, loaded, spec_file))
     # A malformed slug (``../x``) never probes the filesystem outside workflows/.
     if isinstance(slug, str) and SLUG.match(slug) and (directory / "workflow.yaml").is_file():
         diagnostics.extend(_case_diagnostics(directory, slug, spec))
@@ -202,6 +207,45 @@ def _script_hook(path: str, where: str, directory: Path) -> list[Diagnostic]:
     except (OSError, UnicodeDecodeError) as exc:
         return [_error(location, f"cannot read the hook script: {exc}")]
     return []
+
+
+def _sub_workflow_diagnostics(
+    root: Path, loaded: LoadedWorkflow, location: str
+) -> list[Diagnostic]:
+    """What a dispatch would refuse, found statically over the pinned snapshot."""
+    found: list[Diagnostic] = []
+    delegates = load_delegates(root, loaded)
+    for slug in granted_targets(loaded.spec):
+        tool = f"{PREFIX}{slug}"
+        delegate = delegates.get(slug)
+        if slug == loaded.slug:
+            found.append(_error(location, f"{tool}: a workflow cannot call itself"))
+        elif delegate is None:
+            found.append(_error(location, f"{tool}: no workflow {slug!r} under workflows/"))
+        elif delegate.spec is None:
+            found.append(_error(location, f"{tool}: workflow {slug!r} does not load"))
+        elif manual_of(delegate) is None:
+            found.append(_error(location, f"{tool}: workflow {slug!r} declares no manual trigger"))
+        elif delegate.spec.disabled:
+            found.append(_warning(location, f"{tool}: workflow {slug!r} is disabled"))
+    graph = {slug: granted_targets(d.spec) for slug, d in delegates.items() if d.spec is not None}
+    graph[loaded.slug] = granted_targets(loaded.spec)
+
+    def walk(slug: str, chain: list[str]) -> list[Diagnostic]:
+        for target in graph.get(slug, []):
+            if target in chain:
+                cycle = " → ".join([*chain, target])
+                return [_error(location, f"sub-workflows: cycle {cycle}")]
+            if len(chain) > MAX_DEPTH:
+                path = " → ".join([*chain, target])
+                return [_error(location, f"sub-workflows: {path} is deeper than {MAX_DEPTH}")]
+            if target in graph:
+                problems = walk(target, [*chain, target])
+                if problems:
+                    return problems
+        return []
+
+    return found + [d for d in walk(loaded.slug, [loaded.slug]) if d not in found]
 
 
 def _human_state(where: str, slug: str, spec: WorkflowSpec, location: str) -> list[Diagnostic]:

@@ -221,6 +221,7 @@ ALL_ERRORS: list[type[errors.ArchmaxError]] = [
     errors.TriggerInputError,
     errors.WorkflowDisabledError,
     errors.ReservedToolNameError,
+    errors.SessionAwaitingSubWorkflowError,
     errors.ModelCallError,
     errors.SandboxError,
     errors.ForbiddenSandboxImportError,

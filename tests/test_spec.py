@@ -318,7 +318,7 @@ class TestMachineProblems:
 
     def test_typed_signature_entries_are_strict(self):
         """A typed entry with an unknown key or type is an error."""
-        decl = {"requires": [{"name": "a", "tipe": "string"}, {"name": "b", "type": "file"}]}
+        decl = {"requires": [{"name": "a", "tipe": "string"}, {"name": "b", "type": "blob"}]}
         found = issues(with_("states.intake.triggers.manual", decl))
         assert 'states.intake.triggers.manual.requires.0: unknown key "tipe"' in found
         assert any(

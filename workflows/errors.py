@@ -22,7 +22,8 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SessionNotResumableError   a firing for a session that is mid-turn
     │   ├── SessionNotParkedError      decide / reply on a session not at a human state
     │   ├── InvalidDecisionTargetError a decision naming no edge of the parked state
-    │   └── EmptyMessageError          a reply (or send) with an empty message
+    │   ├── EmptyMessageError          a reply (or send) with an empty message
+    │   └── SessionAwaitingSubWorkflowError  a firing for a session parked on its child
     ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
     ├── SandboxError                   a hook or script could not give a result
     │   ├── ForbiddenSandboxImportError    it imports a specifier outside @archmax-ai/harness
@@ -133,6 +134,11 @@ class EmptyMessageError(SessionError):
     """A reply to a parked session (or a send) whose message is empty."""
 
 
+class SessionAwaitingSubWorkflowError(SessionError):
+    """A firing for a session parked on a sub-workflow's park: deliver to, decide on or reply
+    to the child session the message names; the caller resumes when the child finishes."""
+
+
 class ModelCallError(ArchmaxError):
     """The model endpoint answered with a non-retryable error (400, 401, 403, 404, 422...)."""
 
@@ -197,6 +203,7 @@ _ALL: tuple[type[ArchmaxError], ...] = (
     SessionNotParkedError,
     InvalidDecisionTargetError,
     EmptyMessageError,
+    SessionAwaitingSubWorkflowError,
     ModelCallError,
     SandboxError,
     ForbiddenSandboxImportError,

@@ -122,6 +122,25 @@ class PendingDecision(_Model):
 Pending = Annotated[PendingInput | PendingDecision, Field(discriminator="channel")]
 
 
+class PendingDelegation(_Model):
+    """A sub-workflow call whose child session parked: the caller parks with it.
+
+    The caller's status mirrors the child's park (``channel``); a delivery or decision goes to
+    the child's own session id, and when the child finishes its result answers the call.
+    """
+
+    state: str
+    """The calling state."""
+    workflow: str
+    session_id: str
+    """The child's session id: deliver to it, decide on it."""
+    tool_call_id: str
+    tool: str
+    channel: Literal["input", "decision"]
+    pending: Pending | None = None
+    """The child's own park record."""
+
+
 class SessionExit(_Model):
     """How the agent ended a finished turn: success, or the code and reason it raised."""
 
@@ -182,6 +201,10 @@ class SessionState(_Model):
     hook_corrections: dict[str, int] = Field(default_factory=dict)
     """``correct`` verdicts taken this visit, per hook position (``after#0``); reset on
     every entry."""
+    pending_delegations: list[PendingDelegation] = Field(default_factory=list)
+    """Sub-workflow calls waiting on a parked child, oldest first."""
+    dispatches: dict[str, int] = Field(default_factory=dict)
+    """Sub-workflow slug → how many children this session has started (child ids count on)."""
 
 
 class PromptParts(_Model):
@@ -200,6 +223,27 @@ class ToolMock(_Model):
     tool: str
     when_input: dict[str, Any] | None = None
     result: Any = None
+
+
+class DelegateSpec(_Model):
+    """A workflow a session may call (``archmax_workflow_<slug>``), pinned when the session
+    starts: workflow code reads no files, so the caller carries its callees' specs."""
+
+    workflow: str
+    spec: WorkflowSpec | None = None
+    spec_hash: str | None = None
+    prompt: PromptParts = Field(default_factory=PromptParts)
+    load_error: str | None = None
+    """Why the target did not load (then ``spec`` is None and every call is refused)."""
+
+
+class DelegationLink(_Model):
+    """What a delegated child knows of its caller: whom to report its settled turns to."""
+
+    session_id: str
+    workflow: str
+    state: str
+    tool_call_id: str
 
 
 class SessionInput(_Model):
@@ -226,6 +270,16 @@ class SessionInput(_Model):
     search_attributes: bool = True
     """Publish the Archmax* search attributes. Off only for a namespace that has not
     registered them (an upsert of an unregistered attribute fails every workflow task)."""
+    delegates: dict[str, DelegateSpec] = Field(default_factory=dict)
+    """Every workflow reachable through ``archmax_workflow_<slug>`` grants (transitively),
+    by slug: the pinned snapshot children are started from."""
+    parent: DelegationLink | None = None
+    """Set on a delegated child: it reports each settled turn to the caller and its workflow
+    run ends when the child finishes."""
+    ancestors: list[str] = Field(default_factory=list)
+    """The callers' workflow slugs, outermost first (cycle and depth checks)."""
+    initial: SendInput | None = None
+    """A firing the session runs as soon as it starts (a child's ``manual`` arrival)."""
 
 
 class FileUpload(_Model):
@@ -285,6 +339,8 @@ class Outcome(_Model):
     variables: dict[str, Variable] = Field(default_factory=dict)
     trail: list[TrailStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    delegation: PendingDelegation | None = None
+    """For a park mirrored from a sub-workflow: the child session it waits on."""
 
 
 class SessionSummary(_Model):
@@ -306,6 +362,17 @@ class SessionSummary(_Model):
     variables: dict[str, Variable] = Field(default_factory=dict)
     usage: Usage = Field(default_factory=Usage)
     turns: int = 0
+    delegation: PendingDelegation | None = None
+    """For a park mirrored from a sub-workflow: the child session it waits on."""
+    parent_session_id: str | None = None
+    """For a delegated child: its caller's session id."""
+
+
+class SubWorkflowReport(_Model):
+    """A delegated child's settled turn, signalled to its caller (parked or finished)."""
+
+    session_id: str
+    outcome: Outcome
 
 
 class SessionView(_Model):
@@ -362,3 +429,6 @@ class PersistTurnInput(_Model):
     usage: Usage
     transcript: list[Message] = Field(default_factory=list)
     """The conversation so far, written as ``trajectory.json``."""
+
+
+SessionInput.model_rebuild()

@@ -30,6 +30,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from workflows import (
         contracts,
+        delegation,
         governance,
         host_tools,
         matching,
@@ -78,6 +79,7 @@ with workflow.unsafe.imports_passed_through():
         SessionState,
         SessionSummary,
         SessionView,
+        SubWorkflowReport,
         ToolCall,
         ToolSchema,
         TrailKind,
@@ -107,6 +109,8 @@ class _Request:
     deliver: DeliverInput | None = None
     decide: DecideInput | None = None
     reply: str | None = None
+    child: str | None = None
+    """A parked sub-workflow's report, by its session id (workflows/delegation.py)."""
 
 
 @dataclass
@@ -148,6 +152,10 @@ class ArchmaxSession:
         self._handled_this_run = 0
         self._follow_up = False
         self._hooks = HookRunner(input)
+        self._delegation = delegation.Delegations(self)
+        if input.initial is not None and self._fresh:  # a delegated child's manual firing
+            self._busy = True
+            self._queue.append(_Request(key=None, send=input.initial))
 
     # --- run loop -------------------------------------------------------------------------
 
@@ -165,16 +173,41 @@ class ArchmaxSession:
                 outcome = refused.error
             if request.key is not None:
                 self._results[request.key] = outcome
+            if input.parent is not None and isinstance(outcome, Outcome):
+                await self._delegation.report(outcome)
+                if is_finished(outcome.status):  # a delegated child ends with its dispatch
+                    return await self._end_delegated_run()
             self._busy = bool(self._queue)
             self._handled_this_run += 1
-            if not self._queue and (
-                self._handled_this_run >= limit or workflow.info().is_continue_as_new_suggested()
+            if (
+                not self._queue
+                and not self._s.pending_delegations  # never drop a running child
+                and (
+                    self._handled_this_run >= limit
+                    or workflow.info().is_continue_as_new_suggested()
+                )
             ):
                 await workflow.wait_condition(
                     lambda: workflow.all_handlers_finished() and not self._results
                 )
                 if not self._queue:
                     workflow.continue_as_new(input.model_copy(update={"carried": self._s}))
+
+    async def _end_delegated_run(self) -> SessionSummary:
+        """A finished child returns to its caller; firings queued behind it are refused."""
+        for queued in self._queue:
+            if queued.key is not None:
+                self._results[queued.key] = _wire(
+                    SessionNotResumableError(
+                        f"sub-workflow session {self._input.session_id!r} has finished"
+                    )
+                )
+        self._queue.clear()
+        self._busy = False
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and not self._results
+        )
+        return self._summary()
 
     async def _wait_for_work(self) -> None:
         """Wait for the next firing; a timed park also wakes itself when ``resume_at`` passes.
@@ -204,6 +237,11 @@ class ArchmaxSession:
 
     async def _process(self, request: _Request) -> Outcome:
         disposition: Disposition
+        if request.child is not None:
+            if await self._delegation.resume(request.child):
+                self._publish()
+                await self._drive()
+            return await self._settle("deliver")
         if request.decide is not None:
             disposition = "decide"
             await self._decide(request.decide)
@@ -323,6 +361,14 @@ class ArchmaxSession:
         self._busy = True
         self._queue.append(_Request(key=None, deliver=delivery))
 
+    @workflow.signal(name=delegation.SETTLED_SIGNAL)
+    def sub_workflow_settled(self, report: SubWorkflowReport) -> None:
+        """A delegated child settled a turn: parked (the caller mirrors it) or finished (the
+        pending call gets its result and the caller's turn goes on)."""
+        if self._delegation.on_report(report):
+            self._busy = True
+            self._queue.append(_Request(key=None, child=report.session_id))
+
     @workflow.query
     def summary(self) -> SessionSummary:
         """Status, classification, position, pending park, variables, usage."""
@@ -336,6 +382,7 @@ class ArchmaxSession:
         )
 
     def _check_send(self, firing: SendInput) -> None:
+        self._delegation.refuse_firing()
         if self._busy or self._s.status == "running":
             raise _wire(
                 SessionNotResumableError(
@@ -376,6 +423,7 @@ class ArchmaxSession:
             raise _wire(TriggerInputError("; ".join(problems)))
 
     def _check_delivery(self, delivery: DeliverInput) -> None:
+        self._delegation.refuse_firing()
         if self._busy or self._s.status != "awaiting_input":
             raise _wire(
                 SessionNotAwaitingInputError(
@@ -388,6 +436,7 @@ class ArchmaxSession:
         self._check_names(delivery.variables)
 
     def _check_human_park(self) -> PendingDecision:
+        self._delegation.refuse_firing()
         pending = self._s.pending_decision
         if self._busy or self._s.status != "awaiting_decision" or pending is None:
             raise _wire(
@@ -671,7 +720,11 @@ class ArchmaxSession:
             for schema in runtime_tools.runtime_tool_schemas(self._spec.state(slug))
             if governance.forbidden_outright(self._spec, slug, schema.name) is None
         ]
-        candidates = [*workspace_tools.workspace_tool_schemas(), *self._input.host_tools]
+        candidates = [
+            *workspace_tools.workspace_tool_schemas(),
+            *self._input.host_tools,
+            *delegation.tool_schemas(self._input.delegates),
+        ]
         if governance.enabled_skills(self._spec, slug):  # a script lives in a skill bundle
             candidates.insert(len(workspace_tools.WORKSPACE_TOOLS), sandbox.archmax_run_schema())
         shown = set(governance.disclosed_tools(self._spec, slug, [s.name for s in candidates]))
@@ -773,14 +826,21 @@ class ArchmaxSession:
                     call, _ToolAnswer("archmax_note is reserved for the runtime.", "blocked")
                 )
                 continue
-            answer, terminal = await self._governed_call(call, arguments)
-            self._answer(call, answer)
+            if delegation.target_of(call.name) is not None:
+                dispatched = await self._delegation.dispatch(call, arguments)
+                terminal = dispatched.terminal
+            else:
+                answer, terminal = await self._governed_call(call, arguments)
+                self._answer(call, answer)
             if terminal is not None:
                 for later in calls[position + 1 :]:
                     self._answer(
                         later, _ToolAnswer(f"Not run: the turn failed ({terminal}).", "error")
                     )
                 return self._turn_failure(terminal, routes=0)
+        if self._s.pending_delegations:  # a child parked: the session parks with it
+            self._delegation.mirror()
+            return "parked"
         if park is not None:
             await self._park(park)
             return "parked"
@@ -1012,7 +1072,11 @@ class ArchmaxSession:
         if trigger is None or not self._spec.state(slug).is_terminal:
             return None
         return signatures.missing_returns(
-            trigger, self._spec.trigger(trigger), slug, self._s.variables
+            trigger,
+            self._spec.trigger(trigger),
+            slug,
+            self._s.variables,
+            allow_unset=self._input.parent is not None,  # the caller is told instead
         )
 
     def _set_variables(self, arguments: dict[str, Any]) -> _ToolAnswer:
@@ -1147,7 +1211,11 @@ class ArchmaxSession:
             sa.STATUS.value_set(s.status),
             sa.STATE.value_set(s.state or ""),
             sa.PARKED_CHANNEL.value_set(
-                "input" if pending else "decision" if s.status == "awaiting_decision" else ""
+                "input"
+                if s.status == "awaiting_input"
+                else "decision"
+                if s.status == "awaiting_decision"
+                else ""
             ),
             sa.RESUME_AT.value_set(pending.resume_at)
             if pending and pending.resume_at
@@ -1163,6 +1231,11 @@ class ArchmaxSession:
             details.append(f"waiting for: {pending.reason}")
             if pending.resume_at:
                 details.append(f"wakes at {pending.resume_at.isoformat()}")
+        waiting = self._delegation.current()
+        if waiting is not None:
+            details.append(
+                f"waiting on sub-workflow `{waiting.workflow}`: session `{waiting.session_id}`"
+            )
         if s.raised:
             details.append(f"raised `{s.raised.code}`: {s.raised.reason}")
         if s.rejected:
@@ -1188,6 +1261,7 @@ class ArchmaxSession:
         }.get(s.status, "rejected")
         parked = s.status == "awaiting_input"
         deciding = s.status == "awaiting_decision"
+        waiting = self._delegation.current()
         return Outcome(
             session_id=self._input.session_id,
             kind=kind,
@@ -1195,18 +1269,26 @@ class ArchmaxSession:
             status=s.status,
             state=s.state,
             parked_channel="input" if parked else "decision" if deciding else None,
-            pending=s.pending_input if parked else s.pending_decision if deciding else None,
+            pending=waiting.pending
+            if waiting
+            else s.pending_input
+            if parked
+            else s.pending_decision
+            if deciding
+            else None,
             reply=_last_reply(s.transcript),
             rejected=s.rejected,
             exit=self._exit(),
             variables=s.variables,
             trail=s.trail,
             usage=s.usage,
+            delegation=waiting,
         )
 
     def _summary(self) -> SessionSummary:
         s = self._s
         pending = s.pending_input if s.status == "awaiting_input" else None
+        waiting = self._delegation.current()
         return SessionSummary(
             session_id=self._input.session_id,
             workflow=self._input.workflow,
@@ -1216,7 +1298,11 @@ class ArchmaxSession:
             spec_hash=self._input.spec_hash,
             pending_input=pending,
             pending_decision=s.pending_decision if s.status == "awaiting_decision" else None,
-            wait_reason=pending.reason if pending else None,
+            wait_reason=pending.reason
+            if pending
+            else f"waiting on sub-workflow session {waiting.session_id!r}"
+            if waiting
+            else None,
             resume_at=pending.resume_at if pending else None,
             exit=self._exit(),
             rejected=s.rejected,
@@ -1224,6 +1310,8 @@ class ArchmaxSession:
             variables=s.variables,
             usage=s.usage,
             turns=s.turns,
+            delegation=waiting,
+            parent_session_id=self._input.parent.session_id if self._input.parent else None,
         )
 
 

@@ -41,6 +41,8 @@ def conforms(value: Any, type_name: str | None) -> bool:
         return False
     if type_name == "string":
         return isinstance(value, str)
+    if type_name == "file":
+        return isinstance(value, str) and bool(value.strip())
     if type_name == "boolean":
         return isinstance(value, bool)
     if isinstance(value, bool):
@@ -104,13 +106,24 @@ def return_refusal(declaration: TriggerSpec | None, writes: dict[str, Any]) -> s
 
 
 def missing_returns(
-    trigger_id: str, declaration: TriggerSpec | None, state: str, variables: dict[str, Variable]
+    trigger_id: str,
+    declaration: TriggerSpec | None,
+    state: str,
+    variables: dict[str, Variable],
+    *,
+    allow_unset: bool = False,
 ) -> str | None:
-    """Why a session completing in ``state`` falls short of its returns, or None."""
+    """Why a session completing in ``state`` falls short of its returns, or None.
+
+    ``allow_unset`` (a delegated child): an unset return is no shortfall, the caller is told
+    instead; a mistyped one still is.
+    """
     if declaration is None:
         return None
     for name, type_name in entries(declaration.returns):
         if name not in variables:
+            if allow_unset:
+                continue
             return (
                 f"Completed in state '{state}' without setting '{name}', which trigger "
                 f"'{trigger_id}' declares in its 'returns'"
@@ -121,3 +134,35 @@ def missing_returns(
                 f"'{trigger_id}' declares {type_name}, got {_arrived(variables[name].value)}"
             )
     return None
+
+
+_JSON_TYPES: dict[str, dict[str, Any]] = {
+    "date": {"type": "string", "format": "date"},
+    "date-time": {"type": "string", "format": "date-time"},
+    "file": {"type": "string"},
+}
+_FILE_HINT = (
+    "A workspace path (e.g. scratchpad/report.pdf); the file is copied into the "
+    "sub-workflow's scratchpad/attachments/."
+)
+
+
+def json_schema(signature: Signature) -> dict[str, Any]:
+    """``signature`` as a tool's JSON-schema parameters: every entry required, each typed as
+    declared (``date``/``date-time`` as formatted strings, ``file`` a path), untyped ones ``{}``.
+    """
+    properties: dict[str, Any] = {}
+    for entry in signature:
+        name, type_name = (
+            (entry.name, entry.type) if isinstance(entry, SignatureEntry) else (entry, None)
+        )
+        prop: dict[str, Any] = dict(
+            _JSON_TYPES.get(type_name, {"type": type_name}) if type_name else {}
+        )
+        described = entry.description if isinstance(entry, SignatureEntry) else None
+        if type_name == "file":
+            described = f"{described} {_FILE_HINT}" if described else _FILE_HINT
+        if described:
+            prop["description"] = described
+        properties[name] = prop
+    return {"type": "object", "properties": properties, "required": list(properties)}

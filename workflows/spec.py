@@ -58,8 +58,10 @@ _TRIGGER_REFUSED_KEYS = {
 }
 
 SignatureType = Literal[
-    "string", "integer", "number", "boolean", "date", "date-time", "object", "array"
+    "string", "integer", "number", "boolean", "date", "date-time", "object", "array", "file"
 ]
+"""``file`` is a workspace path (``scratchpad/...``): a sub-workflow's file argument is copied
+into the child's ``scratchpad/attachments/``, a file return into the caller's."""
 
 
 class _Strict(BaseModel):

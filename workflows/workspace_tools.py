@@ -350,11 +350,21 @@ class PlacedFile(FileContent):
     name: str
 
 
-class FilePlacementInput(_Model):
-    """Files to place into a session's ``scratchpad/attachments/``, keyed by variable name."""
+class SessionFileRef(_Model):
+    """A file already in some session's workspace (a sub-workflow's argument or return)."""
 
     session_id: str
-    files: dict[str, PlacedFile]
+    path: str
+    """Its workspace path in that session, e.g. ``scratchpad/report.json``."""
+
+
+class FilePlacementInput(_Model):
+    """Files to place into a session's ``scratchpad/attachments/``, keyed by variable name:
+    given by content (``files``), or copied from a session's workspace (``copies``)."""
+
+    session_id: str
+    files: dict[str, PlacedFile] = Field(default_factory=dict)
+    copies: dict[str, SessionFileRef] = Field(default_factory=dict)
 
 
 class FilePlacementResult(_Model):
