@@ -40,11 +40,38 @@ def _kind(text: str) -> str:
     return "throw"
 
 
+def _peak_rss_bytes() -> int:
+    """This process's peak resident size (``VmHWM``), 0 where ``/proc`` does not tell.
+
+    Not ``getrusage``: its ``ru_maxrss`` survives ``exec`` and so holds the worker's own peak.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def _null_from_exhaustion(text: str, grown: int, limit: int) -> bool:
+    """Whether a bare ``null`` exception came from an exhausted heap.
+
+    When QuickJS cannot allocate even its own "out of memory" error it throws ``null``; the
+    process's peak resident size having grown by half the limit tells that apart from a
+    script's own ``throw null``.
+    """
+    bare = text.strip().removeprefix("Uncaught ").strip()
+    return bare == "null" and grown >= limit // 2
+
+
 def main() -> None:
     import quickjs  # type: ignore[import-untyped]
 
     request = json.loads(sys.stdin.readline())
     logs: list[str] = []
+    baseline = _peak_rss_bytes()
 
     def call(name: str, payload: str) -> str:
         try:
@@ -91,6 +118,10 @@ def main() -> None:
         done = {"ok": False, "kind": _kind(text), "error": text}
     except MemoryError:
         done = {"ok": False, "kind": "memory", "error": "out of memory"}
+    if done.get("kind") == "throw" and _null_from_exhaustion(
+        str(done.get("error")), _peak_rss_bytes() - baseline, int(request["memory_limit"])
+    ):
+        done["kind"] = "memory"
     done["logs"] = logs
     _send({"done": done})
 

@@ -89,8 +89,16 @@ async def test_an_endless_loop_times_out_with_a_clear_error(sandbox):
     assert time.monotonic() - started < 5
 
 
-async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox):
-    bomb = "const a = []; while (true) { a.push('x'.repeat(1024) + Math.random()); }"
+@pytest.mark.parametrize(
+    "bomb",
+    [
+        "const a = []; while (true) { a.push('x'.repeat(1024) + Math.random()); }",
+        # QuickJS throws a bare null when it cannot even allocate its out-of-memory error.
+        "const a = []; while (true) a.push({ n: a.length });",
+    ],
+    ids=["strings", "objects"],
+)
+async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox, bomb):
     error = await failure(sandbox, bomb)
     assert error.type == "SandboxMemoryError"
     assert "settings.memoryLimitBytes" in error.message
@@ -101,6 +109,11 @@ async def test_a_throw_is_a_script_error_naming_its_message(sandbox):
     error = await failure(sandbox, source)
     assert error.type == "SandboxScriptError"
     assert error.message == "hooks/test.js (line 2): Error: refund.json is missing"
+
+
+async def test_a_script_throwing_null_is_a_script_error_not_a_memory_error(sandbox):
+    error = await failure(sandbox, "throw null;")
+    assert error.type == "SandboxScriptError" and "null" in error.message
 
 
 async def test_runaway_recursion_is_a_script_error_not_a_crash(sandbox):
