@@ -38,6 +38,7 @@ from workflows.errors import (
 from workflows.sandbox import (
     BRIDGE_TOOLS,
     SANDBOX_ACTIVITY,
+    SandboxDispatch,
     SandboxRunInput,
     SandboxRunResult,
     SandboxToolCall,
@@ -52,7 +53,14 @@ STREAM_LIMIT: Final = 32 * 1024 * 1024
 """Longest protocol line (a large ``writeFile`` content, a big result)."""
 _LINE: Final = re.compile(r"<input>:(\d+)")
 """The first frame of a QuickJS stack: the author's line (imports are blanked, not removed)."""
-_BY_CAMEL: Final = {camel(tool): tool for tool in BRIDGE_TOOLS}
+
+
+class _DispatchNeeded(Exception):
+    """A script's sub-workflow call: the run stops here and the workflow dispatches it."""
+
+    def __init__(self, dispatch: SandboxDispatch) -> None:
+        super().__init__(dispatch.tool)
+        self.dispatch = dispatch
 
 
 class SandboxActivities:
@@ -74,8 +82,13 @@ class SandboxActivities:
         source = await self._source(request)
         program = prepare(source, request.label)
         arguments = dict(request.args)
+        bridge = (
+            [*BRIDGE_TOOLS, *request.workflow_tools]
+            if request.kind == "script"
+            else [*BRIDGE_TOOLS]
+        )
         payload = {
-            "prelude": prelude([camel(t) for t in BRIDGE_TOOLS], arguments),
+            "prelude": prelude([camel(t) for t in bridge], arguments),
             "source": program,
             "runner": RUNNER,
             "memory_limit": request.limits.memory_limit_bytes,
@@ -93,9 +106,11 @@ class SandboxActivities:
         )
         try:
             done = await asyncio.wait_for(
-                self._converse(process, payload, request, calls),
+                self._converse(process, payload, request, calls, {camel(t): t for t in bridge}),
                 timeout=request.limits.timeout_ms / 1000,
             )
+        except _DispatchNeeded as needed:
+            return SandboxRunResult(calls=calls, dispatch=needed.dispatch)
         except TimeoutError:
             raise SandboxTimeoutError(
                 f"{request.label}: timed out after {request.limits.timeout_ms} ms "
@@ -128,6 +143,7 @@ class SandboxActivities:
         payload: dict[str, Any],
         request: SandboxRunInput,
         calls: list[SandboxToolCall],
+        names: dict[str, str],
     ) -> dict[str, Any]:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
@@ -148,22 +164,34 @@ class SandboxActivities:
             if "done" in message:
                 return dict(message["done"])
             call = message.get("call") or {}
-            reply = await asyncio.to_thread(self._serve, request, call, calls)
+            reply = await asyncio.to_thread(self._serve, request, call, calls, names)
             process.stdin.write((json.dumps(reply, ensure_ascii=False) + "\n").encode())
             await process.stdin.drain()
 
     def _serve(
-        self, request: SandboxRunInput, call: dict[str, Any], calls: list[SandboxToolCall]
+        self,
+        request: SandboxRunInput,
+        call: dict[str, Any],
+        calls: list[SandboxToolCall],
+        names: dict[str, str],
     ) -> dict[str, Any]:
-        """One ``tools.*`` call: cap, govern, mock, run. Always an answer, never a raise."""
-        tool = _BY_CAMEL.get(str(call.get("tool")), str(call.get("tool")))
+        """One ``tools.*`` call: replay, cap, govern, mock, run. An answer, or (for a
+        sub-workflow call past the journal) :class:`_DispatchNeeded`."""
+        tool = names.get(str(call.get("tool")), str(call.get("tool")))
         raw = call.get("args")
         arguments: dict[str, Any] = raw if isinstance(raw, dict) else {}
 
-        def record(status: Any, content: str, mocked: bool = False) -> dict[str, Any]:
+        def record(
+            status: Any, content: str, mocked: bool = False, replayed: bool = False
+        ) -> dict[str, Any]:
             calls.append(
                 SandboxToolCall(
-                    tool=tool, arguments=arguments, status=status, content=content, mocked=mocked
+                    tool=tool,
+                    arguments=arguments,
+                    status=status,
+                    content=content,
+                    mocked=mocked,
+                    replayed=replayed,
                 )
             )
             return (
@@ -175,12 +203,26 @@ class SandboxActivities:
                 }
             )
 
+        position = len(calls)
+        if position < len(request.journal):
+            entry = request.journal[position]
+            if entry.tool != tool or entry.arguments != arguments:
+                raise SandboxScriptError(
+                    f"{request.label}: the script changed course when resumed after a "
+                    f"sub-workflow call: call {position + 1} was {entry.tool} "
+                    f"{json.dumps(entry.arguments, default=str)[:120]} and is now {tool} "
+                    f"{json.dumps(arguments, default=str)[:120]}; a script that calls "
+                    "sub-workflows must make the same calls in the same order each run"
+                )
+            return record(entry.status, entry.content, entry.mocked, replayed=True)
         cap = request.limits.max_ptc_calls
         if cap is not None and len(calls) >= cap:
             return record(
                 "blocked",
                 f"{tool} refused: this run made its {cap} tool calls (settings.maxPtcCalls)",
             )
+        if tool in names.values() and tool in request.workflow_tools:
+            raise _DispatchNeeded(SandboxDispatch(tool=tool, arguments=arguments))
         if tool not in BRIDGE_TOOLS:
             return record("blocked", f"tools.{call.get('tool')} is not on the sandbox bridge")
         verdict = governance.decide(

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
@@ -248,6 +249,16 @@ class Dispatched:
 
 
 @dataclass
+class _Caller:
+    """Who made a sub-workflow call and where its answer goes: the agent's call (answered in
+    the transcript, may park the session) or a script's (answered to the script)."""
+
+    call: ToolCall
+    answer: Callable[[str, Status, str | None], None]
+    can_park: bool = False
+
+
+@dataclass
 class _Returned:
     content: str
     status: Status
@@ -294,7 +305,31 @@ class Delegations:
         return any(p.session_id == report.session_id for p in self._host._s.pending_delegations)
 
     async def dispatch(self, call: ToolCall, arguments: dict[str, Any]) -> Dispatched:
-        """Govern, check and run one ``archmax_workflow_<slug>`` call; its answer is appended."""
+        """Govern, check and run the agent's ``archmax_workflow_<slug>`` call; its answer is
+        appended to the transcript."""
+
+        def answer(content: str, status: Status, rule: str | None) -> None:
+            self._answer(call, content, status, rule=rule)
+
+        return await self._dispatch(_Caller(call, answer, can_park=True), arguments)
+
+    async def from_script(self, tool: str, arguments: dict[str, Any]) -> tuple[str, Status]:
+        """Carry out a script's ``tools.archmaxWorkflow<Slug>`` call exactly as the agent's
+        (governed, mocked, a child workflow, on the trail) and return its answer for the
+        script. A script cannot wait on a parked child: that call answers an error."""
+        answers: list[tuple[str, Status]] = []
+        number = sum(1 for step in self._host._s.trail if step.kind == "sub-workflow") + 1
+        call = ToolCall(id=f"script-call-{number}", name=tool)
+        dispatched = await self._dispatch(
+            _Caller(call, lambda content, status, _rule: answers.append((content, status))),
+            arguments,
+        )
+        if dispatched.terminal is not None and not answers:
+            return f"{tool} refused: {dispatched.terminal}", "blocked"
+        return answers[-1] if answers else (f"{tool} did not answer", "error")
+
+    async def _dispatch(self, caller: _Caller, arguments: dict[str, Any]) -> Dispatched:
+        call = caller.call
         host = self._host
         s = host._s
         state = host._state_slug()
@@ -302,22 +337,19 @@ class Delegations:
         substituted, problem = governance.substitute_references(arguments, s.variables)
         if problem is not None:
             rule = "sub-workflow.unresolved-param"
-            self._answer(call, f"{call.name} refused: {problem}", "blocked", rule=rule)
+            caller.answer(f"{call.name} refused: {problem}", "blocked", rule)
             return Dispatched()
         verdict = governance.decide(host._spec, state, call.name, substituted, s.variables)
         if not verdict.allowed:
-            self._answer(
-                call,
-                f"Blocked by governance ({verdict.rule}): {verdict.reason}",
-                "blocked",
-                rule=verdict.rule,
+            caller.answer(
+                f"Blocked by governance ({verdict.rule}): {verdict.reason}", "blocked", verdict.rule
             )
             return Dispatched(terminal=verdict.reason if verdict.terminal else None)
         delegate = host._input.delegates.get(slug)
         refused = self._target_refusal(slug, delegate, substituted)
         if refused is not None:
             rule, reason = refused
-            self._answer(call, f"Blocked ({rule}): {call.name}: {reason}.", "blocked", rule=rule)
+            caller.answer(f"Blocked ({rule}): {call.name}: {reason}.", "blocked", rule)
             return Dispatched()
         assert delegate is not None and delegate.spec is not None
         manual = manual_of(delegate)
@@ -325,10 +357,10 @@ class Delegations:
         mock = matching.find_mock(host._input.mocks, call.name, substituted)
         if mock is not None:
             returned = await self._mocked(manual, mock.result)
-            self._answer(call, returned.content, returned.status)
+            caller.answer(returned.content, returned.status, None)
             self._trail(state, slug, returned.status, "mocked")
             return Dispatched()
-        return await self._start(call, state, slug, delegate, manual, substituted)
+        return await self._start(caller, state, slug, delegate, manual, substituted)
 
     def _target_refusal(
         self, slug: str, delegate: DelegateSpec | None, arguments: dict[str, Any]
@@ -357,7 +389,7 @@ class Delegations:
 
     async def _start(
         self,
-        call: ToolCall,
+        caller: _Caller,
         state: str,
         slug: str,
         delegate: DelegateSpec,
@@ -365,6 +397,7 @@ class Delegations:
         arguments: dict[str, Any],
     ) -> Dispatched:
         host = self._host
+        call = caller.call
         s = host._s
         own = host._input
         assert delegate.spec is not None
@@ -381,7 +414,7 @@ class Delegations:
         if files:
             placed = await self._place(child_id, files, f"{slug}: file arguments")
             if isinstance(placed, str):
-                self._answer(call, f"{call.name} failed: {placed}", "error")
+                caller.answer(f"{call.name} failed: {placed}", "error", None)
                 self._trail(state, slug, "error", child_id)
                 return Dispatched()
             seeds.update(placed)
@@ -425,14 +458,24 @@ class Delegations:
                 else None,
             )
         except (WorkflowAlreadyStartedError, ApplicationError) as failure:  # id taken
-            self._answer(
-                call, f"{call.name} failed: could not start {child_id}: {failure}", "error"
+            caller.answer(
+                f"{call.name} failed: could not start {child_id}: {failure}", "error", None
             )
             self._trail(state, slug, "error", child_id)
             return Dispatched()
         self._children[child_id] = handle
         await workflow.wait_condition(lambda: child_id in self._reports or handle.done())
         report = self._reports.pop(child_id, None)
+        if report is not None and report.outcome.kind == "parked" and not caller.can_park:
+            caller.answer(
+                f"{call.name} failed: sub-workflow '{slug}' (session {child_id}) parked "
+                f"({report.outcome.parked_channel or 'input'}); a script cannot wait on a parked "
+                f"sub-workflow. Call {call.name} as a tool instead.",
+                "error",
+                None,
+            )
+            self._trail(state, slug, "error", child_id)
+            return Dispatched()
         if report is not None and report.outcome.kind == "parked":
             outcome = report.outcome
             s.pending_delegations.append(
@@ -448,7 +491,7 @@ class Delegations:
             )
             return Dispatched(parked=True)
         returned = await self._finished(slug, manual, child_id, report)
-        self._answer(call, returned.content, returned.status)
+        caller.answer(returned.content, returned.status, None)
         self._trail(state, slug, returned.status, child_id)
         return Dispatched()
 

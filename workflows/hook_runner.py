@@ -17,6 +17,7 @@ only the session state it is handed: the correction counters and usage.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,7 +25,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contracts, governance, hooks, matching, sandbox
+    from workflows import contracts, delegation, governance, hooks, matching, sandbox
     from workflows.hooks import HookVerdict, Phase
     from workflows.models import (
         ModelCallInput,
@@ -38,8 +39,14 @@ with workflow.unsafe.imports_passed_through():
         SandboxLimits,
         SandboxRunInput,
         SandboxRunResult,
+        SandboxToolCall,
     )
     from workflows.spec import HookSpec
+
+ScriptDispatcher = Callable[
+    [str, dict[str, Any]], Awaitable[tuple[str, Literal["ok", "error", "blocked"]]]
+]
+"""Carries out a script's sub-workflow call (tool, arguments) and answers it."""
 
 _SCRIPT_VETOES = frozenset({"SandboxScriptError", "ForbiddenSandboxImportError"})
 """Sandbox errors that are the script's own answer (fail closed: a veto); the others (a
@@ -317,10 +324,19 @@ class HookRunner:
     # --- archmax_run ----------------------------------------------------------------------
 
     async def run_script(
-        self, s: SessionState, slug: str, arguments: dict[str, Any]
+        self,
+        s: SessionState,
+        slug: str,
+        arguments: dict[str, Any],
+        dispatch: ScriptDispatcher | None = None,
     ) -> tuple[str, Literal["ok", "error"]]:
         """A skill bundle's script in the sandbox on the agent's authority: the answer the
-        model reads (a string as it is, anything else as JSON) and its status."""
+        model reads (a string as it is, anything else as JSON) and its status.
+
+        A ``tools.archmaxWorkflow<Slug>`` call stops the run (the activity cannot start a
+        child); ``dispatch`` carries it out as the agent's call would be, and the script runs
+        again from the top with every earlier answer replayed from its journal.
+        """
         path = str(arguments.get("file_path"))
         inner = arguments.get("args")
         script_args = {
@@ -330,17 +346,39 @@ class HookRunner:
             "trigger": s.trigger,
             "variables": {name: v.value for name, v in s.variables.items()},
         }
+        journal: list[SandboxToolCall] = []
+        tools = (
+            [delegation.PREFIX + slug for slug in self._input.delegates]
+            if dispatch is not None
+            else []
+        )
         try:
-            result = await self._sandbox(
-                s,
-                slug,
-                f"archmax_run · {path[:80]}",
-                label=path,
-                kind="script",
-                script_path=path,
-                args=script_args,
-                visible=governance.enabled_skills(self._spec, slug),
-            )
+            while True:
+                result = await self._sandbox(
+                    s,
+                    slug,
+                    f"archmax_run · {path[:80]}"
+                    + (f" (resumed after {len(journal)} calls)" if journal else ""),
+                    label=path,
+                    kind="script",
+                    script_path=path,
+                    args=script_args,
+                    visible=governance.enabled_skills(self._spec, slug),
+                    workflow_tools=tools,
+                    journal=journal,
+                )
+                if result.dispatch is None or dispatch is None:
+                    break
+                content, status = await dispatch(result.dispatch.tool, result.dispatch.arguments)
+                journal = [
+                    *(c.model_copy(update={"replayed": False}) for c in result.calls),
+                    SandboxToolCall(
+                        tool=result.dispatch.tool,
+                        arguments=result.dispatch.arguments,
+                        status=status,
+                        content=content,
+                    ),
+                ]
         except ActivityError as failure:
             cause = failure.cause
             kind = cause.type if isinstance(cause, ApplicationError) else None
@@ -362,6 +400,8 @@ class HookRunner:
         visible: set[str],
         source: str | None = None,
         script_path: str | None = None,
+        workflow_tools: list[str] | None = None,
+        journal: list[SandboxToolCall] | None = None,
     ) -> SandboxRunResult:
         limits = SandboxLimits.from_settings(self._spec.settings)
         result: SandboxRunResult = await workflow.execute_activity(
@@ -379,6 +419,8 @@ class HookRunner:
                 mocks=self._input.mocks,
                 visible_skills=sorted(visible),
                 limits=limits,
+                workflow_tools=workflow_tools or [],
+                journal=journal or [],
             ),
             result_type=SandboxRunResult,
             start_to_close_timeout=sandbox.activity_timeout(limits),

@@ -96,6 +96,18 @@ class SandboxLimits(_Model):
         )
 
 
+class SandboxToolCall(_Model):
+    """One ``tools.*`` call a run made, and how it ended."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["ok", "error", "blocked"]
+    content: str
+    mocked: bool = False
+    replayed: bool = False
+    """Answered from the run's journal rather than run again."""
+
+
 class SandboxRunInput(_Model):
     """One run: what to evaluate, its ``args``, and what governs its ``tools.*`` calls.
 
@@ -118,16 +130,20 @@ class SandboxRunInput(_Model):
     """Skill bundles the run may read: a hook sees every bundle no workflow-wide denial
     removes; a script sees its state's enabled skills."""
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    workflow_tools: list[str] = Field(default_factory=list)
+    """``archmax_workflow_<slug>`` tools a script may call (``tools.archmaxWorkflow<Slug>``).
+    The activity cannot start a child workflow, so such a call ends the run with a
+    :class:`SandboxDispatch` for the session workflow to carry out."""
+    journal: list[SandboxToolCall] = Field(default_factory=list)
+    """The answers of an earlier run of the same script, in call order: re-running after a
+    dispatch replays them (no side effect runs twice) and the dispatch's answer comes last."""
 
 
-class SandboxToolCall(_Model):
-    """One ``tools.*`` call a run made, and how it ended."""
+class SandboxDispatch(_Model):
+    """A sub-workflow call a script made, for the session workflow to dispatch."""
 
     tool: str
     arguments: dict[str, Any] = Field(default_factory=dict)
-    status: Literal["ok", "error", "blocked"]
-    content: str
-    mocked: bool = False
 
 
 class SandboxRunResult(_Model):
@@ -137,6 +153,9 @@ class SandboxRunResult(_Model):
     returned_nothing: bool = True
     logs: list[str] = Field(default_factory=list)
     calls: list[SandboxToolCall] = Field(default_factory=list)
+    dispatch: SandboxDispatch | None = None
+    """Set when the run stopped at a sub-workflow call: the value is not final; run the
+    script again with ``calls`` and the dispatch's answer as its journal."""
 
     @property
     def failed_calls(self) -> list[SandboxToolCall]:

@@ -124,6 +124,7 @@ def prelude(tool_names: list[str], args: dict[str, Any]) -> str:
 
 
 def camel(tool: str) -> str:
-    """``read_file`` → ``readFile``: the bridge's spelling of a tool name."""
-    head, *rest = tool.split("_")
+    """``read_file`` → ``readFile``, ``archmax_workflow_enrich-order`` →
+    ``archmaxWorkflowEnrichOrder``: the bridge's spelling of a tool name."""
+    head, *rest = re.split(r"[_-]", tool)
     return head + "".join(part[:1].upper() + part[1:] for part in rest)

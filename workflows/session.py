@@ -872,7 +872,9 @@ class ArchmaxSession:
         if mock is not None:
             return _mocked_answer(mock.result), None
         if call.name == sandbox.ARCHMAX_RUN:
-            content, status = await self._hooks.run_script(self._s, slug, substituted)
+            content, status = await self._hooks.run_script(
+                self._s, slug, substituted, dispatch=self._delegation.from_script
+            )
             return _ToolAnswer(content, status), None
         if any(tool.name == call.name for tool in self._input.host_tools):
             return await self._host_tool(call.name, substituted), None

@@ -1,0 +1,243 @@
+"""A script's own sub-workflow calls (``tools.archmaxWorkflow<Slug>`` inside ``archmax_run``)
+on the dev server: each is dispatched by the session workflow as the agent's call would be (a
+child workflow, governed, on the trail), and the script resumes by replaying its journal, so
+no earlier tool call runs twice.
+
+One scripted model serves the caller and its children: rules match on the state.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.api.enums.v1 import EventType
+
+from tests.conftest import running_agent, write_workflow
+from tests.conftest import tool_call as call
+
+BATCH = """
+title: Batch
+states:
+  fan-out:
+    triggers: { manual: }
+    skills: { allow: [batch] }
+    instructions: Run the batch script.
+    tools:
+      allow:
+        - { tool: archmax_run, paths: ["skills/batch/scripts/**"] }
+        - edit_file
+        - archmax_workflow_enrich
+        - archmax_workflow_confirm
+  other:
+    instructions: Only here may elsewhere be called.
+    tools: { allow: [archmax_workflow_elsewhere] }
+"""
+
+ENRICH = """
+title: Enrich
+states:
+  enrich-doc:
+    triggers:
+      manual:
+        description: Give a document a verdict.
+        requires: [{ name: doc, type: string }]
+        returns: [{ name: verdict, type: string }]
+    instructions: Give the verdict.
+"""
+
+CONFIRM = """
+title: Confirm
+states:
+  ask:
+    triggers: { manual: { description: Ask a person for a code. } }
+    instructions: Ask for the code and wait.
+"""
+
+ELSEWHERE = """
+title: Elsewhere
+states:
+  there:
+    triggers: { manual: }
+"""
+
+SCRIPTS = {
+    # An edit before the fan-out: replayed on resumption, it would fail if it ran twice.
+    "fan-out.js": """export default async ({ tools, args }) => {
+  await tools.editFile({ file_path: "scratchpad/count.txt", old_string: "n=0", new_string: "n=1" });
+  const verdicts = [];
+  for (const doc of args.docs) {
+    const answer = JSON.parse(await tools.archmaxWorkflowEnrich({ doc }));
+    verdicts.push(answer.returns.verdict);
+  }
+  return { verdicts };
+};
+""",
+    "random.js": """export default async ({ tools }) => {
+  await tools.writeFile({ file_path: `scratchpad/r-${Math.random()}.txt`, content: "x" });
+  await tools.archmaxWorkflowEnrich({ doc: "a" });
+  return "done";
+};
+""",
+    "park.js": """export default async ({ tools }) => {
+  try {
+    return await tools.archmaxWorkflowConfirm({});
+  } catch (error) {
+    return { refused: String(error.message) };
+  }
+};
+""",
+    "elsewhere.js": """export default async ({ tools }) => {
+  try {
+    return await tools.archmaxWorkflowElsewhere({});
+  } catch (error) {
+    return { refused: String(error.message) };
+  }
+};
+""",
+}
+
+
+def _run(script: str, **args: Any) -> dict[str, Any]:
+    return call("archmax_run", file_path=f"skills/batch/scripts/{script}", args=args)
+
+
+PLAYBOOK = json.dumps(
+    {
+        "rules": [
+            # --- the children ----------------------------------------------------------
+            {
+                "when": {"state": "enrich-doc", "last_tool": "archmax_set_variables"},
+                "reply": {"content": "Verdict given."},
+            },
+            {
+                "when": {"state": "enrich-doc", "any_message": '/"doc": "(?P<doc>\\w+)"/'},
+                "reply": {
+                    "tool_calls": [call("archmax_set_variables", variables={"verdict": "ok-{doc}"})]
+                },
+            },
+            {
+                "when": {"state": "ask"},
+                "reply": {
+                    "content": "What is the code?",
+                    "tool_calls": [call("archmax_wait", reason="waiting for the code")],
+                },
+            },
+            # --- the caller ------------------------------------------------------------
+            {"when": {"last_tool": "archmax_run"}, "reply": {"content": "Script finished."}},
+            {
+                "when": {"last_user": "fan"},
+                "reply": {"tool_calls": [_run("fan-out.js", docs=["a", "b"])]},
+            },
+            {"when": {"last_user": "random"}, "reply": {"tool_calls": [_run("random.js")]}},
+            {"when": {"last_user": "park"}, "reply": {"tool_calls": [_run("park.js")]}},
+            {"when": {"last_user": "elsewhere"}, "reply": {"tool_calls": [_run("elsewhere.js")]}},
+        ]
+    }
+)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    for slug, spec in (
+        ("batch", BATCH),
+        ("enrich", ENRICH),
+        ("confirm", CONFIRM),
+        ("elsewhere", ELSEWHERE),
+    ):
+        write_workflow(tmp_path, slug, spec)
+    skill = tmp_path / "skills" / "batch"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: batch\ndescription: Batch scripts.\n---\n")
+    for name, source in SCRIPTS.items():
+        (skill / "scripts" / name).write_text(source, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.fixture
+def sid() -> str:
+    return f"ptc-{uuid.uuid4().hex[:8]}"
+
+
+def _script_answer(view: Any) -> Any:
+    [answer] = [m for m in view.transcript if m.role == "tool" and m.name == "archmax_run"]
+    return answer
+
+
+async def test_a_script_fans_out_to_child_workflows_and_runs_each_earlier_call_once(
+    client, task_queue, scripted, root, sid
+):
+    store = root / "sessions"
+    (store / sid / "scratchpad").mkdir(parents=True)
+    (store / sid / "scratchpad" / "count.txt").write_text("n=0")
+    async with running_agent(client, task_queue, root, "batch", scripted(PLAYBOOK)) as agent:
+        outcome = await agent.workflow.send(sid, "fan out")
+        view = await agent.sessions.view(sid)
+        history = await agent.handle(sid).fetch_history()
+        children = [await agent.sessions.get(f"{sid}.enrich-{n}") for n in (1, 2)]
+    assert outcome.kind == "completed" and outcome.reply == "Script finished."
+    answer = _script_answer(view)
+    assert answer.status == "ok"
+    assert json.loads(answer.content or "") == {"verdicts": ["ok-a", "ok-b"]}
+    # The edit ran once: a second run of it would have found no "n=0" and failed the script.
+    assert (store / sid / "scratchpad" / "count.txt").read_text() == "n=1"
+    dispatches = [step for step in view.trail if step.kind == "sub-workflow"]
+    assert [(d.workflow, d.status, d.reason) for d in dispatches] == [
+        ("enrich", "ok", f"{sid}.enrich-1"),
+        ("enrich", "ok", f"{sid}.enrich-2"),
+    ]
+    assert [c.status for c in children] == ["completed", "completed"]
+    started = [
+        e.start_child_workflow_execution_initiated_event_attributes.workflow_id
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    ]
+    assert started == [f"{sid}.enrich-1", f"{sid}.enrich-2"]
+    sandbox_runs = [
+        e
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "archmax.sandbox.run"
+    ]
+    assert len(sandbox_runs) == 3  # the first run, then one resumption per dispatch
+
+
+async def test_a_script_that_changes_course_on_resumption_fails_with_a_clear_error(
+    client, task_queue, scripted, root, sid
+):
+    async with running_agent(client, task_queue, root, "batch", scripted(PLAYBOOK)) as agent:
+        await agent.workflow.send(sid, "random")
+        view = await agent.sessions.view(sid)
+    answer = _script_answer(view)
+    assert answer.status == "error"
+    assert "SandboxScriptError" in (answer.content or "")
+    assert "changed course when resumed" in (answer.content or "")
+
+
+async def test_a_script_cannot_wait_on_a_parked_child(client, task_queue, scripted, root, sid):
+    async with running_agent(client, task_queue, root, "batch", scripted(PLAYBOOK)) as agent:
+        outcome = await agent.workflow.send(sid, "park")
+        view = await agent.sessions.view(sid)
+        child = await agent.sessions.get(f"{sid}.confirm-1")
+    assert outcome.kind == "completed"  # the caller did not park with the child
+    refused = json.loads(_script_answer(view).content or "")["refused"]
+    assert f"session {sid}.confirm-1) parked" in refused
+    assert "a script cannot wait on a parked sub-workflow" in refused
+    assert child.status == "awaiting_input"
+    [dispatch] = [step for step in view.trail if step.kind == "sub-workflow"]
+    assert (dispatch.workflow, dispatch.status) == ("confirm", "error")
+
+
+async def test_a_script_calling_a_workflow_its_state_does_not_allow_is_blocked(
+    client, task_queue, scripted, root, sid
+):
+    async with running_agent(client, task_queue, root, "batch", scripted(PLAYBOOK)) as agent:
+        await agent.workflow.send(sid, "elsewhere")
+        view = await agent.sessions.view(sid)
+    refused = json.loads(_script_answer(view).content or "")["refused"]
+    assert refused.startswith("Blocked by governance")
+    assert "archmax_workflow_elsewhere" in refused
+    assert not [step for step in view.trail if step.kind == "sub-workflow"]
