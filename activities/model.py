@@ -21,6 +21,7 @@ from typing import Any
 
 import openai
 import structlog
+from openai.types import CompletionUsage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -134,14 +135,7 @@ class ModelActivities:
         ]
         if call.tool_choice == "none":
             tool_calls = []
-        usage = Usage(calls=1)
-        if response.usage is not None:
-            usage = Usage(
-                calls=1,
-                prompt_tokens=response.usage.prompt_tokens,
-                completion_tokens=response.usage.completion_tokens,
-                total_tokens=response.usage.total_tokens,
-            )
+        usage = usage_of(response.usage)
         bound.info("model call", tool_calls=len(tool_calls), tokens=usage.total_tokens)
         return ModelCallResult(
             content=choice.message.content,
@@ -206,3 +200,24 @@ def retry_after(headers: Mapping[str, str]) -> timedelta | None:
         if 0 <= seconds <= 600:
             return timedelta(seconds=seconds)
     return None
+
+
+def usage_of(reported: CompletionUsage | None) -> Usage:
+    """One call's :class:`Usage` from what the endpoint reported (nothing: the call alone).
+
+    Cached prompt tokens come from ``prompt_tokens_details.cached_tokens`` (OpenAI); cache
+    writes from ``cache_creation_input_tokens``, which gateways fronting Anthropic models add.
+    """
+    if reported is None:
+        return Usage(calls=1)
+    details = reported.prompt_tokens_details
+    extra = reported.model_extra or {}
+    written = extra.get("cache_creation_input_tokens")
+    return Usage(
+        calls=1,
+        prompt_tokens=reported.prompt_tokens,
+        completion_tokens=reported.completion_tokens,
+        total_tokens=reported.total_tokens,
+        cache_read_tokens=(details.cached_tokens or 0) if details is not None else 0,
+        cache_write_tokens=written if isinstance(written, int) else 0,
+    )

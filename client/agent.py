@@ -29,13 +29,14 @@ from activities.host_tools import HostTool, as_host_tools
 from activities.model import ModelConfig
 from client.config import RuntimeConfig
 from client.loader import LoadedWorkflow, load_delegates, load_workflow
-from client.runtime import Runtime, WorkerMode, open_runtime, translate
+from client.runtime import Runtime, WorkerMode, open_runtime, translate, unavailable
 from workflows import search_attributes as sa
 from workflows.contracts import WORKFLOW_NAME
 from workflows.errors import (
     InvalidSessionIdError,
     SessionNotFoundError,
     SessionNotResumableError,
+    SessionUnavailableError,
     WorkflowDisabledError,
 )
 from workflows.identity import check_session_id
@@ -319,14 +320,25 @@ class SessionsSurface:
                 ArchmaxSession.summary, rpc_timeout=timeout
             )
         except Exception as exc:
-            raise translate(exc, session_id=session_id) from exc
+            raise await self._typed(exc, session_id) from exc
 
     async def view(self, session_id: str) -> SessionView:
         """The whole recorded session: summary, transcript and trail."""
         try:
             return await self._agent.handle(session_id).query(ArchmaxSession.view)
         except Exception as exc:
-            raise translate(exc, session_id=session_id) from exc
+            raise await self._typed(exc, session_id) from exc
+
+    async def _typed(self, error: Exception, session_id: str) -> BaseException:
+        """The typed error a failed query stands for; an unanswered one names the queue."""
+        typed = translate(error, session_id=session_id)
+        if not isinstance(typed, SessionUnavailableError):
+            return typed
+        try:
+            described = await self._agent.handle(session_id).describe()
+        except Exception:
+            return typed
+        return unavailable(session_id, described.task_queue)
 
     async def list(self, *, workflow: str | None = None, limit: int = 100) -> list[SessionSummary]:
         """This deployment's sessions (its task queue), newest first: visibility finds them,

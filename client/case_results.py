@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.models import Usage
+
 RecordStatus = Literal["passed", "failed", "not-executed"]
 VerdictStatus = Literal["passed", "failed", "skipped"]
 
@@ -50,6 +52,9 @@ class CaseResult(_Result):
     records: list[AssertionRecord] = Field(default_factory=list)
     skip_reason: str | None = Field(default=None, alias="skipReason")
     error: str | None = None
+    usage: Usage | None = Field(default=None, exclude=True)
+    """What the case's session spent, for the view's per-case tokens line; not part of the
+    reference ``CaseResult`` document, so never serialised."""
 
     @property
     def not_executed(self) -> int:

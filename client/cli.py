@@ -19,8 +19,16 @@ from typing import Any, NoReturn
 
 from client.config import RuntimeConfig
 from client.logs import configure_logging
+from client.usage import configured_pricing, footer_line
 from workflows.errors import ArchmaxError
-from workflows.models import Outcome, PendingDecision, PendingInput, SessionSummary, TrailStep
+from workflows.models import (
+    Outcome,
+    PendingDecision,
+    PendingInput,
+    SessionSummary,
+    TrailStep,
+    Usage,
+)
 
 
 class UsageError(Exception):
@@ -131,8 +139,23 @@ def _flow(trail: Sequence[TrailStep]) -> None:
             _err(f"  → {step.to}  ({step.kind}){reason}")
 
 
-def report_outcome(outcome: Outcome, *, trail_from: int = 0) -> int:
-    """Narrate ``outcome`` on stderr, print the reply on stdout; the exit code it deserves."""
+def report_outcome(
+    outcome: Outcome, *, trail_from: int = 0, spent_before: Usage | None = None
+) -> int:
+    """Narrate ``outcome`` on stderr, print the reply on stdout; the exit code it deserves.
+
+    The token footer closes the narration: what this command's turn spent (the session's
+    usage less ``spent_before``), omitted when the endpoint reported nothing.
+    """
+    code = _narrate_outcome(outcome, trail_from)
+    spent = outcome.usage.since(spent_before) if spent_before is not None else outcome.usage
+    tokens = footer_line(spent, configured_pricing(_err))
+    if tokens is not None:
+        _err(tokens)
+    return code
+
+
+def _narrate_outcome(outcome: Outcome, trail_from: int) -> int:
     _flow(outcome.trail[trail_from:])
     if outcome.reply:
         print(outcome.reply, flush=True)
@@ -223,17 +246,18 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
             session_id=args.session,
             session_path=args.session_path,
         )
-        before = 0
+        before, spent = 0, Usage()
         if not resolved.minted:
             try:
-                before = len((await agent.sessions.view(resolved.session_id)).trail)
+                view = await agent.sessions.view(resolved.session_id)
+                before, spent = len(view.trail), view.summary.usage
             except ArchmaxError:
-                before = 0
+                before, spent = 0, Usage()
         _err(f"session   {resolved.session_id}  ({resolved.disposition})")
         outcome = await agent.workflow.send(
             resolved.session_id, message, trigger=args.trigger, variables=variables, files=files
         )
-        return report_outcome(outcome, trail_from=before)
+        return report_outcome(outcome, trail_from=before, spent_before=spent)
 
 
 async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
@@ -241,22 +265,22 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
     variables = _json_object(args.variables)
     async with await create_agent(None, config=config, worker_cache=0) as agent:
-        before = len((await agent.sessions.view(args.session)).trail)
+        view = await agent.sessions.view(args.session)
         _err(f"session   {args.session}  (deliver {args.trigger})")
         outcome = await agent.workflow.deliver(
             args.session, trigger=args.trigger, variables=variables
         )
-        return report_outcome(outcome, trail_from=before)
+        return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
 
 
 async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from client.agent import create_agent
 
     async with await create_agent(None, config=config, worker_cache=0) as agent:
-        before = len((await agent.sessions.view(args.session)).trail)
+        view = await agent.sessions.view(args.session)
         _err(f"session   {args.session}  (decide → {args.to})")
         outcome = await agent.workflow.decide(args.session, to=args.to, comment=args.comment)
-        return report_outcome(outcome, trail_from=before)
+        return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
 
 
 async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
@@ -266,9 +290,10 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
     if not message:
         raise UsageError("reply needs a non-empty message", "reply")
     async with await create_agent(None, config=config, worker_cache=0) as agent:
+        spent = (await agent.sessions.get(args.session)).usage
         _err(f"session   {args.session}  (reply)")
         outcome = await agent.workflow.reply(args.session, message)
-        return report_outcome(outcome)
+        return report_outcome(outcome, spent_before=spent)
 
 
 async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:

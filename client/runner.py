@@ -59,7 +59,7 @@ from workflows.errors import (
     UnknownTriggerError,
     UnsupportedConcurrencyError,
 )
-from workflows.models import Outcome, ToolMock, TrailStep
+from workflows.models import Outcome, ToolMock, TrailStep, Usage
 from workflows.spec import MANUAL_TRIGGER, JudgeSpec, WorkflowSpec
 
 DEFAULT_CASE_TIMEOUT_MS: Final = 120_000
@@ -107,6 +107,8 @@ class _CaseProgress:
     records: list[AssertionRecord] = field(default_factory=list)
     executed: set[int] = field(default_factory=set)
     halted: bool = False
+    usage: Usage | None = None
+    """The session's spend as of its latest view."""
 
 
 async def run_case(
@@ -172,6 +174,7 @@ async def run_case(
         verdict=reduce_verdict(records, error),
         records=records,
         error=error,
+        usage=progress.usage,
     )
     if listener is not None:
         listener.case_finished(result)
@@ -236,6 +239,7 @@ async def _drive_case(
             except Exception as exc:  # an action that throws: the case dies, the suite goes on
                 raise _CaseDied(f"steps[{step.index}] {step.kind}: {_message(exc)}") from None
             turn = TurnView(view=view, turn_start=start)
+            progress.usage = view.summary.usage
             if listener is not None:
                 for position in range(seen_trail, len(view.trail)):
                     before = view.trail[position - 1].to if position else None

@@ -36,7 +36,12 @@ from activities.model import ModelConfig
 from client.config import RuntimeConfig
 from client.devserver import DevServer, ensure_dev_server, is_local_address
 from worker import build_worker
-from workflows.errors import ArchmaxError, SessionNotFoundError, error_from_type
+from workflows.errors import (
+    ArchmaxError,
+    SessionNotFoundError,
+    SessionUnavailableError,
+    error_from_type,
+)
 
 LIVE_POLLER_WINDOW = timedelta(seconds=75)
 """A poller seen this recently counts as a live worker (idle long polls last about a minute)."""
@@ -181,12 +186,25 @@ async def _start_worker(worker: Worker) -> None:
         raise task.exception()  # type: ignore[misc]
 
 
+def unavailable(session_id: str, task_queue: str | None) -> SessionUnavailableError:
+    """No worker polls the session's task queue (a scripted ``archmax test`` run's private
+    queue, or a deployment whose workers are down): say which queue and what to do."""
+    queue = repr(task_queue) if task_queue else "its task queue"
+    return SessionUnavailableError(
+        f"session {session_id!r} cannot answer: no worker polls {queue}. Start one there "
+        f"(ARCHMAX_TASK_QUEUE={task_queue or '<queue>'} archmax worker), or read the session's "
+        "records under the session store (<store>/<session>/artifacts/)"
+    )
+
+
 def translate(error: BaseException, *, session_id: str | None = None) -> BaseException:
     """The typed archmax error a Temporal client error stands for, or ``error`` unchanged."""
     if isinstance(error, ArchmaxError):
         return error
     if isinstance(error, RPCError) and error.status == RPCStatusCode.NOT_FOUND:
         return SessionNotFoundError(f"no session {session_id!r}" if session_id else error.message)
+    if isinstance(error, RPCError) and "no poller seen" in error.message:
+        return unavailable(session_id or "?", None)
     cause: BaseException | None = error
     while cause is not None:
         if isinstance(cause, ApplicationError):

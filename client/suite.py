@@ -21,6 +21,7 @@ from client.config import RuntimeConfig
 from client.runner import run_tests
 from client.scripted_model import Playbook, ScriptedModelServer
 from client.test_view import TestView
+from client.usage import configured_pricing
 from workflows.models import TrailStep
 
 PLAYBOOK_NAMES = ("tests/playbook.yaml", "playbook.yaml")
@@ -79,7 +80,7 @@ async def run_suite(
     out: TextIO,
 ) -> int:
     """Run and render one suite; the process exit code."""
-    view = TestView(err, out)
+    view = TestView(err, out, pricing=configured_pricing(lambda line: print(line, file=err)))
     with _model_for(config, workflow) as (model, run_config, label):
         view.session_started(workflow, config.root, label)
         scripted = run_config is not config

@@ -6,8 +6,9 @@ streams, following archmax's conventions:
 * **stderr** narrates, in the visual language of ``archmax run``: a session header (workflow,
   directory, model or ``unset``), per case a dimmed header, its live state flow (``▸`` for a
   trigger arrival, ``→`` for a committed transition), a verdict line (``✔`` / ``✖`` / ``○``)
-  with failure details, grade scores and the not-executed count indented beneath it, and a
-  closing summary naming the passed, failed and skipped cases.
+  with failure details, grade scores and the not-executed count indented beneath it, the
+  case's tokens (:func:`client.usage.footer_line`), and a closing summary naming the passed,
+  failed and skipped cases, then the suite's total tokens.
 * **stdout** carries the result only: ``N passed, N failed, N skipped``, the
   ``suite skipped — disabled`` line, or with ``--json`` the document
   ``{workflow, results, exitCode, discovered, skipped?}`` (:func:`json_document`).
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from client.case_results import CaseResult, RunTestsResult
+from client.usage import Pricing, footer_line
+from workflows.models import Usage
 
 CHECK: Final = "✔"
 CROSS: Final = "✖"
@@ -272,6 +275,17 @@ def json_document(workflow: str, run: RunTestsResult) -> dict[str, Any]:
     return document
 
 
+def total_usage(results: Sequence[CaseResult]) -> Usage | None:
+    """The suite's spend: every case's session summed (None when no case reported any)."""
+    spent = [result.usage for result in results if result.usage is not None]
+    if not spent:
+        return None
+    total = Usage()
+    for usage in spent:
+        total = total.plus(usage)
+    return total
+
+
 # --- the view -----------------------------------------------------------------------------
 
 
@@ -294,10 +308,12 @@ class TestView:
         *,
         style: Style | None = None,
         env: Mapping[str, str] | None = None,
+        pricing: Pricing | None = None,
     ) -> None:
         self._err = err
         self._out = out
         self._style = style if style is not None else style_for(err, env)
+        self._pricing = pricing
         self._current: str | None = None
 
     def _narrate(self, *lines: str) -> None:
@@ -327,6 +343,9 @@ class TestView:
 
     def case_finished(self, result: CaseResult) -> None:
         self._narrate(*verdict_lines(result, self._style))
+        tokens = footer_line(result.usage, self._pricing)
+        if tokens is not None:
+            self._narrate("  " + self._style.dim(tokens))
         if result.id == self._current:
             self._current = None
 
@@ -339,6 +358,9 @@ class TestView:
             self._narrate(suite_skipped_line(workflow, self._style))
         else:
             self._narrate("", *summary_lines(run.results, self._style))
+            total = footer_line(total_usage(run.results), self._pricing)
+            if total is not None:
+                self._narrate(self._style.dim(total))
         if as_json:
             self._out.write(json.dumps(json_document(workflow, run), indent=2, ensure_ascii=False))
             self._out.write("\n")

@@ -73,6 +73,13 @@ def _park(cli, conversation: str) -> Result:
     )
 
 
+def _footer(stderr: str) -> tuple[int, int]:
+    """The (in, out) of the one ``tokens     in N · out M`` line of a command's stderr."""
+    [line] = [x for x in stderr.splitlines() if x.startswith("tokens     in ")]
+    parts = line.split("·")
+    return int(parts[0].split()[-1]), int(parts[1].split()[-1])
+
+
 class TestRunAndDeliver:
     def test_a_park_exits_zero_with_the_question_on_stdout(self, cli):
         """Waiting is success: exit 0, the agent's question on stdout, the park on stderr."""
@@ -97,6 +104,27 @@ class TestRunAndDeliver:
         assert result.code == 0, result.stderr
         assert "ORD-1001" in result.stdout
         assert "✔ completed in answer" in result.stderr
+
+    def test_each_command_closes_with_the_tokens_its_turn_spent(self, cli):
+        """The footer of `run` is the first turn's spend, that of `deliver` the second's:
+        together they are the session's whole usage as its records hold it."""
+        parked = _park(cli, "cli-park-tokens")
+        resumed = cli(
+            "deliver",
+            "cli-park-tokens",
+            "--trigger",
+            "email_reply",
+            "--variables",
+            json.dumps({"reply_body": "It's ORD-1001."}),
+        )
+        footers = [_footer(parked.stderr), _footer(resumed.stderr)]
+        metadata = cli.root / "sessions" / "cli-park-tokens" / "artifacts" / "metadata.json"
+        usage = json.loads(metadata.read_text())["usage"]
+        assert all(n > 0 and m > 0 for n, m in footers)
+        assert (sum(n for n, _ in footers), sum(m for _, m in footers)) == (
+            usage["prompt_tokens"],
+            usage["completion_tokens"],
+        )
 
     def test_a_second_delivery_exits_one_naming_the_error(self, cli):
         """A session that is not parked refuses the delivery: exit 1, nothing on stdout."""

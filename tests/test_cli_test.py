@@ -35,10 +35,10 @@ def archmax(client, tmp_path: Path):
         "NO_COLOR": "1",
     }
 
-    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+    def run(*argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "client", *argv],
-            env=environment,
+            env={**environment, **extra},
             capture_output=True,
             text=True,
             timeout=180,
@@ -106,3 +106,37 @@ def test_a_disabled_workflow_skips_its_suite_and_exits_0(archmax):
     assert (done.returncode, done.stdout) == (0, "suite skipped — disabled\n")
     as_json = json.loads(archmax("test", "support-inbox", "--json").stdout)
     assert (as_json["skipped"], as_json["results"], as_json["exitCode"]) == ("disabled", [], 0)
+
+
+def _tokens(line: str) -> tuple[int, int]:
+    """``tokens     in N · out M[ · …]`` → (N, M)."""
+    parts = line.split("·")
+    return int(parts[0].split()[-1]), int(parts[1].split()[-1])
+
+
+def test_each_case_and_the_suite_report_the_tokens_their_sessions_spent(archmax):
+    done = archmax("test", "support-inbox", "--json")
+    assert done.returncode == 0, done.stderr
+    lines = [line.strip() for line in done.stderr.splitlines()]
+    per_case = [_tokens(line) for line in lines if line.startswith("tokens ")][:-1]
+    total = _tokens([line for line in lines if line.startswith("tokens ")][-1])
+    spent = []
+    for result in json.loads(done.stdout)["results"]:
+        # The suite ran on a private queue no worker polls now: read the session's records.
+        metadata = archmax.root / "sessions" / result["sessionId"] / "artifacts" / "metadata.json"
+        usage = json.loads(metadata.read_text())["usage"]
+        spent.append((usage["prompt_tokens"], usage["completion_tokens"]))
+    unanswered = archmax("sessions", json.loads(done.stdout)["results"][0]["sessionId"])
+    assert unanswered.returncode == 1 and "Traceback" not in unanswered.stderr
+    assert "cannot answer: no worker polls 'archmax-test-" in unanswered.stderr
+    assert per_case == spent and all(n > 0 and m > 0 for n, m in spent)
+    assert total == (sum(n for n, _ in spent), sum(m for _, m in spent))
+    assert "$" not in done.stderr  # no prices configured: no cost is guessed
+
+
+def test_configured_prices_add_the_cost(archmax):
+    prices = {"ARCHMAX_PRICE_INPUT": "2", "ARCHMAX_PRICE_OUTPUT": "8"}
+    done = archmax("test", "support-inbox", "unusable", **prices)
+    [line] = [x.strip() for x in done.stderr.splitlines() if x.strip().startswith("tokens ")][:1]
+    prompt, completion = _tokens(line)
+    assert line.endswith(f"· ${(prompt * 2 + completion * 8) / 1_000_000:.4f}")

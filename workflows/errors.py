@@ -139,6 +139,14 @@ class SessionAwaitingSubWorkflowError(SessionError):
     to the child session the message names; the caller resumes when the child finishes."""
 
 
+class SessionUnavailableError(SessionError):
+    """The session exists but cannot answer: no worker polls its task queue."""
+
+
+class ConfigurationError(ArchmaxError):
+    """An environment variable holds a value the runtime cannot use (it names the variable)."""
+
+
 class ModelCallError(ArchmaxError):
     """The model endpoint answered with a non-retryable error (400, 401, 403, 404, 422...)."""
 
@@ -204,6 +212,8 @@ _ALL: tuple[type[ArchmaxError], ...] = (
     InvalidDecisionTargetError,
     EmptyMessageError,
     SessionAwaitingSubWorkflowError,
+    SessionUnavailableError,
+    ConfigurationError,
     ModelCallError,
     SandboxError,
     ForbiddenSandboxImportError,

@@ -150,12 +150,18 @@ class SessionExit(_Model):
 
 
 class Usage(_Model):
-    """Token usage, per call and summed per session."""
+    """Token usage, per call and summed per session.
+
+    ``prompt_tokens`` includes the cached ones: ``cache_read_tokens`` were served from the
+    provider's prompt cache, ``cache_write_tokens`` written to it (where it says so).
+    """
 
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def plus(self, other: Usage) -> Usage:
         """The sum of two usages."""
@@ -164,6 +170,19 @@ class Usage(_Model):
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def since(self, earlier: Usage) -> Usage:
+        """What was spent after ``earlier`` (a snapshot of the same session's usage)."""
+        return Usage(
+            calls=max(0, self.calls - earlier.calls),
+            prompt_tokens=max(0, self.prompt_tokens - earlier.prompt_tokens),
+            completion_tokens=max(0, self.completion_tokens - earlier.completion_tokens),
+            total_tokens=max(0, self.total_tokens - earlier.total_tokens),
+            cache_read_tokens=max(0, self.cache_read_tokens - earlier.cache_read_tokens),
+            cache_write_tokens=max(0, self.cache_write_tokens - earlier.cache_write_tokens),
         )
 
 
