@@ -222,6 +222,8 @@ ALL_ERRORS: list[type[errors.ArchmaxError]] = [
     errors.WorkflowDisabledError,
     errors.ReservedToolNameError,
     errors.SessionAwaitingSubWorkflowError,
+    errors.SessionUnavailableError,
+    errors.ConfigurationError,
     errors.ModelCallError,
     errors.SandboxError,
     errors.ForbiddenSandboxImportError,
