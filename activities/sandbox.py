@@ -35,13 +35,13 @@ from workflows.errors import (
     SandboxScriptError,
     SandboxTimeoutError,
 )
+from workflows.models import SandboxToolCall
 from workflows.sandbox import (
     BRIDGE_TOOLS,
     SANDBOX_ACTIVITY,
     SandboxDispatch,
     SandboxRunInput,
     SandboxRunResult,
-    SandboxToolCall,
 )
 from workflows.sandbox_source import RUNNER, camel, prelude, prepare
 from workflows.workspace_tools import READ_FILE, WorkspaceToolInput

@@ -8,6 +8,7 @@ One scripted model serves the caller and its children: rules match on the state.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -82,12 +83,12 @@ SCRIPTS = {
   return "done";
 };
 """,
+    # Parks on a child that waits for a person, then calls a second child once it is back.
     "park.js": """export default async ({ tools }) => {
-  try {
-    return await tools.archmaxWorkflowConfirm({});
-  } catch (error) {
-    return { refused: String(error.message) };
-  }
+  await tools.editFile({ file_path: "scratchpad/count.txt", old_string: "n=0", new_string: "n=1" });
+  const code = await tools.archmaxWorkflowConfirm({});
+  const enriched = JSON.parse(await tools.archmaxWorkflowEnrich({ doc: "c" }));
+  return { code, verdict: enriched.returns.verdict };
 };
 """,
     "elsewhere.js": """export default async ({ tools }) => {
@@ -120,6 +121,10 @@ PLAYBOOK = json.dumps(
                 },
             },
             {
+                "when": {"state": "ask", "last_tool_result": '/"code": "(?P<code>\\d+)"/'},
+                "reply": {"content": "The code is {code}."},
+            },
+            {
                 "when": {"state": "ask"},
                 "reply": {
                     "content": "What is the code?",
@@ -128,6 +133,10 @@ PLAYBOOK = json.dumps(
             },
             # --- the caller ------------------------------------------------------------
             {"when": {"last_tool": "archmax_run"}, "reply": {"content": "Script finished."}},
+            {  # after a resumption the runtime's note follows the script's answer
+                "when": {"any_message": "/answers the pending call/"},
+                "reply": {"content": "Script finished."},
+            },
             {
                 "when": {"last_user": "fan"},
                 "reply": {"tool_calls": [_run("fan-out.js", docs=["a", "b"])]},
@@ -217,18 +226,42 @@ async def test_a_script_that_changes_course_on_resumption_fails_with_a_clear_err
     assert "changed course when resumed" in (answer.content or "")
 
 
-async def test_a_script_cannot_wait_on_a_parked_child(client, task_queue, scripted, root, sid):
+async def test_a_parked_child_parks_the_scripts_session_and_its_end_runs_the_script_on(
+    client, task_queue, scripted, root, sid
+):
+    """The script's first child waits for a person: the caller parks with it, its
+    archmax_run unanswered. Delivering to the child finishes it; the script runs on from its
+    journal (the edit is not made again), dispatches its second child, and its result
+    answers the archmax_run call; the caller's turn then completes."""
+    store = root / "sessions"
+    (store / sid / "scratchpad").mkdir(parents=True)
+    (store / sid / "scratchpad" / "count.txt").write_text("n=0")
+    child_id = f"{sid}.confirm-1"
     async with running_agent(client, task_queue, root, "batch", scripted(PLAYBOOK)) as agent:
-        outcome = await agent.workflow.send(sid, "park")
+        parked = await agent.workflow.send(sid, "park")
+        while_parked = await agent.sessions.view(sid)
+        delivered = await agent.workflow.deliver(
+            child_id, trigger="reply", variables={"code": "42"}
+        )
+        for _ in range(100):
+            summary = await agent.sessions.get(sid)
+            if summary.status == "completed":
+                break
+            await asyncio.sleep(0.1)
         view = await agent.sessions.view(sid)
-        child = await agent.sessions.get(f"{sid}.confirm-1")
-    assert outcome.kind == "completed"  # the caller did not park with the child
-    refused = json.loads(_script_answer(view).content or "")["refused"]
-    assert f"session {sid}.confirm-1) parked" in refused
-    assert "a script cannot wait on a parked sub-workflow" in refused
-    assert child.status == "awaiting_input"
-    [dispatch] = [step for step in view.trail if step.kind == "sub-workflow"]
-    assert (dispatch.workflow, dispatch.status) == ("confirm", "error")
+    assert (parked.kind, parked.status) == ("parked", "awaiting_input")
+    assert parked.delegation is not None and parked.delegation.session_id == child_id
+    assert parked.delegation.tool == "archmax_run"
+    assert not [m for m in while_parked.transcript if m.role == "tool" and m.name == "archmax_run"]
+    assert (delivered.kind, delivered.reply) == ("completed", "The code is 42.")
+    assert summary.status == "completed"
+    answer = _script_answer(view)
+    assert answer.status == "ok"
+    assert json.loads(answer.content or "") == {"code": "The code is 42.", "verdict": "ok-c"}
+    assert (store / sid / "scratchpad" / "count.txt").read_text() == "n=1"
+    dispatches = [(d.workflow, d.status, d.reason) for d in view.trail if d.kind == "sub-workflow"]
+    assert dispatches == [("confirm", "ok", child_id), ("enrich", "ok", f"{sid}.enrich-1")]
+    assert view.transcript[-1].content == "Script finished."
 
 
 async def test_a_script_calling_a_workflow_its_state_does_not_allow_is_blocked(

@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         NoteKind,
         Outcome,
         PendingDelegation,
+        PendingScript,
         SendInput,
         SessionInput,
         SessionState,
@@ -66,6 +67,7 @@ with workflow.unsafe.imports_passed_through():
         ToolSchema,
         TrailStep,
     )
+    from workflows.sandbox import ARCHMAX_RUN
     from workflows.spec import MANUAL_TRIGGER, TriggerSpec, WorkflowSpec
     from workflows.workspace_tools import (
         FilePlacementInput,
@@ -239,6 +241,10 @@ class _Host(Protocol):
 
     def _note(self, kind: Any, text: str) -> None: ...
 
+    async def _resume_script(
+        self, waiting: PendingDelegation, content: str, status: Status
+    ) -> tuple[str, Status] | None: ...
+
 
 @dataclass
 class Dispatched:
@@ -255,7 +261,10 @@ class _Caller:
 
     call: ToolCall
     answer: Callable[[str, Status, str | None], None]
-    can_park: bool = False
+    script: PendingScript | None = None
+    """A script's call: the script to run again when a parked child ends."""
+    run_call_id: str | None = None
+    """A script's call: the ``archmax_run`` call that ran it."""
 
 
 @dataclass
@@ -311,19 +320,27 @@ class Delegations:
         def answer(content: str, status: Status, rule: str | None) -> None:
             self._answer(call, content, status, rule=rule)
 
-        return await self._dispatch(_Caller(call, answer, can_park=True), arguments)
+        return await self._dispatch(_Caller(call, answer), arguments)
 
-    async def from_script(self, tool: str, arguments: dict[str, Any]) -> tuple[str, Status]:
+    async def from_script(
+        self, tool: str, arguments: dict[str, Any], script: PendingScript, run_call_id: str
+    ) -> tuple[str, Status] | None:
         """Carry out a script's ``tools.archmaxWorkflow<Slug>`` call exactly as the agent's
         (governed, mocked, a child workflow, on the trail) and return its answer for the
-        script. A script cannot wait on a parked child: that call answers an error."""
+        script; None when the child parked: the session parks with it, holding ``script``
+        (with the ``archmax_run`` call ``run_call_id``) to run the script on when it ends."""
         answers: list[tuple[str, Status]] = []
         number = sum(1 for step in self._host._s.trail if step.kind == "sub-workflow") + 1
-        call = ToolCall(id=f"script-call-{number}", name=tool)
-        dispatched = await self._dispatch(
-            _Caller(call, lambda content, status, _rule: answers.append((content, status))),
-            arguments,
+        call = ToolCall(id=f"{run_call_id}.dispatch-{number}", name=tool)
+        caller = _Caller(
+            call,
+            lambda content, status, _rule: answers.append((content, status)),
+            script=script,
+            run_call_id=run_call_id,
         )
+        dispatched = await self._dispatch(caller, arguments)
+        if dispatched.parked:
+            return None
         if dispatched.terminal is not None and not answers:
             return f"{tool} refused: {dispatched.terminal}", "blocked"
         return answers[-1] if answers else (f"{tool} did not answer", "error")
@@ -466,16 +483,6 @@ class Delegations:
         self._children[child_id] = handle
         await workflow.wait_condition(lambda: child_id in self._reports or handle.done())
         report = self._reports.pop(child_id, None)
-        if report is not None and report.outcome.kind == "parked" and not caller.can_park:
-            caller.answer(
-                f"{call.name} failed: sub-workflow '{slug}' (session {child_id}) parked "
-                f"({report.outcome.parked_channel or 'input'}); a script cannot wait on a parked "
-                f"sub-workflow. Call {call.name} as a tool instead.",
-                "error",
-                None,
-            )
-            self._trail(state, slug, "error", child_id)
-            return Dispatched()
         if report is not None and report.outcome.kind == "parked":
             outcome = report.outcome
             s.pending_delegations.append(
@@ -483,10 +490,11 @@ class Delegations:
                     state=state,
                     workflow=slug,
                     session_id=child_id,
-                    tool_call_id=call.id,
-                    tool=call.name,
+                    tool_call_id=caller.run_call_id or call.id,
+                    tool=ARCHMAX_RUN if caller.script else call.name,
                     channel=outcome.parked_channel or "input",
                     pending=outcome.pending,
+                    script=caller.script,
                 )
             )
             return Dispatched(parked=True)
@@ -513,10 +521,12 @@ class Delegations:
         assert manual is not None
         returned = await self._finished(waiting.workflow, manual, child_id, report)
         s.pending_delegations.remove(waiting)
-        self._answer(
-            ToolCall(id=waiting.tool_call_id, name=waiting.tool), returned.content, returned.status
-        )
         self._trail(waiting.state, waiting.workflow, returned.status, child_id)
+        answer: tuple[str, Status] | None = (returned.content, returned.status)
+        if waiting.script is not None:  # the script runs on, the child's answer replayed
+            answer = await self._host._resume_script(waiting, returned.content, returned.status)
+        if answer is not None:
+            self._answer(ToolCall(id=waiting.tool_call_id, name=waiting.tool), *answer)
         if s.pending_delegations:
             self.mirror()
             return False

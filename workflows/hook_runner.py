@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.models import (
         ModelCallInput,
         ModelCallResult,
+        SandboxToolCall,
         SessionInput,
         SessionState,
     )
@@ -39,14 +40,15 @@ with workflow.unsafe.imports_passed_through():
         SandboxLimits,
         SandboxRunInput,
         SandboxRunResult,
-        SandboxToolCall,
     )
     from workflows.spec import HookSpec
 
 ScriptDispatcher = Callable[
-    [str, dict[str, Any]], Awaitable[tuple[str, Literal["ok", "error", "blocked"]]]
+    [str, dict[str, Any], list[SandboxToolCall]],
+    Awaitable[tuple[str, Literal["ok", "error", "blocked"]] | None],
 ]
-"""Carries out a script's sub-workflow call (tool, arguments) and answers it."""
+"""Carries out a script's sub-workflow call (tool, arguments, the calls the script made
+before it) and answers it, or None when the child parked (the session parks with it)."""
 
 _SCRIPT_VETOES = frozenset({"SandboxScriptError", "ForbiddenSandboxImportError"})
 """Sandbox errors that are the script's own answer (fail closed: a veto); the others (a
@@ -329,13 +331,15 @@ class HookRunner:
         slug: str,
         arguments: dict[str, Any],
         dispatch: ScriptDispatcher | None = None,
-    ) -> tuple[str, Literal["ok", "error"]]:
+        journal: list[SandboxToolCall] | None = None,
+    ) -> tuple[str, Literal["ok", "error"]] | None:
         """A skill bundle's script in the sandbox on the agent's authority: the answer the
         model reads (a string as it is, anything else as JSON) and its status.
 
         A ``tools.archmaxWorkflow<Slug>`` call stops the run (the activity cannot start a
         child); ``dispatch`` carries it out as the agent's call would be, and the script runs
-        again from the top with every earlier answer replayed from its journal.
+        again from the top with every earlier answer replayed from its journal. None: the
+        dispatched child parked, and the session parks with it (``journal`` then resumes it).
         """
         path = str(arguments.get("file_path"))
         inner = arguments.get("args")
@@ -346,7 +350,7 @@ class HookRunner:
             "trigger": s.trigger,
             "variables": {name: v.value for name, v in s.variables.items()},
         }
-        journal: list[SandboxToolCall] = []
+        replay = list(journal or [])
         tools = (
             [delegation.PREFIX + slug for slug in self._input.delegates]
             if dispatch is not None
@@ -358,26 +362,24 @@ class HookRunner:
                     s,
                     slug,
                     f"archmax_run · {path[:80]}"
-                    + (f" (resumed after {len(journal)} calls)" if journal else ""),
+                    + (f" (resumed after {len(replay)} calls)" if replay else ""),
                     label=path,
                     kind="script",
                     script_path=path,
                     args=script_args,
                     visible=governance.enabled_skills(self._spec, slug),
                     workflow_tools=tools,
-                    journal=journal,
+                    journal=replay,
                 )
                 if result.dispatch is None or dispatch is None:
                     break
-                content, status = await dispatch(result.dispatch.tool, result.dispatch.arguments)
-                journal = [
-                    *(c.model_copy(update={"replayed": False}) for c in result.calls),
-                    SandboxToolCall(
-                        tool=result.dispatch.tool,
-                        arguments=result.dispatch.arguments,
-                        status=status,
-                        content=content,
-                    ),
+                made = [c.model_copy(update={"replayed": False}) for c in result.calls]
+                answer = await dispatch(result.dispatch.tool, result.dispatch.arguments, made)
+                if answer is None:
+                    return None
+                replay = [
+                    *made,
+                    journal_entry(result.dispatch.tool, result.dispatch.arguments, *answer),
                 ]
         except ActivityError as failure:
             cause = failure.cause
@@ -428,6 +430,13 @@ class HookRunner:
             summary=summary,
         )
         return result
+
+
+def journal_entry(
+    tool: str, arguments: dict[str, Any], content: str, status: Literal["ok", "error", "blocked"]
+) -> SandboxToolCall:
+    """A dispatched sub-workflow call's answer, as the script's journal replays it."""
+    return SandboxToolCall(tool=tool, arguments=arguments, status=status, content=content)
 
 
 def take_correction(

@@ -122,6 +122,31 @@ class PendingDecision(_Model):
 Pending = Annotated[PendingInput | PendingDecision, Field(discriminator="channel")]
 
 
+class SandboxToolCall(_Model):
+    """One ``tools.*`` call a sandboxed run made, and how it ended."""
+
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["ok", "error", "blocked"]
+    content: str
+    mocked: bool = False
+    replayed: bool = False
+    """Answered from the run's journal rather than run again."""
+
+
+class PendingScript(_Model):
+    """An ``archmax_run`` script stopped at a sub-workflow call whose child parked: what it
+    takes to run it again when the child finishes (its journal, then the child's answer)."""
+
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    """The ``archmax_run`` call's arguments, references substituted."""
+    journal: list[SandboxToolCall] = Field(default_factory=list)
+    """Every call the script made before the dispatch, answered."""
+    tool: str
+    """The dispatch: ``archmax_workflow_<slug>``."""
+    tool_arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class PendingDelegation(_Model):
     """A sub-workflow call whose child session parked: the caller parks with it.
 
@@ -139,6 +164,8 @@ class PendingDelegation(_Model):
     channel: Literal["input", "decision"]
     pending: Pending | None = None
     """The child's own park record."""
+    script: PendingScript | None = None
+    """Set when a script made the call: ``tool_call_id`` is then its ``archmax_run`` call."""
 
 
 class SessionExit(_Model):

@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
-from workflows.models import ToolMock, ToolSchema, Variable
+from workflows.models import SandboxToolCall, ToolMock, ToolSchema, Variable
 from workflows.spec import SettingsSpec, WorkflowSpec
 from workflows.workspace_tools import WORKSPACE_TOOLS
 
@@ -94,18 +94,6 @@ class SandboxLimits(_Model):
             else settings.max_ptc_calls,
             max_result_chars=settings.max_result_chars or DEFAULT_MAX_RESULT_CHARS,
         )
-
-
-class SandboxToolCall(_Model):
-    """One ``tools.*`` call a run made, and how it ended."""
-
-    tool: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    status: Literal["ok", "error", "blocked"]
-    content: str
-    mocked: bool = False
-    replayed: bool = False
-    """Answered from the run's journal rather than run again."""
 
 
 class SandboxRunInput(_Model):

@@ -56,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
         UnknownTriggerError,
         WorkflowDisabledError,
     )
-    from workflows.hook_runner import HookRunner
+    from workflows.hook_runner import HookRunner, ScriptDispatcher, journal_entry
     from workflows.host_tools import HostToolCall, HostToolResult
     from workflows.models import (
         DecideInput,
@@ -69,10 +69,13 @@ with workflow.unsafe.imports_passed_through():
         Outcome,
         OutcomeKind,
         PendingDecision,
+        PendingDelegation,
         PendingInput,
+        PendingScript,
         PersistTurnInput,
         Raised,
         ReplyInput,
+        SandboxToolCall,
         SendInput,
         SessionExit,
         SessionInput,
@@ -830,8 +833,9 @@ class ArchmaxSession:
                 dispatched = await self._delegation.dispatch(call, arguments)
                 terminal = dispatched.terminal
             else:
-                answer, terminal = await self._governed_call(call, arguments)
-                self._answer(call, answer)
+                governed, terminal = await self._governed_call(call, arguments)
+                if governed is not None:
+                    self._answer(call, governed)
             if terminal is not None:
                 for later in calls[position + 1 :]:
                     self._answer(
@@ -848,13 +852,14 @@ class ArchmaxSession:
 
     async def _governed_call(
         self, call: ToolCall, arguments: dict[str, Any]
-    ) -> tuple[_ToolAnswer, str | None]:
+    ) -> tuple[_ToolAnswer | None, str | None]:
         """Substitute, govern, then run a non-runtime tool as an activity.
 
         Every call is decided, disclosed or not. A refusal is answered as blocked with the
         rule that refused it and the model goes on; an unresolvable guard is terminal (the
         second value: the turn-failure reason). A tool that fails is an error result the
-        model reads, never a turn failure.
+        model reads, never a turn failure. No answer (None) for an ``archmax_run`` whose script
+        waits on a parked sub-workflow: the session parks, and the answer comes on resume.
         """
         slug = self._state_slug()
         substituted, problem = governance.substitute_references(arguments, self._s.variables)
@@ -872,10 +877,12 @@ class ArchmaxSession:
         if mock is not None:
             return _mocked_answer(mock.result), None
         if call.name == sandbox.ARCHMAX_RUN:
-            content, status = await self._hooks.run_script(
-                self._s, slug, substituted, dispatch=self._delegation.from_script
+            ran = await self._hooks.run_script(
+                self._s, slug, substituted, dispatch=self._script_dispatch(call.id, substituted)
             )
-            return _ToolAnswer(content, status), None
+            if ran is None:  # a child it dispatched parked: the call is answered on resume
+                return None, None
+            return _ToolAnswer(*ran), None
         if any(tool.name == call.name for tool in self._input.host_tools):
             return await self._host_tool(call.name, substituted), None
         activity_name = workspace_tools.TOOL_ACTIVITIES.get(call.name)
@@ -903,6 +910,39 @@ class ArchmaxSession:
         except ActivityError as failure:
             return _ToolAnswer(f"{call.name} failed: {failure.cause or failure}", "error"), None
         return _ToolAnswer(result.content, result.status), None
+
+    def _script_dispatch(self, run_call_id: str, arguments: dict[str, Any]) -> ScriptDispatcher:
+        """How the ``archmax_run`` call ``run_call_id`` carries out its script's sub-workflow
+        calls: through the session's dispatcher, parking the session if a child parks."""
+
+        async def dispatch(
+            tool: str, tool_arguments: dict[str, Any], made: list[SandboxToolCall]
+        ) -> tuple[str, delegation.Status] | None:
+            script = PendingScript(
+                arguments=arguments, journal=made, tool=tool, tool_arguments=tool_arguments
+            )
+            return await self._delegation.from_script(tool, tool_arguments, script, run_call_id)
+
+        return dispatch
+
+    async def _resume_script(
+        self, waiting: PendingDelegation, content: str, status: delegation.Status
+    ) -> tuple[str, delegation.Status] | None:
+        """A script's parked child finished: run the script on from its journal plus the
+        child's answer; its result answers the ``archmax_run`` call (None: it parked again)."""
+        script = waiting.script
+        assert script is not None
+        journal = [
+            *script.journal,
+            journal_entry(script.tool, script.tool_arguments, content, status),
+        ]
+        return await self._hooks.run_script(
+            self._s,
+            waiting.state,
+            script.arguments,
+            dispatch=self._script_dispatch(waiting.tool_call_id, script.arguments),
+            journal=journal,
+        )
 
     async def _host_tool(self, name: str, arguments: dict[str, Any]) -> _ToolAnswer:
         """Run a host's Python tool on the worker (one activity, dispatched by name)."""
