@@ -1,6 +1,8 @@
 """The host side of archmax-temporal: ``create_agent`` and what a host reads back."""
 
 from client.agent import Agent, ResolvedSession, create_agent
+from client.case_results import AssertionRecord, CaseResult, RunTestsResult, Verdict
+from client.runner import discover_cases, run_case, run_tests
 from workflows.errors import (
     ArchmaxError,
     InvalidSessionIdError,
@@ -13,6 +15,7 @@ from workflows.errors import (
     UnknownTriggerError,
     UnknownWorkflowError,
 )
+from workflows.matching import partial_match
 from workflows.models import (
     Outcome,
     PendingInput,
@@ -28,12 +31,15 @@ from workflows.models import (
 __all__ = [
     "Agent",
     "ArchmaxError",
+    "AssertionRecord",
+    "CaseResult",
     "InvalidSessionIdError",
     "InvalidVariableNameError",
     "MissingDeliveryTriggerError",
     "Outcome",
     "PendingInput",
     "ResolvedSession",
+    "RunTestsResult",
     "SessionExit",
     "SessionNotAwaitingInputError",
     "SessionNotFoundError",
@@ -45,7 +51,12 @@ __all__ = [
     "UnknownTriggerError",
     "UnknownWorkflowError",
     "Variable",
+    "Verdict",
     "create_agent",
+    "discover_cases",
     "is_finished",
     "is_runtime_note",
+    "partial_match",
+    "run_case",
+    "run_tests",
 ]

@@ -273,3 +273,20 @@ async def test_case_timeout_kills_the_case_and_keeps_its_records(
     (case,) = result.results
     assert case.error == "case exceeded tests.caseTimeoutMs (1500 ms)"
     assert [(r.status, r.step) for r in case.records] == [("passed", 1), ("not-executed", 3)]
+
+
+def test_the_host_api_exports_the_runner_and_the_shared_matcher():
+    """DESIGN §4: a host imports the case runner's halves and ``partial_match`` from
+    ``client``; the matcher is the one mocks use."""
+    import client
+    from client import runner
+    from workflows import matching
+
+    assert (client.run_tests, client.run_case, client.discover_cases) == (
+        runner.run_tests,
+        runner.run_case,
+        runner.discover_cases,
+    )
+    assert client.partial_match is matching.partial_match
+    assert client.partial_match({"order": {"id": "A"}}, {"order": {"id": "A", "x": 1}})
+    assert not client.partial_match({"order": {"id": "B"}}, {"order": {"id": "A", "x": 1}})
