@@ -7,13 +7,16 @@ order of commands that is not behind ``workflow.patched`` fails here before it r
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
+import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from tests.conftest import EXAMPLES, running_agent
+from client.runner import run_tests
+from tests.conftest import EXAMPLES, copy_example, model_config, running_agent
 from worker import workflow_runner
 from workflows.session import ArchmaxSession
 
@@ -57,5 +60,52 @@ async def test_the_golden_history_replays():
     """The committed history of an earlier version still replays on this code."""
     history = WorkflowHistory.from_json("replay-1", GOLDEN.read_text())
     assert len(history.events) > 20
+    result = await _replayer().replay_workflow(history)
+    assert result.replay_failure is None
+
+
+# --- hooks, scripts and their sub-workflow calls -------------------------------------------
+
+SUPPORT = "customer-support"
+GOLDEN_CASES = {
+    # before hooks vetoing at entry, a grade by the judge
+    "cross-company-veto": HISTORIES / "order-lookup-cross-company-veto.json",
+    # archmax_run whose script dispatches two mocked sub-workflow calls, journal replayed
+    "enrichment-fan-out": HISTORIES / "order-lookup-enrichment-fan-out.json",
+}
+
+
+async def test_fresh_hook_and_script_histories_replay(client, task_queue, scripted, tmp_path):
+    """Sessions that ran hooks and a script's sub-workflow calls replay without divergence."""
+    root = copy_example(SUPPORT, tmp_path)
+    server = scripted(root / "workflows" / "order-lookup" / "playbook.yaml")
+    run = uuid.uuid4().hex[:8]
+    async with running_agent(client, task_queue, root, "order-lookup", server) as agent:
+
+        async def target(_workflow: str, _root: Path):
+            return agent
+
+        for case, golden in GOLDEN_CASES.items():
+            result = await run_tests(
+                "order-lookup",
+                root,
+                filter=case,
+                create_target=target,
+                model=model_config(server),
+                session_id_for_case=lambda c: f"golden-{run}-{c.id}",
+            )
+            assert [r.verdict.status for r in result.results] == ["passed"]
+            history = await agent.handle(f"golden-{run}-{case}").fetch_history()
+            if os.environ.get("ARCHMAX_RECORD_HISTORIES"):
+                golden.write_text(history.to_json())
+            replayed = await _replayer().replay_workflow(history)
+            assert replayed.replay_failure is None, case
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+async def test_the_golden_hook_and_script_histories_replay(case):
+    """Committed histories of hook vetoes and a script's sub-workflow calls still replay."""
+    text = GOLDEN_CASES[case].read_text()
+    history = WorkflowHistory.from_json(f"golden-{case}", text)
     result = await _replayer().replay_workflow(history)
     assert result.replay_failure is None
