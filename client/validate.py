@@ -12,6 +12,8 @@ The report gathers every diagnostic at once:
 - sub-workflow grants (``archmax_workflow_<slug>``): an unknown target, one that does not
   load or declares no ``manual`` trigger, a self-reference or cycle and a chain deeper than
   the depth bound are errors; a disabled target is a warning;
+- a skill script a state may run that calls ``tools.archmaxWorkflow<Slug>`` for a workflow
+  that state does not allow, or that no workflow is called (warnings);
 - every case file under ``tests/``: its schema errors, an unknown ``trigger.id``, and a state
   named by ``decide.to``, ``reachedState``, ``parked.state`` or ``trail.to`` that the machine
   does not declare.
@@ -23,6 +25,7 @@ is the ``--json`` document ``{workflow, valid, diagnostics}``.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Literal
@@ -41,6 +44,7 @@ from client.cases import (
     load_case,
 )
 from client.loader import LoadedWorkflow, load_delegates, load_workflow
+from workflows import governance
 from workflows.delegation import MAX_DEPTH, PREFIX, granted_targets, manual_of
 from workflows.errors import (
     ForbiddenSandboxImportError,
@@ -48,7 +52,8 @@ from workflows.errors import (
     UnknownWorkflowError,
 )
 from workflows.hooks import hook_kind, script_path_problem, source_key
-from workflows.sandbox_source import prepare
+from workflows.sandbox import ARCHMAX_RUN
+from workflows.sandbox_source import camel, prepare
 from workflows.spec import MANUAL_TRIGGER, SLUG, WorkflowSpec
 
 DiagnosticLevel = Literal["error", "warning"]
@@ -108,6 +113,7 @@ def validate_workflow(root: Path, slug: str) -> ValidationReport:
         diagnostics.extend(lint_spec(spec, spec_file))
         diagnostics.extend(lint_hooks(spec, directory, spec_file))
         diagnostics.extend(_sub_workflow_diagnostics(root, loaded, spec_file))
+        diagnostics.extend(lint_script_dispatches(root, spec))
     # A malformed slug (``../x``) never probes the filesystem outside workflows/.
     if isinstance(slug, str) and SLUG.match(slug) and (directory / "workflow.yaml").is_file():
         diagnostics.extend(_case_diagnostics(directory, slug, spec))
@@ -207,6 +213,55 @@ def _script_hook(path: str, where: str, directory: Path) -> list[Diagnostic]:
     except (OSError, UnicodeDecodeError) as exc:
         return [_error(location, f"cannot read the hook script: {exc}")]
     return []
+
+
+_SCRIPT_DISPATCH = re.compile(r"\btools\.(archmaxWorkflow[A-Za-z0-9]+)\b")
+"""A script's sub-workflow call as the bridge spells it."""
+
+
+def lint_script_dispatches(root: Path, spec: WorkflowSpec) -> list[Diagnostic]:
+    """Scripts a state may ``archmax_run`` that call a sub-workflow that state does not allow.
+
+    At run time such a call is refused (or, for a workflow no state grants, rejects as not
+    available); found here, statically, from the scripts of every skill the state enables.
+    """
+    found: list[Diagnostic] = []
+    callable_by_camel = {camel(f"{PREFIX}{slug}"): slug for slug in _workflow_slugs(root)}
+    for state in spec.states:
+        for skill in sorted(governance.enabled_skills(spec, state)):
+            scripts = root / "skills" / skill / "scripts"
+            for file in sorted(scripts.rglob("*.js")) if scripts.is_dir() else []:
+                path = file.relative_to(root).as_posix()
+                if not governance.decide(spec, state, ARCHMAX_RUN, {"file_path": path}, {}).allowed:
+                    continue
+                try:
+                    text = file.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    continue
+                for name in sorted(set(_SCRIPT_DISPATCH.findall(text))):
+                    slug = callable_by_camel.get(name)
+                    if slug is None:
+                        found.append(
+                            _warning(
+                                path, f"tools.{name}: no workflow under workflows/ is called so"
+                            )
+                        )
+                    elif not governance.decide(spec, state, f"{PREFIX}{slug}", {}, {}).allowed:
+                        found.append(
+                            _warning(
+                                path,
+                                f"tools.{name}: state {state!r} runs this script but does not "
+                                f"allow {PREFIX}{slug}; the call would be blocked",
+                            )
+                        )
+    return found
+
+
+def _workflow_slugs(root: Path) -> list[str]:
+    folder = root / "workflows"
+    if not folder.is_dir():
+        return []
+    return sorted(p.parent.name for p in folder.glob("*/workflow.yaml"))
 
 
 def _sub_workflow_diagnostics(

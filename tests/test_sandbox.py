@@ -272,3 +272,15 @@ async def test_write_file_goes_to_the_session_scratchpad(sandbox, tmp_path):
     assert "Wrote 'scratchpad/out.txt'" in result.value
     store = FilesystemSessionStore(tmp_path / "sessions")
     assert store.read_text("sb-1", "scratchpad/out.txt") == "from a hook"
+
+
+async def test_a_tool_the_bridge_does_not_offer_rejects_naming_what_it_offers(sandbox):
+    source = (
+        "export default async ({ tools }) => {\n"
+        "  try { await tools.archmaxWorkflowNowhere({}); } catch (e) { return e.message; }\n"
+        "};\n"
+    )
+    result = await run(sandbox, source, kind="script")
+    assert result.value.startswith("tools.archmaxWorkflowNowhere is not available to this run")
+    assert "readFile" in result.value and "writeFile" in result.value
+    assert result.calls == []  # nothing crossed the bridge

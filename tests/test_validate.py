@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from client.validate import Diagnostic, ValidationReport, render_text, validate_workflow
+from tests.conftest import copy_example as whole_example
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -388,3 +389,30 @@ def test_render_text() -> None:
         ],
         "invalid — 2 error(s), 1 warning(s)",
     )
+
+
+SCRIPT = "skills/order-enrichment/scripts/enrich-orders.js"
+"""customer-support's fan-out script, run by order-lookup's enrich-order state."""
+
+
+def test_a_script_calling_a_sub_workflow_its_state_does_not_allow_warns(tmp_path: Path) -> None:
+    root = whole_example("customer-support", tmp_path)
+    spec = root / "workflows" / "order-lookup" / "workflow.yaml"
+    spec.write_text(spec.read_text().replace("        - archmax_workflow_enrich-order\n", ""))
+    report = validate_workflow(root, "order-lookup")
+    assert report.valid  # a warning: the call would be blocked at run time, answered to the script
+    assert [(d.level, d.location) for d in report.diagnostics] == [("warning", SCRIPT)]
+    assert report.diagnostics[0].message == (
+        "tools.archmaxWorkflowEnrichOrder: state 'enrich-order' runs this script but does not "
+        "allow archmax_workflow_enrich-order; the call would be blocked"
+    )
+
+
+def test_a_script_calling_a_workflow_nobody_is_called_warns(tmp_path: Path) -> None:
+    root = whole_example("customer-support", tmp_path)
+    script = root / SCRIPT
+    script.write_text(
+        script.read_text().replace("archmaxWorkflowEnrichOrder", "archmaxWorkflowEnrichx")
+    )
+    messages = [d.message for d in validate_workflow(root, "order-lookup").diagnostics]
+    assert messages == ["tools.archmaxWorkflowEnrichx: no workflow under workflows/ is called so"]

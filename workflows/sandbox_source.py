@@ -91,8 +91,19 @@ const __archmax_tool = (name) => (input) => {
   }
   return Promise.resolve(reply.content);
 };
-globalThis.tools = Object.freeze(
+const __archmax_bridge = Object.freeze(
   Object.fromEntries(__ARCHMAX_TOOLS__.map((name) => [name, __archmax_tool(name)])));
+// A name the bridge does not offer answers a rejection naming what it does offer, rather than
+// the engine's bare "not a function" (then/toJSON stay undefined: tools is no thenable).
+globalThis.tools = new Proxy(__archmax_bridge, {
+  get(target, name) {
+    if (typeof name !== "string" || name in target || name === "then" || name === "toJSON") {
+      return target[name];
+    }
+    return () => Promise.reject(new Error(
+      `tools.${name} is not available to this run; it may call: ${Object.keys(target).join(", ")}`));
+  },
+});
 globalThis.args = Object.freeze(Object.assign(__ARCHMAX_ARGS__, { tools: globalThis.tools }));
 """
 """Globals every run sees: the verdict helpers, ``defineHook``, ``console``, ``tools``, ``args``.
