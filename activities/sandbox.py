@@ -15,6 +15,7 @@ mocks, then the workspace tool itself through the same code the tool activities 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 import sys
@@ -35,7 +36,7 @@ from workflows.errors import (
     SandboxScriptError,
     SandboxTimeoutError,
 )
-from workflows.models import SandboxToolCall
+from workflows.models import SandboxToolCall, ScriptJournal
 from workflows.sandbox import (
     BRIDGE_TOOLS,
     SANDBOX_ACTIVITY,
@@ -53,6 +54,23 @@ STREAM_LIMIT: Final = 32 * 1024 * 1024
 """Longest protocol line (a large ``writeFile`` content, a big result)."""
 _LINE: Final = re.compile(r"<input>:(\d+)")
 """The first frame of a QuickJS stack: the author's line (imports are blanked, not removed)."""
+
+
+JOURNALS: Final = "checkpoints/scripts"
+"""Where a stopped script's journals live in its session (runtime-internal: never listed)."""
+
+FAILED_CONTENT_CHARS: Final = 2000
+"""How much of a failed call's answer a run's result keeps (a hook's veto quotes it)."""
+
+
+def _slim(calls: list[SandboxToolCall]) -> list[SandboxToolCall]:
+    """The calls as a result carries them: statuses, and only failures' answers, cut short."""
+    return [
+        c.model_copy(
+            update={"content": "" if c.status == "ok" else c.content[:FAILED_CONTENT_CHARS]}
+        )
+        for c in calls
+    ]
 
 
 class _DispatchNeeded(Exception):
@@ -95,6 +113,7 @@ class SandboxActivities:
             "stack_limit": STACK_LIMIT,
         }
         calls: list[SandboxToolCall] = []
+        replay = await asyncio.to_thread(self._load_journal, request)
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
@@ -106,11 +125,14 @@ class SandboxActivities:
         )
         try:
             done = await asyncio.wait_for(
-                self._converse(process, payload, request, calls, {camel(t): t for t in bridge}),
+                self._converse(
+                    process, payload, request, calls, {camel(t): t for t in bridge}, replay
+                ),
                 timeout=request.limits.timeout_ms / 1000,
             )
         except _DispatchNeeded as needed:
-            return SandboxRunResult(calls=calls, dispatch=needed.dispatch)
+            journal = await asyncio.to_thread(self._store_journal, request.session_id, calls)
+            return SandboxRunResult(calls=_slim(calls), dispatch=needed.dispatch, journal=journal)
         except TimeoutError:
             raise SandboxTimeoutError(
                 f"{request.label}: timed out after {request.limits.timeout_ms} ms "
@@ -144,6 +166,7 @@ class SandboxActivities:
         request: SandboxRunInput,
         calls: list[SandboxToolCall],
         names: dict[str, str],
+        replay: list[SandboxToolCall],
     ) -> dict[str, Any]:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
@@ -164,7 +187,7 @@ class SandboxActivities:
             if "done" in message:
                 return dict(message["done"])
             call = message.get("call") or {}
-            reply = await asyncio.to_thread(self._serve, request, call, calls, names)
+            reply = await asyncio.to_thread(self._serve, request, call, calls, names, replay)
             process.stdin.write((json.dumps(reply, ensure_ascii=False) + "\n").encode())
             await process.stdin.drain()
 
@@ -174,6 +197,7 @@ class SandboxActivities:
         call: dict[str, Any],
         calls: list[SandboxToolCall],
         names: dict[str, str],
+        replay: list[SandboxToolCall],
     ) -> dict[str, Any]:
         """One ``tools.*`` call: replay, cap, govern, mock, run. An answer, or (for a
         sub-workflow call past the journal) :class:`_DispatchNeeded`."""
@@ -204,8 +228,8 @@ class SandboxActivities:
             )
 
         position = len(calls)
-        if position < len(request.journal):
-            entry = request.journal[position]
+        if position < len(replay):
+            entry = replay[position]
             if entry.tool != tool or entry.arguments != arguments:
                 raise SandboxScriptError(
                     f"{request.label}: the script changed course when resumed after a "
@@ -273,6 +297,36 @@ class SandboxActivities:
             text = "".join(lines[start:end])
         return "ok", truncate(text, request.limits.max_result_chars)[0]
 
+    def _load_journal(self, request: SandboxRunInput) -> list[SandboxToolCall]:
+        """The answers a resumed run replays: the stored calls of its last run, then the
+        tail; a stored journal that is missing or altered fails the run."""
+        journal = request.journal
+        entries: list[SandboxToolCall] = []
+        if journal.stored is not None:
+            try:
+                text = self._workspace.store.read_text(request.session_id, journal.stored)
+            except (OSError, WorkspaceError) as exc:
+                raise SandboxScriptError(
+                    f"{request.label}: cannot resume: its journal {journal.stored} is gone ({exc})"
+                ) from None
+            if hashlib.sha256(text.encode()).hexdigest() != journal.digest:
+                raise SandboxScriptError(
+                    f"{request.label}: cannot resume: its journal {journal.stored} was altered"
+                )
+            entries = [SandboxToolCall.model_validate(entry) for entry in json.loads(text)]
+        return [*entries, *journal.tail]
+
+    def _store_journal(self, session_id: str, calls: list[SandboxToolCall]) -> ScriptJournal:
+        """Keep a stopped run's calls (contents and all) in the session store, named by their
+        digest: the history carries the reference, not the files the script read."""
+        text = json.dumps(
+            [c.model_dump(mode="json", exclude={"replayed"}) for c in calls], ensure_ascii=False
+        )
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        path = f"{JOURNALS}/{digest}.json"
+        self._workspace.store.write_text(session_id, path, text)
+        return ScriptJournal(stored=path, digest=digest, count=len(calls))
+
     @staticmethod
     def _result(
         request: SandboxRunInput, done: dict[str, Any], calls: list[SandboxToolCall]
@@ -302,7 +356,7 @@ class SandboxActivities:
             value=value,
             returned_nothing=bool(done.get("undefined")),
             logs=logs,
-            calls=calls,
+            calls=_slim(calls),
         )
 
 

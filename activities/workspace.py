@@ -551,6 +551,11 @@ class WorkspaceActivities:
         self._authoring = Path(authoring_root)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
+    @property
+    def store(self) -> SessionStore:
+        """The session store, for the runtime's own files (the sandbox's journals)."""
+        return self._store
+
     def activities(self) -> list[Callable[..., Any]]:
         """Every activity of this instance, for ``Worker(activities=...)``."""
         return [

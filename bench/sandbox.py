@@ -12,9 +12,10 @@ in this process against a scratch workspace, with ``time.perf_counter_ns``:
   the worker);
 * **trivial hook** — ``export default () => ok()``;
 * **script, K live calls** — a script that reads a workspace file K times through
-  ``tools.readFile`` (each call a JSON line to the parent and back, governed and mocked-checked);
-* **script, K replayed calls** — the same script run with a journal of its K answers, as a
-  script resumes after a sub-workflow call: the answers come from the journal, no file is read.
+  ``tools.readFile`` (each call a JSON line to the parent and back, governed and mocked-checked)
+  and then calls a sub-workflow: the run stops there and stores its journal;
+* **script, K replayed calls** — the same script resumed with that journal and the
+  sub-workflow's answer: the K answers come from the stored journal, no file is read.
 
 Figures are medians and 95th percentiles in milliseconds, and the ratio of each run to the
 process floor. The machine is shared and noisy: read the ratios, not the absolute figures.
@@ -35,7 +36,7 @@ from pathlib import Path
 from activities.sandbox import SandboxActivities
 from activities.session_store import FilesystemSessionStore
 from activities.workspace import WorkspaceActivities
-from workflows.models import SandboxToolCall
+from workflows.models import SandboxToolCall, ScriptJournal
 from workflows.sandbox import SandboxLimits, SandboxRunInput
 from workflows.spec import WorkflowSpec
 
@@ -52,12 +53,13 @@ def _script(calls: int) -> str:
         "  let size = 0;\n"
         f"  for (let i = 0; i < {calls}; i++) size += (await tools.readFile("
         f"{{ file_path: '{FILE}' }})).length;\n"
+        "  await tools.archmaxWorkflowBench({});\n"
         "  return { size };\n"
         "};\n"
     )
 
 
-def _request(source: str, journal: list[SandboxToolCall] | None = None) -> SandboxRunInput:
+def _request(source: str, journal: ScriptJournal | None = None) -> SandboxRunInput:
     return SandboxRunInput(
         session_id=SESSION,
         label="bench.js",
@@ -66,7 +68,8 @@ def _request(source: str, journal: list[SandboxToolCall] | None = None) -> Sandb
         spec=SPEC,
         state="work",
         limits=SandboxLimits(timeout_ms=10_000),
-        journal=journal or [],
+        workflow_tools=["archmax_workflow_bench"],
+        journal=journal or ScriptJournal(),
     )
 
 
@@ -89,8 +92,10 @@ async def main(n: int, calls: int) -> None:
         store = FilesystemSessionStore(Path(scratch) / "sessions")
         store.write_text(SESSION, FILE, '{"orders": ["ORD-1", "ORD-2", "ORD-3"]}')
         sandbox = SandboxActivities(WorkspaceActivities(store, Path(scratch)))
-        live = await sandbox.evaluate(_request(_script(calls)))
-        journal = [c.model_copy(update={"replayed": False}) for c in live.calls]
+        stopped = await sandbox.evaluate(_request(_script(calls)))
+        assert stopped.journal is not None and stopped.dispatch is not None
+        answer = SandboxToolCall(tool=stopped.dispatch.tool, status="ok", content="{}")
+        journal = stopped.journal.then(answer)
         figures = {
             "process floor (python -I)": await _timed(lambda: asyncio.to_thread(_floor), n),
             "trivial hook": await _timed(

@@ -20,7 +20,7 @@ from activities.sandbox import SandboxActivities
 from activities.session_store import FilesystemSessionStore
 from activities.workspace import WorkspaceActivities
 from workflows.errors import ForbiddenSandboxImportError
-from workflows.models import ToolMock
+from workflows.models import SandboxToolCall, ToolMock
 from workflows.sandbox import SandboxLimits, SandboxRunInput, SandboxRunResult
 from workflows.sandbox_source import forbidden_imports, prepare
 from workflows.spec import parse_spec
@@ -284,3 +284,55 @@ async def test_a_tool_the_bridge_does_not_offer_rejects_naming_what_it_offers(sa
     assert result.value.startswith("tools.archmaxWorkflowNowhere is not available to this run")
     assert "readFile" in result.value and "writeFile" in result.value
     assert result.calls == []  # nothing crossed the bridge
+
+
+# --- a script stopped at a sub-workflow call ------------------------------------------------
+
+DISPATCHING = """export default async ({ tools }) => {
+  const secret = await tools.grep({ pattern: "hunter" });
+  const answer = await tools.archmaxWorkflowEnrich({ doc: "a" });
+  return { secret, answer };
+};
+"""
+
+
+async def test_a_stopped_run_keeps_its_journal_in_the_store_not_in_its_result(sandbox):
+    """The result that goes into the history names the journal; the file contents the script
+    read stay in the session store, and a resumption replays them from there."""
+    sandbox._workspace.store.write_text("sb-1", "scratchpad/notes.txt", "hunter2")
+    overrides = {"kind": "script", "workflow_tools": ["archmax_workflow_enrich"]}
+    stopped = await run(sandbox, DISPATCHING, **overrides)
+    assert stopped.dispatch is not None and stopped.dispatch.arguments == {"doc": "a"}
+    assert stopped.journal is not None and stopped.journal.count == 1
+    assert "hunter2" not in stopped.model_dump_json()
+    stored = sandbox._workspace.store.read_text("sb-1", stopped.journal.stored or "")
+    assert "hunter2" in stored
+    answer = SandboxToolCall(
+        tool="archmax_workflow_enrich", arguments={"doc": "a"}, status="ok", content="enriched"
+    )
+    resumed = await run(sandbox, DISPATCHING, journal=stopped.journal.then(answer), **overrides)
+    assert resumed.value["answer"] == "enriched" and "hunter2" in resumed.value["secret"]
+    assert [c.replayed for c in resumed.calls] == [True, True]
+
+
+async def test_a_journal_altered_in_the_store_fails_the_resumption(sandbox):
+    sandbox._workspace.store.write_text("sb-1", "scratchpad/notes.txt", "hunter2")
+    overrides = {"kind": "script", "workflow_tools": ["archmax_workflow_enrich"]}
+    stopped = await run(sandbox, DISPATCHING, **overrides)
+    assert stopped.journal is not None and stopped.journal.stored is not None
+    sandbox._workspace.store.write_text("sb-1", stopped.journal.stored, "[]")
+    error = await failure(sandbox, DISPATCHING, journal=stopped.journal, **overrides)
+    assert error.type == "SandboxScriptError" and "was altered" in error.message
+
+
+async def test_a_results_calls_keep_only_the_answers_of_failed_calls(sandbox):
+    source = """export default async ({ tools }) => {
+  await tools.readFile({ file_path: "scratchpad/notes.txt" });
+  try { await tools.readFile({ file_path: "scratchpad/none.txt" }); } catch (e) {}
+  return "done";
+};
+"""
+    sandbox._workspace.store.write_text("sb-1", "scratchpad/notes.txt", "hunter2")
+    result = await run(sandbox, source)  # a hook: the state's read_file ban binds no hook
+    assert (result.calls[0].status, result.calls[0].content) == ("ok", "")
+    assert result.calls[1].status == "error" and "none.txt" in result.calls[1].content

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         ModelCallInput,
         ModelCallResult,
         SandboxToolCall,
+        ScriptJournal,
         SessionInput,
         SessionState,
     )
@@ -44,11 +45,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.spec import HookSpec
 
 ScriptDispatcher = Callable[
-    [str, dict[str, Any], list[SandboxToolCall]],
+    [str, dict[str, Any], ScriptJournal],
     Awaitable[tuple[str, Literal["ok", "error", "blocked"]] | None],
 ]
-"""Carries out a script's sub-workflow call (tool, arguments, the calls the script made
-before it) and answers it, or None when the child parked (the session parks with it)."""
+"""Carries out a script's sub-workflow call (tool, arguments, the journal of the calls the
+script made before it) and answers it, or None when the child parked (the session parks with it)."""
 
 _SCRIPT_VETOES = frozenset({"SandboxScriptError", "ForbiddenSandboxImportError"})
 """Sandbox errors that are the script's own answer (fail closed: a veto); the others (a
@@ -331,7 +332,7 @@ class HookRunner:
         slug: str,
         arguments: dict[str, Any],
         dispatch: ScriptDispatcher | None = None,
-        journal: list[SandboxToolCall] | None = None,
+        journal: ScriptJournal | None = None,
     ) -> tuple[str, Literal["ok", "error"]] | None:
         """A skill bundle's script in the sandbox on the agent's authority: the answer the
         model reads (a string as it is, anything else as JSON) and its status.
@@ -350,7 +351,7 @@ class HookRunner:
             "trigger": s.trigger,
             "variables": {name: v.value for name, v in s.variables.items()},
         }
-        replay = list(journal or [])
+        replay = journal or ScriptJournal()
         tools = (
             [delegation.PREFIX + slug for slug in self._input.delegates]
             if dispatch is not None
@@ -362,7 +363,11 @@ class HookRunner:
                     s,
                     slug,
                     f"archmax_run · {path[:80]}"
-                    + (f" (resumed after {len(replay)} calls)" if replay else ""),
+                    + (
+                        f" (resumed after {replay.count + len(replay.tail)} calls)"
+                        if replay.count or replay.tail
+                        else ""
+                    ),
                     label=path,
                     kind="script",
                     script_path=path,
@@ -371,16 +376,15 @@ class HookRunner:
                     workflow_tools=tools,
                     journal=replay,
                 )
-                if result.dispatch is None or dispatch is None:
+                if result.dispatch is None or dispatch is None or result.journal is None:
                     break
-                made = [c.model_copy(update={"replayed": False}) for c in result.calls]
+                made = result.journal
                 answer = await dispatch(result.dispatch.tool, result.dispatch.arguments, made)
                 if answer is None:
                     return None
-                replay = [
-                    *made,
-                    journal_entry(result.dispatch.tool, result.dispatch.arguments, *answer),
-                ]
+                replay = made.then(
+                    journal_entry(result.dispatch.tool, result.dispatch.arguments, *answer)
+                )
         except ActivityError as failure:
             cause = failure.cause
             kind = cause.type if isinstance(cause, ApplicationError) else None
@@ -403,7 +407,7 @@ class HookRunner:
         source: str | None = None,
         script_path: str | None = None,
         workflow_tools: list[str] | None = None,
-        journal: list[SandboxToolCall] | None = None,
+        journal: ScriptJournal | None = None,
     ) -> SandboxRunResult:
         limits = SandboxLimits.from_settings(self._spec.settings)
         result: SandboxRunResult = await workflow.execute_activity(
@@ -422,7 +426,7 @@ class HookRunner:
                 visible_skills=sorted(visible),
                 limits=limits,
                 workflow_tools=workflow_tools or [],
-                journal=journal or [],
+                journal=journal or ScriptJournal(),
             ),
             result_type=SandboxRunResult,
             start_to_close_timeout=sandbox.activity_timeout(limits),

@@ -134,13 +134,29 @@ class SandboxToolCall(_Model):
     """Answered from the run's journal rather than run again."""
 
 
+class ScriptJournal(_Model):
+    """A resumed script's earlier answers, in call order: the calls of its last run, kept in
+    the session store (``stored``, named by the digest of their JSON, so no history carries
+    file contents), then the answers that came after it (``tail``: the dispatches')."""
+
+    stored: str | None = None
+    """Store path of the last run's calls (``checkpoints/scripts/<sha256>.json``)."""
+    digest: str | None = None
+    count: int = 0
+    tail: list[SandboxToolCall] = Field(default_factory=list)
+
+    def then(self, entry: SandboxToolCall) -> ScriptJournal:
+        """This journal with one more answer at its end."""
+        return self.model_copy(update={"tail": [*self.tail, entry]})
+
+
 class PendingScript(_Model):
     """An ``archmax_run`` script stopped at a sub-workflow call whose child parked: what it
     takes to run it again when the child finishes (its journal, then the child's answer)."""
 
     arguments: dict[str, Any] = Field(default_factory=dict)
     """The ``archmax_run`` call's arguments, references substituted."""
-    journal: list[SandboxToolCall] = Field(default_factory=list)
+    journal: ScriptJournal = Field(default_factory=ScriptJournal)
     """Every call the script made before the dispatch, answered."""
     tool: str
     """The dispatch: ``archmax_workflow_<slug>``."""

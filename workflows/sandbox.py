@@ -15,7 +15,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
-from workflows.models import SandboxToolCall, ToolMock, ToolSchema, Variable
+from workflows.models import SandboxToolCall, ScriptJournal, ToolMock, ToolSchema, Variable
 from workflows.spec import SettingsSpec, WorkflowSpec
 from workflows.workspace_tools import WORKSPACE_TOOLS
 
@@ -122,7 +122,7 @@ class SandboxRunInput(_Model):
     """``archmax_workflow_<slug>`` tools a script may call (``tools.archmaxWorkflow<Slug>``).
     The activity cannot start a child workflow, so such a call ends the run with a
     :class:`SandboxDispatch` for the session workflow to carry out."""
-    journal: list[SandboxToolCall] = Field(default_factory=list)
+    journal: ScriptJournal = Field(default_factory=ScriptJournal)
     """The answers of an earlier run of the same script, in call order: re-running after a
     dispatch replays them (no side effect runs twice) and the dispatch's answer comes last."""
 
@@ -141,9 +141,13 @@ class SandboxRunResult(_Model):
     returned_nothing: bool = True
     logs: list[str] = Field(default_factory=list)
     calls: list[SandboxToolCall] = Field(default_factory=list)
+    """Every ``tools.*`` call, its content kept only for those that failed (cut short): the
+    workflow reads statuses, and results must stay small in the history."""
     dispatch: SandboxDispatch | None = None
     """Set when the run stopped at a sub-workflow call: the value is not final; run the
-    script again with ``calls`` and the dispatch's answer as its journal."""
+    script again with ``journal`` and the dispatch's answer at its end."""
+    journal: ScriptJournal | None = None
+    """With ``dispatch``: every call of this run, answered, as stored for the next run."""
 
     @property
     def failed_calls(self) -> list[SandboxToolCall]:

@@ -100,8 +100,9 @@ globalThis.tools = new Proxy(__archmax_bridge, {
     if (typeof name !== "string" || name in target || name === "then" || name === "toJSON") {
       return target[name];
     }
-    return () => Promise.reject(new Error(
-      `tools.${name} is not available to this run; it may call: ${Object.keys(target).join(", ")}`));
+    const offered = Object.keys(target).join(", ");
+    return () => Promise.reject(
+      new Error(`tools.${name} is not available to this run; it may call: ${offered}`));
   },
 });
 globalThis.args = Object.freeze(Object.assign(__ARCHMAX_ARGS__, { tools: globalThis.tools }));

@@ -75,7 +75,7 @@ with workflow.unsafe.imports_passed_through():
         PersistTurnInput,
         Raised,
         ReplyInput,
-        SandboxToolCall,
+        ScriptJournal,
         SendInput,
         SessionExit,
         SessionInput,
@@ -916,7 +916,7 @@ class ArchmaxSession:
         calls: through the session's dispatcher, parking the session if a child parks."""
 
         async def dispatch(
-            tool: str, tool_arguments: dict[str, Any], made: list[SandboxToolCall]
+            tool: str, tool_arguments: dict[str, Any], made: ScriptJournal
         ) -> tuple[str, delegation.Status] | None:
             script = PendingScript(
                 arguments=arguments, journal=made, tool=tool, tool_arguments=tool_arguments
@@ -932,10 +932,9 @@ class ArchmaxSession:
         child's answer; its result answers the ``archmax_run`` call (None: it parked again)."""
         script = waiting.script
         assert script is not None
-        journal = [
-            *script.journal,
-            journal_entry(script.tool, script.tool_arguments, content, status),
-        ]
+        journal = script.journal.then(
+            journal_entry(script.tool, script.tool_arguments, content, status)
+        )
         return await self._hooks.run_script(
             self._s,
             waiting.state,
