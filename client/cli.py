@@ -51,8 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="start or continue a session with a message")
-    run.add_argument("workflow")
-    run.add_argument("prompt", nargs="*")
+    run.add_argument(
+        "words",
+        nargs="*",
+        metavar="[workflow] prompt",
+        help="the workflow (optional when workflows/ holds one) and the message",
+    )
     run.add_argument("--trigger", default="manual")
     run.add_argument("--variables", help="JSON object of variables (seeded locked)")
     run.add_argument("--session", help="explicit session id")
@@ -85,12 +89,16 @@ def _parser() -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true")
 
     test = sub.add_parser("test", help="run a workflow's *.test.yaml cases against the runtime")
-    test.add_argument("workflow")
-    test.add_argument("filter", nargs="?", help="keep the cases whose path contains this")
+    test.add_argument(
+        "words",
+        nargs="*",
+        metavar="[workflow] [filter]",
+        help="the workflow (optional when workflows/ holds one), then a path substring",
+    )
     test.add_argument("--json", action="store_true", help="the results as one JSON document")
 
     validate = sub.add_parser("validate", help="static diagnostics over a workflow and its cases")
-    validate.add_argument("workflow")
+    validate.add_argument("workflow", nargs="?", help="optional when workflows/ holds one")
     validate.add_argument("--json", action="store_true")
 
     sub.add_parser("dev", help="dev server + UI + worker in the foreground")
@@ -98,7 +106,33 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="the support-inbox demo: park, deliver, answer")
     demo.add_argument("--conversation", help="conversation id (default: a fresh one)")
+    for command in (run, deliver, decide, reply, sessions, test, validate, demo):
+        # --verbose after the command too (archmax run wf hi --verbose), as archmax spells it
+        command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS)
     return parser
+
+
+def authored_workflows(root: Path) -> list[str]:
+    """The slugs under ``<root>/workflows/`` that hold a ``workflow.yaml``, sorted."""
+    folder = root / "workflows"
+    return sorted(p.parent.name for p in folder.glob("*/workflow.yaml")) if folder.is_dir() else []
+
+
+def resolve_workflow(root: Path, words: Sequence[str], command: str) -> tuple[str, list[str]]:
+    """The workflow a command names and the words after it.
+
+    archmax lets ``<workflow>`` be omitted when ``workflows/`` holds exactly one: a first
+    word naming an authored workflow is the workflow; otherwise, with one workflow, every
+    word is the command's own. With several and none named, the usage error lists them.
+    """
+    known = authored_workflows(root)
+    if words and (words[0] in known or len(known) != 1):
+        return words[0], list(words[1:])
+    if len(known) == 1:
+        return known[0], list(words)
+    if not known:
+        raise UsageError(f"no workflow under {root / 'workflows'}", command)
+    raise UsageError(f"name the workflow: {', '.join(known)}", command)
 
 
 def _json_object(raw: str | None, flag: str = "--variables") -> dict[str, Any]:
@@ -233,8 +267,9 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
     variables = _json_object(args.variables)
     files = _files(args.file)
-    message = " ".join(args.prompt).strip() or None
-    async with await create_agent(args.workflow, config=config, worker_cache=0) as agent:
+    workflow, prompt = resolve_workflow(config.root, args.words, "run")
+    message = " ".join(prompt).strip() or None
+    async with await create_agent(workflow, config=config, worker_cache=0) as agent:
         loaded = agent.loaded
         if loaded.spec.disabled:
             _err(f"✖ Refusing to start: workflow '{loaded.slug}' is disabled.")
@@ -361,7 +396,8 @@ async def _dev(config: RuntimeConfig) -> int:
 def _validate(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from client.validate import render_text, validate_workflow
 
-    report = validate_workflow(config.root, args.workflow)
+    workflow = args.workflow or resolve_workflow(config.root, [], "validate")[0]
+    report = validate_workflow(config.root, workflow)
     lines, summary = render_text(report)
     for line in lines:
         _err(line)
@@ -372,8 +408,16 @@ def _validate(args: argparse.Namespace, config: RuntimeConfig) -> int:
 async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from client.suite import run_suite
 
+    workflow, rest = resolve_workflow(config.root, args.words, "test")
+    if len(rest) > 1:
+        raise UsageError(f"one filter at most, got {' '.join(rest)!r}", "test")
     return await run_suite(
-        args.workflow, config, filter=args.filter, as_json=args.json, err=sys.stderr, out=sys.stdout
+        workflow,
+        config,
+        filter=rest[0] if rest else None,
+        as_json=args.json,
+        err=sys.stderr,
+        out=sys.stdout,
     )
 
 

@@ -227,3 +227,38 @@ class TestExitCodes:
         assert result.code == 1
         assert "✖ failed orders-unavailable: The order system is down." in result.stderr
         assert result.stdout == ""
+
+
+class TestTheWorkflowMayBeOmitted:
+    """archmax: `<workflow>` may be omitted when workflows/ holds exactly one; with several,
+    the usage error names them."""
+
+    def test_run_with_one_workflow_takes_every_word_as_the_message(self, cli):
+        result = cli(
+            "run",
+            "About",
+            "my",
+            "order",
+            "--trigger",
+            "email_received",
+            "--variables",
+            json.dumps({"conversation_id": "cli-omit-1"}),
+            "--verbose",
+        )
+        assert result.code == 0, result.stderr
+        assert result.stdout.strip().startswith("Thanks for writing! Which order")
+        assert "workflow  support-inbox" in result.stderr
+
+    def test_validate_and_test_find_the_one_workflow(self, cli):
+        assert cli("validate").stdout == "valid — 0 error(s), 0 warning(s)\n"
+        # the one word left is the filter, not a workflow
+        done = cli("test", "unusable")
+        assert done.stdout.endswith("1 passed, 0 failed, 0 skipped\n"), done.stderr
+
+    def test_with_several_workflows_the_usage_error_names_them(self, cli):
+        write_workflow(cli.root, "another", "states:\n  only:\n    triggers: {manual: }\n")
+        result = cli("validate")
+        assert result.code == 2
+        assert "name the workflow: another, support-inbox" in result.stderr
+        named = cli("validate", "support-inbox")
+        assert named.code == 0
