@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from client.config import RuntimeConfig
 from client.logs import configure_logging
 from client.usage import configured_pricing, footer_line
-from workflows.errors import ArchmaxError
+from workflows.errors import ArchmaxError, InvalidSessionIdError, SessionNotFoundError
 from workflows.models import (
     Outcome,
     PendingDecision,
@@ -104,8 +104,13 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("dev", help="dev server + UI + worker in the foreground")
     sub.add_parser("worker", help="a worker against TEMPORAL_ADDRESS (for production)")
 
+    helper = sub.add_parser("help", help="this help, or a command's")
+    helper.add_argument("topic", nargs="?", metavar="command")
+
     demo = sub.add_parser("demo", help="the support-inbox demo: park, deliver, answer")
     demo.add_argument("--conversation", help="conversation id (default: a fresh one)")
+    for command in (deliver, decide, reply):
+        command.add_argument("--workflow", help="the session's workflow (checked, optional)")
     for command in (run, deliver, decide, reply, sessions, test, validate, demo):
         # --verbose after the command too (archmax run wf hi --verbose), as archmax spells it
         command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS)
@@ -301,6 +306,7 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
     variables = _json_object(args.variables)
     async with await create_agent(None, config=config, worker_cache=0) as agent:
         view = await agent.sessions.view(args.session)
+        _check_workflow(args, view.summary)
         _err(f"session   {args.session}  (deliver {args.trigger})")
         outcome = await agent.workflow.deliver(
             args.session, trigger=args.trigger, variables=variables
@@ -313,6 +319,7 @@ async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
     async with await create_agent(None, config=config, worker_cache=0) as agent:
         view = await agent.sessions.view(args.session)
+        _check_workflow(args, view.summary)
         _err(f"session   {args.session}  (decide → {args.to})")
         outcome = await agent.workflow.decide(args.session, to=args.to, comment=args.comment)
         return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
@@ -325,7 +332,9 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
     if not message:
         raise UsageError("reply needs a non-empty message", "reply")
     async with await create_agent(None, config=config, worker_cache=0) as agent:
-        spent = (await agent.sessions.get(args.session)).usage
+        summary = await agent.sessions.get(args.session)
+        _check_workflow(args, summary)
+        spent = summary.usage
         _err(f"session   {args.session}  (reply)")
         outcome = await agent.workflow.reply(args.session, message)
         return report_outcome(outcome, spent_before=spent)
@@ -421,6 +430,31 @@ async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
     )
 
 
+def _check_workflow(args: argparse.Namespace, summary: SessionSummary) -> None:
+    """``--workflow`` scopes the session lookup: a session of another workflow is not found."""
+    if args.workflow and args.workflow != summary.workflow:
+        raise SessionNotFoundError(
+            f"no session {summary.session_id!r} of workflow {args.workflow!r} "
+            f"(it runs {summary.workflow!r})"
+        )
+
+
+def _help(topic: str | None) -> int:
+    """``archmax help [command]``: the help ``--help`` prints, exit 0."""
+    parser = _parser()
+    if topic is None:
+        parser.print_help()
+        return 0
+    subparsers = next(
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    command = subparsers.choices.get(topic)
+    if command is None:
+        raise UsageError(f"no command {topic!r}; commands: {', '.join(subparsers.choices)}")
+    command.print_help()
+    return 0
+
+
 async def _dispatch(args: argparse.Namespace) -> int:
     config = RuntimeConfig.from_env(root=args.root)
     if args.command == "validate":
@@ -441,6 +475,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _worker(config)
     if args.command == "dev":
         return await _dev(config)
+    if args.command == "help":
+        return _help(args.topic)
     if args.command == "demo":
         from client.demo import run_demo
 
@@ -464,6 +500,10 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
             exc.command = args.command
         _err(f"archmax: {exc}")
         _err(f"try archmax {exc.command + ' ' if exc.command else ''}--help")
+        return 2
+    except InvalidSessionIdError as exc:  # a malformed id is a usage error, as archmax has it
+        _err(f"archmax: {exc}")
+        _err(f"try archmax {args.command + ' ' if args is not None else ''}--help")
         return 2
     except ArchmaxError as exc:
         _err(f"✖ {type(exc).__name__}: {exc}")

@@ -262,3 +262,36 @@ class TestTheWorkflowMayBeOmitted:
         assert "name the workflow: another, support-inbox" in result.stderr
         named = cli("validate", "support-inbox")
         assert named.code == 0
+
+
+class TestHelpAndIds:
+    def test_help_prints_the_command_table_and_a_commands_flags(self, cli):
+        table = cli("help")
+        assert table.code == 0 and "validate" in table.stdout and "deliver" in table.stdout
+        one = cli("help", "deliver")
+        assert one.code == 0 and "--trigger" in one.stdout and "--workflow" in one.stdout
+        assert cli("help", "nope").code == 2
+
+    def test_an_unusable_session_id_is_a_usage_error(self, cli):
+        result = cli("sessions", "../escape")
+        assert result.code == 2
+        assert "invalid session id '../escape'" in result.stderr
+
+    def test_workflow_scopes_a_delivery_to_its_own_sessions(self, cli):
+        assert _park(cli, "cli-scope-1").code == 0
+        elsewhere = cli("deliver", "cli-scope-1", "--trigger", "email_reply", "--workflow", "other")
+        assert elsewhere.code == 1
+        assert "no session 'cli-scope-1' of workflow 'other' (it runs 'support-inbox')" in (
+            elsewhere.stderr
+        )
+        own = cli(
+            "deliver",
+            "cli-scope-1",
+            "--trigger",
+            "email_reply",
+            "--workflow",
+            "support-inbox",
+            "--variables",
+            json.dumps({"reply_body": "It's ORD-1001."}),
+        )
+        assert own.code == 0 and "ORD-1001" in own.stdout
