@@ -21,6 +21,10 @@ workflow code, so the caller carries a pinned snapshot of every workflow it can 
   the child's park and its pending call waits; a delivery or decision goes to the child's
   session id, and when the child finishes its result answers the call and the caller's turn
   goes on.
+- **From a script**: :meth:`Delegations.from_script` runs a script's
+  ``tools.archmaxWorkflow<Slug>`` call the same way and answers the script; a child that
+  parks parks the session with the script's journal in the pending call, and its end runs
+  the script on (the session's ``_resume_script``) before the ``archmax_run`` call is answered.
 - **Record**: every dispatch (a mocked one included) is a ``sub-workflow`` trail step on the
   calling state with ``status`` ok or error; a resumed call also gets a
   ``[sub-workflow: <slug>]`` note.
