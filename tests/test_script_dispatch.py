@@ -274,3 +274,29 @@ async def test_a_script_calling_a_workflow_its_state_does_not_allow_is_blocked(
     assert refused.startswith("Blocked by governance")
     assert "archmax_workflow_elsewhere" in refused
     assert not [step for step in view.trail if step.kind == "sub-workflow"]
+
+
+async def test_a_script_parked_on_a_child_resumes_on_another_worker(
+    client, task_queue, scripted, root, sid
+):
+    """The worker that ran the script is gone by the time the child is answered: a new
+    worker (no cache, same store) resumes the script from its stored journal."""
+    store = root / "sessions"
+    (store / sid / "scratchpad").mkdir(parents=True)
+    (store / sid / "scratchpad" / "count.txt").write_text("n=0")
+    server = scripted(PLAYBOOK)
+    async with running_agent(client, task_queue, root, "batch", server) as first:
+        parked = await first.workflow.send(sid, "park")
+    assert parked.kind == "parked"
+    journals = list((store / sid / "checkpoints" / "scripts").glob("*.json"))
+    assert len(journals) == 1  # the stopped run's calls, in the store, not the history
+    async with running_agent(client, task_queue, root, "batch", server) as second:
+        await second.workflow.deliver(f"{sid}.confirm-1", trigger="reply", variables={"code": "7"})
+        for _ in range(100):
+            if (await second.sessions.get(sid)).status == "completed":
+                break
+            await asyncio.sleep(0.1)
+        view = await second.sessions.view(sid)
+    answer = _script_answer(view)
+    assert json.loads(answer.content or "") == {"code": "The code is 7.", "verdict": "ok-c"}
+    assert (store / sid / "scratchpad" / "count.txt").read_text() == "n=1"
