@@ -133,3 +133,64 @@ async def test_a_delivery_before_resume_at_wins_and_the_timer_never_fires(
     assert len(fired) == 1  # only the second park's timer fired
     assert summary.status == "completed"
     assert summary.variables["trigger"].value == "timer"
+
+
+LEDGER = """
+title: Ledger
+states:
+  ledger:
+    triggers: { manual: }
+    skills: { allow: [ledger] }
+    instructions: Run the reconciliation script.
+    tools:
+      allow:
+        - { tool: archmax_run, paths: ["skills/ledger/scripts/**"] }
+        - archmax_workflow_bank
+"""
+
+RECONCILE_JS = """export default async ({ tools }) => {
+  const bank = await tools.archmaxWorkflowBank({});
+  return { bank };
+};
+"""
+
+
+async def test_a_scripts_sub_workflow_that_waits_days_wakes_and_the_script_runs_on(
+    skipping_env: WorkflowEnvironment, task_queue: str, scripted, tmp_path: Path
+):
+    """A script dispatches the bank check, which parks on a 3-day timer: the caller parks
+    with it, the child wakes itself three days on, and its answer resumes the script."""
+    write_workflow(tmp_path, "bank", BANK)
+    write_workflow(tmp_path, "ledger", LEDGER)
+    skill = tmp_path / "skills" / "ledger"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: ledger\ndescription: Reconciliation.\n---\n")
+    (skill / "scripts" / "reconcile.js").write_text(RECONCILE_JS)
+    run = {"file_path": "skills/ledger/scripts/reconcile.js"}
+    rules = [
+        {"when": {"state": "ledger", "last_tool": "archmax_run"}, "reply": {"content": "Done."}},
+        {
+            "when": {"state": "ledger", "any_message": "/answers the pending call/"},
+            "reply": {"content": "Done."},
+        },
+        {
+            "when": {"state": "ledger"},
+            "reply": {"tool_calls": [{"name": "archmax_run", "arguments": run}]},
+        },
+        *PLAYBOOK["rules"],
+    ]
+    server = scripted(json.dumps({"rules": rules}))
+    async with running_agent(
+        skipping_env.client, task_queue, tmp_path, "ledger", server, search_attributes=False
+    ) as agent:
+        parked = await agent.workflow.send("ledger-1", "Reconcile the ledger.")
+        await skipping_env.sleep(timedelta(days=3, minutes=1))
+        summary = await agent.sessions.get("ledger-1")
+        view = await agent.sessions.view("ledger-1")
+        child = await agent.sessions.get("ledger-1.bank-1")
+    assert parked.kind == "parked" and parked.delegation is not None
+    assert parked.delegation.session_id == "ledger-1.bank-1"
+    assert child.status == "completed" and child.variables["trigger"].value == "timer"
+    assert summary.status == "completed"
+    [answer] = [m for m in view.transcript if m.role == "tool" and m.name == "archmax_run"]
+    assert json.loads(answer.content or "") == {"bank": "Reconciled."}
