@@ -171,6 +171,16 @@ class SessionStore(Protocol):
         ...
 
 
+def delete_file(store: SessionStore, session_id: str, path: str) -> None:
+    """Remove one file through ``store``'s optional ``delete``; a store without it refuses
+    with :class:`StoreCapabilityError` (deleting is not part of the minimal protocol)."""
+    delete = getattr(store, "delete", None)
+    if delete is None:
+        rel = normalize_path(path)
+        raise StoreCapabilityError(f"this session store cannot delete files ('{rel}')", rel)
+    delete(session_id, path)
+
+
 # --- filesystem ---------------------------------------------------------------------------
 
 
@@ -237,6 +247,16 @@ class FilesystemSessionStore:
 
     def write_text(self, session_id: str, path: str, text: str) -> None:
         self.write_bytes(session_id, path, _encode(text, path))
+
+    def delete(self, session_id: str, path: str) -> None:
+        """Remove one file (a folder is refused), or :class:`FileNotFoundInWorkspaceError`."""
+        target, rel = self._resolve(session_id, path)
+        if target.is_dir():
+            raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
+        try:
+            target.unlink()
+        except FileNotFoundError as exc:
+            raise FileNotFoundInWorkspaceError(f"'{rel}' does not exist", rel) from exc
 
     def exists(self, session_id: str, path: str) -> bool:
         try:
@@ -325,6 +345,16 @@ class MemorySessionStore:
     def write_text(self, session_id: str, path: str, text: str) -> None:
         self.write_bytes(session_id, path, _encode(text, path))
 
+    def delete(self, session_id: str, path: str) -> None:
+        rel = normalize_path(path)
+        files = self._session(session_id)
+        if rel in files:
+            del files[rel]
+            return
+        if self._is_dir(files, rel):
+            raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
+        raise FileNotFoundInWorkspaceError(f"'{rel}' does not exist", rel)
+
     def exists(self, session_id: str, path: str) -> bool:
         try:
             rel = normalize_path(path)
@@ -390,6 +420,9 @@ class TextOnlyStore:
 
     def write_text(self, session_id: str, path: str, text: str) -> None:
         self._inner.write_text(session_id, path, text)
+
+    def delete(self, session_id: str, path: str) -> None:
+        delete_file(self._inner, session_id, path)
 
     def exists(self, session_id: str, path: str) -> bool:
         return self._inner.exists(session_id, path)

@@ -42,12 +42,15 @@ from activities.session_store import (
     SessionStore,
     StoreCapabilityError,
     WorkspaceError,
+    delete_file,
     is_text,
 )
 from workflows.errors import InvalidSessionIdError
 from workflows.identity import check_session_id
 from workflows.placement import placed_name, sanitize_name
 from workflows.workspace_tools import (
+    COPY_FILE,
+    COPY_FILE_ACTIVITY,
     DEFAULT_GREP_MAX_COUNT,
     DEFAULT_READ_LIMIT,
     EDIT_FILE,
@@ -58,9 +61,13 @@ from workflows.workspace_tools import (
     GREP_ACTIVITY,
     LS,
     LS_ACTIVITY,
+    MOVE_FILE,
+    MOVE_FILE_ACTIVITY,
     PLACE_FILES_ACTIVITY,
     READ_FILE,
     READ_FILE_ACTIVITY,
+    REMOVE_FILE,
+    REMOVE_FILE_ACTIVITY,
     SEED_FILES_ACTIVITY,
     TOOL_ARGUMENTS,
     WRITE_FILE,
@@ -73,8 +80,10 @@ from workflows.workspace_tools import (
     GrepArgs,
     LsArgs,
     ReadFileArgs,
+    RemoveFileArgs,
     SeedFilesInput,
     SeedFilesResult,
+    TransferArgs,
     WorkspaceToolInput,
     WorkspaceToolResult,
     WriteFileArgs,
@@ -514,6 +523,46 @@ def _grep(ws: _Workspace, args: GrepArgs) -> str:
     return "\n".join(out)
 
 
+def _transfer_target(ws: _Workspace, source: _Loc, args: TransferArgs) -> _Loc:
+    """The destination of a copy or move, refused when it is the source or a folder, or an
+    existing file without ``overwrite``."""
+    dest = ws.writable(args.destination)
+    if dest.agent == source.agent:
+        raise WorkspaceError(f"'{source.agent}' is both source and destination", dest.agent)
+    if ws.is_dir(dest):
+        raise WorkspaceError(f"'{dest.agent}' is a folder, not a file", dest.agent)
+    if ws.is_file(dest) and not args.overwrite:
+        raise WorkspaceError(
+            f"'{dest.agent}' exists; pass overwrite: true to replace it", dest.agent
+        )
+    return dest
+
+
+def _copy_file(ws: _Workspace, args: TransferArgs) -> str:
+    source = ws.locate(args.source)
+    data = ws.read_bytes(source)
+    dest = _transfer_target(ws, source, args)
+    ws.store.write_bytes(ws.sid, dest.agent, data)
+    return f"Copied '{source.agent}' to '{dest.agent}' ({human_size(len(data))})."
+
+
+def _move_file(ws: _Workspace, args: TransferArgs) -> str:
+    source = ws.writable(args.source)  # a move removes its source: only scratchpad/ allows it
+    data = ws.read_bytes(source)
+    dest = _transfer_target(ws, source, args)
+    ws.store.write_bytes(ws.sid, dest.agent, data)  # written before it is removed
+    delete_file(ws.store, ws.sid, source.agent)
+    return f"Moved '{source.agent}' to '{dest.agent}' ({human_size(len(data))})."
+
+
+def _remove_file(ws: _Workspace, args: RemoveFileArgs) -> str:
+    loc = ws.writable(args.file_path)
+    if ws.is_dir(loc):
+        raise WorkspaceError(f"'{loc.agent}' is a folder; remove_file deletes files", loc.agent)
+    delete_file(ws.store, ws.sid, loc.agent)
+    return f"Removed '{loc.agent}'."
+
+
 _TOOLS: Final[dict[str, Callable[[_Workspace, Any], str]]] = {
     LS: _ls,
     READ_FILE: _read_file,
@@ -521,6 +570,9 @@ _TOOLS: Final[dict[str, Callable[[_Workspace, Any], str]]] = {
     EDIT_FILE: _edit_file,
     GLOB: _glob,
     GREP: _grep,
+    COPY_FILE: _copy_file,
+    MOVE_FILE: _move_file,
+    REMOVE_FILE: _remove_file,
 }
 
 
@@ -565,6 +617,9 @@ class WorkspaceActivities:
             self.edit_file,
             self.glob,
             self.grep,
+            self.copy_file,
+            self.move_file,
+            self.remove_file,
             self.place_files,
             self.seed_files,
         ]
@@ -652,6 +707,21 @@ class WorkspaceActivities:
     async def grep(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
         """``grep {pattern, path?, glob?, max_count?}``: ``path:line:text`` per match."""
         return await self._run(GREP, call)
+
+    @activity.defn(name=COPY_FILE_ACTIVITY)
+    async def copy_file(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``copy_file {source, destination, overwrite?}``: a byte-exact copy."""
+        return await self._run(COPY_FILE, call)
+
+    @activity.defn(name=MOVE_FILE_ACTIVITY)
+    async def move_file(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``move_file {source, destination, overwrite?}``: written there, removed here."""
+        return await self._run(MOVE_FILE, call)
+
+    @activity.defn(name=REMOVE_FILE_ACTIVITY)
+    async def remove_file(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+        """``remove_file {file_path}``: delete one file under scratchpad/."""
+        return await self._run(REMOVE_FILE, call)
 
     @activity.defn(name=PLACE_FILES_ACTIVITY)
     async def place_files(self, placement: FilePlacementInput) -> FilePlacementResult:

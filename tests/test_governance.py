@@ -30,7 +30,18 @@ from workflows.runtime_tools import RUNTIME_TOOLS
 from workflows.spec import WorkflowSpec
 
 STATE = "work"
-BUILTINS = ["ls", "read_file", "write_file", "edit_file", "glob", "grep", "archmax_run"]
+BUILTINS = [
+    "ls",
+    "read_file",
+    "write_file",
+    "edit_file",
+    "glob",
+    "grep",
+    "copy_file",
+    "move_file",
+    "remove_file",
+    "archmax_run",
+]
 HOST = ["fetch_order", "send_email"]
 AVAILABLE = BUILTINS + HOST + sorted(RUNTIME_TOOLS)
 
@@ -81,9 +92,13 @@ class TestSurfaceConstants:
         """The issue's always-on set, each with a declared path argument."""
         assert set(BUILTINS) == ALWAYS_ON
         assert set(PATH_ARGS) == ALWAYS_ON
-        assert PATH_ARGS["read_file"] == ("file_path", "read")
-        assert PATH_ARGS["write_file"] == ("file_path", "write")
-        assert PATH_ARGS["archmax_run"] == ("file_path", "execute")
+        assert PATH_ARGS["read_file"] == (("file_path", "read"),)
+        assert PATH_ARGS["write_file"] == (("file_path", "write"),)
+        assert PATH_ARGS["archmax_run"] == (("file_path", "execute"),)
+        # archmax 0.4: a copy reads its source and writes its destination; a move removes it
+        assert PATH_ARGS["copy_file"] == (("source", "read"), ("destination", "write"))
+        assert PATH_ARGS["move_file"] == (("source", "remove"), ("destination", "write"))
+        assert PATH_ARGS["remove_file"] == (("file_path", "remove"),)
 
 
 class TestClosedByDefault:
@@ -497,7 +512,7 @@ class TestZones:
     @pytest.mark.parametrize("area", ["artifacts", "_specs", "checkpoints"])
     @pytest.mark.parametrize("tool", ["read_file", "write_file", "ls"])
     def test_runtime_internal_areas_are_closed(self, area, tool):
-        argument = PATH_ARGS[tool][0]
+        argument = PATH_ARGS[tool][0][0]
         verdict = decide(make_spec(), STATE, tool, {argument: f"{area}/x.json"}, {})
         refused(verdict, "zone.runtime-internal")
         assert not listed(make_spec(), STATE, f"{area}/x.json")
@@ -731,3 +746,52 @@ def test_reasons_name_the_rule_context():
     spec = make_spec(state_tools={"allow": [{"tool": "read_file", "paths": ["scratchpad/**"]}]})
     verdict = run(spec, "read_file", file_path="AGENTS.md")
     assert re.search(r"scratchpad/\*\*", verdict.reason)
+
+
+class TestTransfers:
+    """copy_file reads its source and writes its destination; move_file removes its source;
+    each path is governed by its use (archmax 0.4's tool path declarations)."""
+
+    SPEC = make_spec(state_skills={"allow": ["billing"]})
+
+    def test_a_copy_from_an_enabled_skill_into_the_scratchpad_is_allowed(self):
+        allowed(
+            run(
+                self.SPEC,
+                "copy_file",
+                source="skills/billing/assets/rates.csv",
+                destination="scratchpad/rates.csv",
+            )
+        )
+
+    def test_a_copy_from_a_skill_not_enabled_is_refused(self):
+        verdict = run(
+            self.SPEC, "copy_file", source="skills/other/a.csv", destination="scratchpad/a.csv"
+        )
+        refused(verdict, "skill.not-allowed")
+
+    def test_a_copy_into_a_read_only_area_is_refused(self):
+        verdict = run(
+            self.SPEC, "copy_file", source="scratchpad/a.csv", destination="skills/billing/a.csv"
+        )
+        refused(verdict, "zone.read-only")
+
+    def test_a_move_removes_its_source_so_a_skill_cannot_be_moved(self):
+        verdict = run(
+            self.SPEC, "move_file", source="skills/billing/a.csv", destination="scratchpad/a.csv"
+        )
+        refused(verdict, "zone.read-only")
+        refused(run(self.SPEC, "remove_file", file_path="AGENTS.md"), "zone.read-only")
+
+    def test_both_paths_are_required_and_path_guards_see_both(self):
+        refused(run(self.SPEC, "copy_file", source="scratchpad/a"), "tool.path-argument")
+        guarded = make_spec(
+            state_tools={"allow": [{"tool": "copy_file", "paths": ["scratchpad/**"]}]}
+        )
+        allowed(
+            run(guarded, "copy_file", source="scratchpad/a", destination="scratchpad/b"),
+            "tool.scratchpad",
+        )
+        verdict = run(guarded, "copy_file", source="AGENTS.md", destination="scratchpad/b")
+        refused(verdict, "tool.not-allowed")
+        assert "path 'AGENTS.md', 'scratchpad/b' is outside paths scratchpad/**" in verdict.reason

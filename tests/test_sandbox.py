@@ -336,3 +336,22 @@ async def test_a_results_calls_keep_only_the_answers_of_failed_calls(sandbox):
     result = await run(sandbox, source)  # a hook: the state's read_file ban binds no hook
     assert (result.calls[0].status, result.calls[0].content) == ("ok", "")
     assert result.calls[1].status == "error" and "none.txt" in result.calls[1].content
+
+
+async def test_a_script_copies_and_removes_through_the_bridge(sandbox):
+    sandbox._workspace.store.write_text("sb-1", "scratchpad/a.txt", "alpha")
+    source = """export default async ({ tools }) => {
+  await tools.copyFile({ source: "scratchpad/a.txt", destination: "scratchpad/b.txt" });
+  await tools.removeFile({ file_path: "scratchpad/a.txt" });
+  return "done";
+};
+"""
+    result = await run(sandbox, source, kind="script")
+    assert result.value == "done"
+    assert [(c.tool, c.status) for c in result.calls] == [
+        ("copy_file", "ok"),
+        ("remove_file", "ok"),
+    ]
+    store = sandbox._workspace.store
+    assert store.read_text("sb-1", "scratchpad/b.txt") == "alpha"
+    assert not store.exists("sb-1", "scratchpad/a.txt")

@@ -594,3 +594,118 @@ class TestSeedFiles:
             await ws.seed_files(seed)
         assert caught.value.type == "StoreCapabilityError"
         assert inner.walk(SID, "") == []
+
+
+# --- copy_file, move_file, remove_file (archmax 0.4) -----------------------------------------
+
+
+async def test_copy_is_byte_exact_and_creates_the_destinations_folders(ws, fs_store):
+    fs_store.write_bytes(SID, "scratchpad/in/logo.png", PNG)
+    result = await call(
+        ws, "copy_file", source="scratchpad/in/logo.png", destination="scratchpad/out/a/logo.png"
+    )
+    assert result.status == "ok"
+    assert result.content.startswith("Copied 'scratchpad/in/logo.png' to 'scratchpad/out/a/")
+    assert fs_store.read_bytes(SID, "scratchpad/out/a/logo.png") == PNG
+    assert fs_store.read_bytes(SID, "scratchpad/in/logo.png") == PNG
+
+
+async def test_copy_reads_a_skill_asset_into_the_scratchpad(ws, fs_store):
+    result = await call(
+        ws, "copy_file", source="skills/pricing/scripts/calc.js", destination="scratchpad/calc.js"
+    )
+    assert result.status == "ok"
+    assert fs_store.read_text(SID, "scratchpad/calc.js") == "return 1;\n"
+
+
+async def test_an_existing_destination_needs_overwrite(ws, fs_store):
+    fs_store.write_text(SID, "scratchpad/a.txt", "new")
+    fs_store.write_text(SID, "scratchpad/b.txt", "old")
+    refused = await call(ws, "copy_file", source="scratchpad/a.txt", destination="scratchpad/b.txt")
+    assert refused.status == "error"
+    assert "'scratchpad/b.txt' exists; pass overwrite: true" in refused.content
+    assert fs_store.read_text(SID, "scratchpad/b.txt") == "old"
+    done = await call(
+        ws, "copy_file", source="scratchpad/a.txt", destination="scratchpad/b.txt", overwrite=True
+    )
+    assert done.status == "ok" and fs_store.read_text(SID, "scratchpad/b.txt") == "new"
+
+
+async def test_a_copy_onto_itself_and_into_a_read_only_area_are_refused(ws, fs_store):
+    fs_store.write_text(SID, "scratchpad/a.txt", "x")
+    same = await call(ws, "copy_file", source="scratchpad/a.txt", destination="scratchpad/a.txt")
+    assert same.status == "error" and "both source and destination" in same.content
+    mount = await call(ws, "copy_file", source="scratchpad/a.txt", destination="skills/pricing/a")
+    assert mount.status == "error" and "read-only" in mount.content
+
+
+async def test_move_writes_the_destination_then_removes_the_source(ws, fs_store):
+    fs_store.write_text(SID, "scratchpad/draft.md", "# Draft")
+    result = await call(
+        ws, "move_file", source="scratchpad/draft.md", destination="scratchpad/final/report.md"
+    )
+    assert result.status == "ok"
+    assert result.content.startswith("Moved 'scratchpad/draft.md' to 'scratchpad/final/report.md'")
+    assert fs_store.read_text(SID, "scratchpad/final/report.md") == "# Draft"
+    assert not fs_store.exists(SID, "scratchpad/draft.md")
+
+
+async def test_a_move_out_of_a_read_only_area_is_refused_and_moves_nothing(ws, fs_store):
+    result = await call(
+        ws, "move_file", source="skills/pricing/SKILL.md", destination="scratchpad/SKILL.md"
+    )
+    assert result.status == "error" and "read-only" in result.content
+    assert not fs_store.exists(SID, "scratchpad/SKILL.md")
+
+
+async def test_remove_deletes_one_file_and_refuses_folders_and_mounts(ws, fs_store):
+    fs_store.write_text(SID, "scratchpad/tmp/a.txt", "x")
+    assert (await call(ws, "remove_file", file_path="scratchpad/tmp/a.txt")).status == "ok"
+    assert not fs_store.exists(SID, "scratchpad/tmp/a.txt")
+    fs_store.write_text(SID, "scratchpad/tmp/b.txt", "y")
+    folder = await call(ws, "remove_file", file_path="scratchpad/tmp")
+    assert folder.status == "error" and "is a folder" in folder.content
+    missing = await call(ws, "remove_file", file_path="scratchpad/none.txt")
+    assert missing.status == "error" and "does not exist" in missing.content
+    mount = await call(ws, "remove_file", file_path="AGENTS.md")
+    assert mount.status == "error" and "read-only" in mount.content
+
+
+@pytest.mark.parametrize("make", [MemorySessionStore, lambda: TextOnlyStore(MemorySessionStore())])
+async def test_every_bundled_store_can_delete(authoring, make):
+    store = make()
+    store.write_text(SID, "scratchpad/a.txt", "x")
+    tools = WorkspaceActivities(store, authoring)
+    assert (await call(tools, "remove_file", file_path="scratchpad/a.txt")).status == "ok"
+    assert not store.exists(SID, "scratchpad/a.txt")
+
+
+async def test_a_store_without_delete_refuses_a_removal_by_name(authoring):
+    class NoDelete:
+        """A store that implements the minimal protocol only."""
+
+        def __init__(self) -> None:
+            self._inner = MemorySessionStore()
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "delete":
+                raise AttributeError(name)
+            return getattr(self._inner, name)
+
+    store = NoDelete()
+    store.write_text(SID, "scratchpad/a.txt", "x")
+    tools = WorkspaceActivities(store, authoring)  # type: ignore[arg-type]
+    result = await call(tools, "remove_file", file_path="scratchpad/a.txt")
+    assert result.status == "error"
+    assert "this session store cannot delete files ('scratchpad/a.txt')" in result.content
+    assert store.exists(SID, "scratchpad/a.txt")
+
+
+async def test_a_text_only_store_refuses_a_binary_copy(authoring):
+    store = TextOnlyStore(MemorySessionStore())
+    MemorySessionStore.write_bytes(store._inner, SID, "scratchpad/logo.png", PNG)  # type: ignore[arg-type]
+    tools = WorkspaceActivities(store, authoring)
+    result = await call(
+        tools, "copy_file", source="scratchpad/logo.png", destination="scratchpad/b.png"
+    )
+    assert result.status == "error" and "takes text only" in result.content

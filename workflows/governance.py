@@ -36,29 +36,43 @@ from workflows.spec import SLUG, WILDCARD, ToolEntry, ToolGrant, WorkflowSpec
 # --- tool surfaces ----------------------------------------------------------------------
 
 ALWAYS_ON: Final[frozenset[str]] = frozenset(
-    {"ls", "read_file", "write_file", "edit_file", "glob", "grep", "archmax_run"}
+    {
+        "ls",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "glob",
+        "grep",
+        "copy_file",
+        "move_file",
+        "remove_file",
+        "archmax_run",
+    }
 )
 """Disclosed and permitted in every state unless forbidden; a state entry narrows them."""
 
-PathUse = Literal["read", "list", "search", "write", "execute"]
+PathUse = Literal["read", "list", "search", "write", "remove", "execute"]
 
 Authority = Literal["agent", "runtime"]
 """Whose call it is: the agent's, or a hook's (runtime authority: exempt from the state's
 allow and forbid lists, still bound by zones, safety rules and workflow-wide denials)."""
 
-PATH_ARGS: Final[dict[str, tuple[str, ...]]] = {
-    "ls": ("path", "list"),
-    "read_file": ("file_path", "read"),
-    "write_file": ("file_path", "write"),
-    "edit_file": ("file_path", "write"),
-    "glob": ("path", "search"),
-    "grep": ("path", "search"),
-    "archmax_run": ("file_path", "execute"),
+PATH_ARGS: Final[dict[str, tuple[tuple[str, PathUse], ...]]] = {
+    "ls": (("path", "list"),),
+    "read_file": (("file_path", "read"),),
+    "write_file": (("file_path", "write"),),
+    "edit_file": (("file_path", "write"),),
+    "glob": (("path", "search"),),
+    "grep": (("path", "search"),),
+    "copy_file": (("source", "read"), ("destination", "write")),
+    "move_file": (("source", "remove"), ("destination", "write")),
+    "remove_file": (("file_path", "remove"),),
+    "archmax_run": (("file_path", "execute"),),
 }
-"""Each built-in tool's path argument and its use, as ``(argument, use)``.
+"""Each built-in tool's path arguments and how it uses each, as ``(argument, use)`` pairs.
 
-Governance reads the use: a write into a read-only area is refused whatever the grants say,
-and ``execute`` is only possible inside an enabled skill's ``scripts/``.
+Governance reads the use: a write or a removal in a read-only area is refused whatever the
+grants say, and ``execute`` is only possible inside an enabled skill's ``scripts/``.
 """
 
 OPTIONAL_PATH_ARGS: Final[frozenset[str]] = frozenset({"glob", "grep"})
@@ -562,17 +576,24 @@ def _guards(
 
 def _places(tool: str, args: Mapping[str, Any]) -> list[_Place] | Verdict:
     """The tool's path arguments, normalised and placed in a zone, or the refusal."""
-    declared = PATH_ARGS.get(tool)
-    if declared is None:
-        return []
-    argument, use = declared[0], declared[1]
+    places: list[_Place] = []
+    for argument, use in PATH_ARGS.get(tool, ()):
+        refused = _place(tool, argument, use, args, places)
+        if refused is not None:
+            return refused
+    return places
+
+
+def _place(
+    tool: str, argument: str, use: PathUse, args: Mapping[str, Any], places: list[_Place]
+) -> Verdict | None:
+    """Append the places one path argument names (a list is governed path by path)."""
     raw = args.get(argument, MISSING)
     if raw is MISSING or raw is None:
         if tool not in OPTIONAL_PATH_ARGS:
             return _refuse("tool.path-argument", f"`{tool}` needs a `{argument}` path argument.")
         raw = ""
     values = raw if isinstance(raw, list) else [raw]
-    places: list[_Place] = []
     for value in values:
         if not isinstance(value, str):
             return _refuse("tool.path-argument", f"`{tool}`'s `{argument}` must be a path string.")
@@ -585,7 +606,7 @@ def _places(tool: str, args: Mapping[str, Any]) -> list[_Place] | Verdict:
             )
         zone, slug = _zone(normal)
         places.append(_Place(argument, normal, use, zone, slug))
-    return places
+    return None
 
 
 def _workflow_skill_denial(spec: WorkflowSpec, slug: str) -> str | None:
@@ -623,7 +644,7 @@ def _zone_verdict(
                     f"(skills/<slug>/scripts/…), not {place.path!r}.",
                 )
     for place in places:
-        if place.use == "write" and place.zone in ("root", "skills", "skill", "agents"):
+        if place.use in ("write", "remove") and place.zone in ("root", "skills", "skill", "agents"):
             return _refuse(
                 "zone.read-only",
                 f"{place.path or 'the workspace root'!r} is read-only; write under scratchpad/.",

@@ -1,5 +1,6 @@
 """The agent's workspace tools (``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``,
-``grep``) as the model sees them, and the activity contracts that run them.
+``grep``, and archmax 0.4's ``copy_file``, ``move_file``, ``remove_file``) as the model sees
+them, and the activity contracts that run them.
 
 The workspace an agent sees (harness §4.3)::
 
@@ -33,8 +34,21 @@ WRITE_FILE: Final = "write_file"
 EDIT_FILE: Final = "edit_file"
 GLOB: Final = "glob"
 GREP: Final = "grep"
+COPY_FILE: Final = "copy_file"
+MOVE_FILE: Final = "move_file"
+REMOVE_FILE: Final = "remove_file"
 
-WORKSPACE_TOOLS: Final = (LS, READ_FILE, WRITE_FILE, EDIT_FILE, GLOB, GREP)
+WORKSPACE_TOOLS: Final = (
+    LS,
+    READ_FILE,
+    WRITE_FILE,
+    EDIT_FILE,
+    GLOB,
+    GREP,
+    COPY_FILE,
+    MOVE_FILE,
+    REMOVE_FILE,
+)
 """Every workspace tool, in disclosure order."""
 
 # --- activity names -----------------------------------------------------------------------
@@ -45,6 +59,9 @@ WRITE_FILE_ACTIVITY: Final = "archmax.workspace.write_file"
 EDIT_FILE_ACTIVITY: Final = "archmax.workspace.edit_file"
 GLOB_ACTIVITY: Final = "archmax.workspace.glob"
 GREP_ACTIVITY: Final = "archmax.workspace.grep"
+COPY_FILE_ACTIVITY: Final = "archmax.workspace.copy_file"
+MOVE_FILE_ACTIVITY: Final = "archmax.workspace.move_file"
+REMOVE_FILE_ACTIVITY: Final = "archmax.workspace.remove_file"
 PLACE_FILES_ACTIVITY: Final = "archmax.workspace.place_files"
 """Places a host's (or a sub-workflow's) files into ``scratchpad/attachments/``."""
 SEED_FILES_ACTIVITY: Final = "archmax.workspace.seed_files"
@@ -57,6 +74,9 @@ TOOL_ACTIVITIES: Final[dict[str, str]] = {
     EDIT_FILE: EDIT_FILE_ACTIVITY,
     GLOB: GLOB_ACTIVITY,
     GREP: GREP_ACTIVITY,
+    COPY_FILE: COPY_FILE_ACTIVITY,
+    MOVE_FILE: MOVE_FILE_ACTIVITY,
+    REMOVE_FILE: REMOVE_FILE_ACTIVITY,
 }
 """Tool name → the activity that runs it (always ``archmax.workspace.<tool>``)."""
 
@@ -104,7 +124,7 @@ _PATH_RULES = (
 
 
 def workspace_tool_schemas() -> list[ToolSchema]:
-    """The six workspace tools as the model is told about them."""
+    """The workspace tools as the model is told about them."""
     return [
         ToolSchema(
             name=LS,
@@ -253,6 +273,68 @@ def workspace_tool_schemas() -> list[ToolSchema]:
                 "additionalProperties": False,
             },
         ),
+        ToolSchema(
+            name=COPY_FILE,
+            description=(
+                "Copy a file byte for byte (binaries too) to a path under scratchpad/; the "
+                "destination's folders are created. An existing destination is refused "
+                f"unless `overwrite` is true. {_PATH_RULES}"
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "source": {"type": "string", "description": "The file to copy."},
+                    "destination": {
+                        "type": "string",
+                        "description": "Where it goes, under scratchpad/.",
+                    },
+                    "overwrite": {
+                        "type": "boolean",
+                        "description": "Replace an existing destination (default false).",
+                    },
+                },
+                "required": ["source", "destination"],
+                "additionalProperties": False,
+            },
+        ),
+        ToolSchema(
+            name=MOVE_FILE,
+            description=(
+                "Move a file under scratchpad/ to another path under scratchpad/: written "
+                "there first, then removed here. An existing destination is refused unless "
+                f"`overwrite` is true. {_PATH_RULES}"
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "source": {"type": "string", "description": "The file to move."},
+                    "destination": {
+                        "type": "string",
+                        "description": "Where it goes, under scratchpad/.",
+                    },
+                    "overwrite": {
+                        "type": "boolean",
+                        "description": "Replace an existing destination (default false).",
+                    },
+                },
+                "required": ["source", "destination"],
+                "additionalProperties": False,
+            },
+        ),
+        ToolSchema(
+            name=REMOVE_FILE,
+            description=(
+                f"Delete one file under scratchpad/ (folders are not removed). {_PATH_RULES}"
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "file_path": {"type": "string", "description": "The file to delete."}
+                },
+                "required": ["file_path"],
+                "additionalProperties": False,
+            },
+        ),
     ]
 
 
@@ -297,6 +379,18 @@ class GrepArgs(_Args):
     max_count: int | None = Field(default=None, ge=1)
 
 
+class TransferArgs(_Args):
+    """``copy_file`` / ``move_file``."""
+
+    source: str
+    destination: str
+    overwrite: bool | None = None
+
+
+class RemoveFileArgs(_Args):
+    file_path: str
+
+
 TOOL_ARGUMENTS: Final[dict[str, type[_Args]]] = {
     LS: LsArgs,
     READ_FILE: ReadFileArgs,
@@ -304,6 +398,9 @@ TOOL_ARGUMENTS: Final[dict[str, type[_Args]]] = {
     EDIT_FILE: EditFileArgs,
     GLOB: GlobArgs,
     GREP: GrepArgs,
+    COPY_FILE: TransferArgs,
+    MOVE_FILE: TransferArgs,
+    REMOVE_FILE: RemoveFileArgs,
 }
 """Tool name → the model its arguments are validated against (``null`` means absent)."""
 
