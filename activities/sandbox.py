@@ -44,7 +44,7 @@ from workflows.sandbox import (
     SandboxRunInput,
     SandboxRunResult,
 )
-from workflows.sandbox_source import RUNNER, camel, prelude, prepare
+from workflows.sandbox_source import EVAL_RUNNER, RUNNER, camel, prelude, prepare
 from workflows.workspace_tools import READ_FILE, WorkspaceToolInput
 
 CHILD: Final = Path(__file__).with_name("sandbox_child.py")
@@ -108,7 +108,7 @@ class SandboxActivities:
         payload = {
             "prelude": prelude([camel(t) for t in bridge], arguments),
             "source": program,
-            "runner": RUNNER,
+            "runner": EVAL_RUNNER if request.kind == "eval" else RUNNER,
             "memory_limit": request.limits.memory_limit_bytes,
             "stack_limit": STACK_LIMIT,
         }

@@ -355,3 +355,12 @@ async def test_a_script_copies_and_removes_through_the_bridge(sandbox):
     store = sandbox._workspace.store
     assert store.read_text("sb-1", "scratchpad/b.txt") == "alpha"
     assert not store.exists("sb-1", "scratchpad/a.txt")
+
+
+async def test_an_eval_returns_its_completion_value_without_calling_it(sandbox):
+    function_valued = await run(sandbox, "(() => 'called')", kind="eval")
+    assert function_valued.value is None or function_valued.value != "called"
+    promised = await run(sandbox, "Promise.resolve(6 * 7)", kind="eval")
+    assert promised.value == 42
+    script = await run(sandbox, "(() => 'called')", kind="script")
+    assert script.value == "called"  # a script's function completion is its entry

@@ -394,6 +394,37 @@ class HookRunner:
             return "(the script returned nothing)", "ok"
         return matching.mock_result_text(result.value), "ok"
 
+    async def run_eval(
+        self, s: SessionState, slug: str, arguments: dict[str, Any]
+    ) -> tuple[str, Literal["ok", "error"]]:
+        """``archmax_eval``: the snippet in the sandbox on the agent's authority; the answer
+        is its console output, then ``=> `` and its value (a string as it is, else JSON)."""
+        code = arguments.get("code")
+        if not isinstance(code, str) or not code.strip():
+            return "archmax_eval needs `code`: the JavaScript to evaluate", "error"
+        try:
+            result = await self._sandbox(
+                s,
+                slug,
+                f"archmax_eval · {' '.join(code.split())[:80]}",
+                label="archmax_eval",
+                kind="eval",
+                source=code,
+                args={
+                    "state": slug,
+                    "trigger": s.trigger,
+                    "variables": {name: v.value for name, v in s.variables.items()},
+                },
+                visible=governance.enabled_skills(self._spec, slug),
+            )
+        except ActivityError as failure:
+            cause = failure.cause
+            kind = cause.type if isinstance(cause, ApplicationError) else None
+            detail = cause.message if isinstance(cause, ApplicationError) else str(failure)
+            return f"archmax_eval failed ({kind or 'error'}): {detail}", "error"
+        value = "undefined" if result.returned_nothing else matching.mock_result_text(result.value)
+        return "\n".join([*result.logs, f"=> {value}"]), "ok"
+
     async def _sandbox(
         self,
         s: SessionState,
@@ -401,7 +432,7 @@ class HookRunner:
         summary: str,
         *,
         label: str,
-        kind: Literal["hook", "script"],
+        kind: Literal["hook", "script", "eval"],
         args: dict[str, Any],
         visible: set[str],
         source: str | None = None,

@@ -26,6 +26,7 @@ CUSTOM_HOOK_ACTIVITY: Final = "archmax.hook.custom"
 """Runs a host-registered executor of a custom hook kind (``extensions.hooks``)."""
 
 ARCHMAX_RUN: Final = "archmax_run"
+ARCHMAX_EVAL: Final = "archmax_eval"
 
 BRIDGE_TOOLS: Final = WORKSPACE_TOOLS
 """The tools a sandboxed file may call through ``tools.*`` (camelCased there). Runtime
@@ -106,7 +107,9 @@ class SandboxRunInput(_Model):
     session_id: str
     label: str
     """What the run is, for errors and the UI: ``hooks/check.js``, ``skills/x/scripts/y.js``."""
-    kind: Literal["hook", "script"]
+    kind: Literal["hook", "script", "eval"]
+    """A hook (runtime authority), an ``archmax_run`` script or an ``archmax_eval`` snippet
+    (the agent's authority; an eval's value is its completion value, never called)."""
     source: str | None = None
     script_path: str | None = None
     args: dict[str, Any] = Field(default_factory=dict)
@@ -196,6 +199,27 @@ def archmax_run_schema() -> ToolSchema:
                 "args": {"type": "object", "description": "Arguments the script reads."},
             },
             "required": ["file_path"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def archmax_eval_schema() -> ToolSchema:
+    """``archmax_eval`` as the model is told about it."""
+    return ToolSchema(
+        name=ARCHMAX_EVAL,
+        description=(
+            "Evaluate JavaScript in a sandbox and return the value of its last expression "
+            "(as JSON unless it is a string), after any console output. Each call starts "
+            "afresh: nothing carries over between calls. `tools.*` calls the workspace tools "
+            "(readFile, writeFile, glob, ...) under your own permissions; to await them, "
+            "end with an async expression, e.g. "
+            "`(async () => JSON.parse(await tools.readFile({file_path: 'scratchpad/a.json'})))()`."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {"code": {"type": "string", "description": "The JavaScript source."}},
+            "required": ["code"],
             "additionalProperties": False,
         },
     )

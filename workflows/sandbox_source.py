@@ -127,6 +127,12 @@ RUNNER: Final = r"""
 """
 """Calls the entry and records its settled outcome in ``__archmax_outcome``."""
 
+EVAL_RUNNER: Final = RUNNER.replace(
+    'return typeof entry === "function" ? await entry(globalThis.args) : await entry;',
+    "return await entry;",
+)
+"""For ``archmax_eval``: the completion value as it is (awaited, never called)."""
+
 
 def prelude(tool_names: list[str], args: dict[str, Any]) -> str:
     """The prelude with the bridge's tool names and the run's ``args`` filled in."""

@@ -728,8 +728,11 @@ class ArchmaxSession:
             *self._input.host_tools,
             *delegation.tool_schemas(self._input.delegates),
         ]
+        candidates.insert(len(workspace_tools.WORKSPACE_TOOLS), sandbox.archmax_eval_schema())
         if governance.enabled_skills(self._spec, slug):  # a script lives in a skill bundle
-            candidates.insert(len(workspace_tools.WORKSPACE_TOOLS), sandbox.archmax_run_schema())
+            candidates.insert(
+                len(workspace_tools.WORKSPACE_TOOLS) + 1, sandbox.archmax_run_schema()
+            )
         shown = set(governance.disclosed_tools(self._spec, slug, [s.name for s in candidates]))
         return runtime + [s for s in candidates if s.name in shown]
 
@@ -876,6 +879,8 @@ class ArchmaxSession:
         mock = matching.find_mock(self._input.mocks, call.name, substituted)
         if mock is not None:
             return _mocked_answer(mock.result), None
+        if call.name == sandbox.ARCHMAX_EVAL:
+            return _ToolAnswer(*await self._hooks.run_eval(self._s, slug, substituted)), None
         if call.name == sandbox.ARCHMAX_RUN:
             ran = await self._hooks.run_script(
                 self._s, slug, substituted, dispatch=self._script_dispatch(call.id, substituted)
