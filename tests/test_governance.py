@@ -40,6 +40,7 @@ BUILTINS = [
     "copy_file",
     "move_file",
     "remove_file",
+    "write_todos",
     "archmax_eval",
     "archmax_run",
 ]
@@ -92,7 +93,7 @@ class TestSurfaceConstants:
     def test_always_on_are_the_filesystem_tools_and_run(self):
         """The issue's always-on set, each with a declared path argument."""
         assert set(BUILTINS) == ALWAYS_ON
-        assert set(PATH_ARGS) == ALWAYS_ON - {"archmax_eval"}  # an eval names no path
+        assert set(PATH_ARGS) == ALWAYS_ON - {"archmax_eval", "write_todos"}  # they name no path
         assert PATH_ARGS["read_file"] == (("file_path", "read"),)
         assert PATH_ARGS["write_file"] == (("file_path", "write"),)
         assert PATH_ARGS["archmax_run"] == (("file_path", "execute"),)

@@ -46,6 +46,7 @@ ALWAYS_ON: Final[frozenset[str]] = frozenset(
         "copy_file",
         "move_file",
         "remove_file",
+        "write_todos",
         "archmax_eval",
         "archmax_run",
     }

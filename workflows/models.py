@@ -237,6 +237,13 @@ class Raised(_Model):
     state: str
 
 
+class Todo(_Model):
+    """One item of the agent's plan (``write_todos``)."""
+
+    content: str
+    status: Literal["pending", "in_progress", "completed"]
+
+
 class SessionState(_Model):
     """Everything a session carries: the durable part of the workflow, and what
     continue-as-new hands to the next run."""
@@ -249,6 +256,8 @@ class SessionState(_Model):
     transcript: list[Message] = Field(default_factory=list)
     trail: list[TrailStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    todos: list[Todo] = Field(default_factory=list)
+    """The plan the agent keeps with ``write_todos`` (replaced whole by each call)."""
     park_counts: dict[str, int] = Field(default_factory=dict)
     pending_input: PendingInput | None = None
     pending_decision: PendingDecision | None = None
@@ -443,6 +452,8 @@ class SessionView(_Model):
     summary: SessionSummary
     transcript: list[Message]
     trail: list[TrailStep]
+    todos: list[Todo] = Field(default_factory=list)
+    """The plan the agent keeps with ``write_todos``."""
 
 
 # --- activities -------------------------------------------------------------------------

@@ -38,6 +38,7 @@ with workflow.unsafe.imports_passed_through():
         runtime_tools,
         sandbox,
         signatures,
+        todos,
         variables,
         workspace_tools,
     )
@@ -379,9 +380,12 @@ class ArchmaxSession:
 
     @workflow.query
     def view(self) -> SessionView:
-        """The whole recorded session: summary, transcript and trail."""
+        """The whole recorded session: summary, transcript, trail and the agent's plan."""
         return SessionView(
-            summary=self._summary(), transcript=self._s.transcript, trail=self._s.trail
+            summary=self._summary(),
+            transcript=self._s.transcript,
+            trail=self._s.trail,
+            todos=self._s.todos,
         )
 
     def _check_send(self, firing: SendInput) -> None:
@@ -728,10 +732,11 @@ class ArchmaxSession:
             *self._input.host_tools,
             *delegation.tool_schemas(self._input.delegates),
         ]
-        candidates.insert(len(workspace_tools.WORKSPACE_TOOLS), sandbox.archmax_eval_schema())
+        candidates.insert(len(workspace_tools.WORKSPACE_TOOLS), todos.write_todos_schema())
+        candidates.insert(len(workspace_tools.WORKSPACE_TOOLS) + 1, sandbox.archmax_eval_schema())
         if governance.enabled_skills(self._spec, slug):  # a script lives in a skill bundle
             candidates.insert(
-                len(workspace_tools.WORKSPACE_TOOLS) + 1, sandbox.archmax_run_schema()
+                len(workspace_tools.WORKSPACE_TOOLS) + 2, sandbox.archmax_run_schema()
             )
         shown = set(governance.disclosed_tools(self._spec, slug, [s.name for s in candidates]))
         return runtime + [s for s in candidates if s.name in shown]
@@ -879,6 +884,12 @@ class ArchmaxSession:
         mock = matching.find_mock(self._input.mocks, call.name, substituted)
         if mock is not None:
             return _mocked_answer(mock.result), None
+        if call.name == todos.WRITE_TODOS:
+            plan, text = todos.write(substituted)
+            if plan is None:
+                return _ToolAnswer(text, "error"), None
+            self._s.todos = plan
+            return _ToolAnswer(text), None
         if call.name == sandbox.ARCHMAX_EVAL:
             return _ToolAnswer(*await self._hooks.run_eval(self._s, slug, substituted)), None
         if call.name == sandbox.ARCHMAX_RUN:
