@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -28,6 +28,7 @@ from activities.hook_executors import HookExecutor, check_executors
 from activities.host_tools import HostTool, as_host_tools
 from activities.model import ModelConfig
 from client.config import RuntimeConfig
+from client.events import SessionEvent, session_events
 from client.loader import LoadedWorkflow, load_delegates, load_workflow
 from client.runtime import Runtime, WorkerMode, open_runtime, translate, unavailable
 from workflows import search_attributes as sa
@@ -339,6 +340,19 @@ class SessionsSurface:
         except Exception:
             return typed
         return unavailable(session_id, described.task_queue)
+
+    def events(
+        self, session_id: str, *, after: int = 0, follow: bool = False
+    ) -> AsyncIterator[SessionEvent]:
+        """The session's events in archmax's vocabulary (``tool-called``, ``hook-verdict``,
+        ``parked``, …), read from its Temporal history after event ``after``; with
+        ``follow``, as they happen (see :mod:`client.events`)."""
+        return session_events(
+            self._agent.handle(session_id),
+            self._agent.client.data_converter,
+            after=after,
+            follow=follow,
+        )
 
     async def list(self, *, workflow: str | None = None, limit: int = 100) -> list[SessionSummary]:
         """This deployment's sessions (its task queue), newest first: visibility finds them,

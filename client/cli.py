@@ -21,6 +21,7 @@ from client.config import RuntimeConfig
 from client.logs import configure_logging
 from client.usage import configured_pricing, footer_line
 from workflows.errors import ArchmaxError, InvalidSessionIdError, SessionNotFoundError
+from workflows.identity import check_session_id
 from workflows.models import (
     Outcome,
     PendingDecision,
@@ -88,6 +89,11 @@ def _parser() -> argparse.ArgumentParser:
     sessions.add_argument("--workflow")
     sessions.add_argument("--json", action="store_true")
 
+    events = sub.add_parser("events", help="a session's events, one JSON object per line")
+    events.add_argument("session")
+    events.add_argument("--follow", action="store_true", help="keep streaming as it runs")
+    events.add_argument("--after", type=int, default=0, help="only events after this seq")
+
     test = sub.add_parser("test", help="run a workflow's *.test.yaml cases against the runtime")
     test.add_argument(
         "words",
@@ -111,7 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--conversation", help="conversation id (default: a fresh one)")
     for command in (deliver, decide, reply):
         command.add_argument("--workflow", help="the session's workflow (checked, optional)")
-    for command in (run, deliver, decide, reply, sessions, test, validate, demo):
+    for command in (run, deliver, decide, reply, sessions, events, test, validate, demo):
         # --verbose after the command too (archmax run wf hi --verbose), as archmax spells it
         command.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS)
     return parser
@@ -359,6 +365,22 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
         return 0
 
 
+async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from client.agent import create_agent
+    from client.runtime import translate
+
+    check_session_id(args.session)
+    async with await create_agent(None, config=config, worker_cache=0) as agent:
+        try:
+            async for event in agent.sessions.events(
+                args.session, after=args.after, follow=args.follow
+            ):
+                print(event.model_dump_json(), flush=True)
+        except Exception as exc:
+            raise translate(exc, session_id=args.session) from exc
+    return 0
+
+
 async def _worker(config: RuntimeConfig) -> int:
     from activities.model import ModelConfig
     from client.runtime import SERVICE_IDENTITY_PREFIX, connect, worker_identity
@@ -471,6 +493,8 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _reply(args, config)
     if args.command == "sessions":
         return await _sessions(args, config)
+    if args.command == "events":
+        return await _events(args, config)
     if args.command == "worker":
         return await _worker(config)
     if args.command == "dev":

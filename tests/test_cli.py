@@ -295,3 +295,16 @@ class TestHelpAndIds:
             json.dumps({"reply_body": "It's ORD-1001."}),
         )
         assert own.code == 0 and "ORD-1001" in own.stdout
+
+
+def test_events_prints_a_sessions_events_as_json_lines(cli):
+    assert _park(cli, "cli-events-1").code == 0
+    result = cli("events", "cli-events-1")
+    assert result.code == 0, result.stderr
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [e["type"] for e in events][0] == "turn-start"
+    assert events[-1]["type"] == "parked" and events[-1]["data"]["state"] == "clarify"
+    later = cli("events", "cli-events-1", "--after", str(events[-2]["seq"]))
+    assert [json.loads(line)["type"] for line in later.stdout.splitlines()] == ["parked"]
+    missing = cli("events", "never-ran-2")
+    assert missing.code == 1 and "SessionNotFoundError" in missing.stderr

@@ -1,0 +1,342 @@
+"""A session's events in archmax's vocabulary, read from its Temporal history.
+
+archmax hosts take an ``onEvent`` stream (``tool-called``, ``hook-verdict``,
+``sub-workflow-start``, ``parked``, …). Here every fact is already in the session workflow's
+history: the model calls, tool calls, hooks and scripts are activities with typed inputs and
+results, sub-workflows are child workflows, turns are updates. So the stream is a reader of
+that history, not a second record kept by the workflow: it costs the session nothing (no
+memory while parked, no extra history), it is complete after the fact, and it follows a live
+session by long-polling the history (``follow=True``).
+
+Events come in history order; ``seq`` is the Temporal event id they were read from, so a host
+can resume a stream after the last one it saw (``after=seq``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import WorkflowHandle
+from temporalio.converter import DataConverter
+
+from workflows import contracts
+from workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
+from workflows.models import ModelCallInput, ModelCallResult, Outcome
+from workflows.sandbox import (
+    CUSTOM_HOOK_ACTIVITY,
+    SANDBOX_ACTIVITY,
+    CustomHookResult,
+    SandboxRunInput,
+    SandboxRunResult,
+)
+from workflows.workspace_tools import TOOL_ACTIVITIES, WorkspaceToolInput, WorkspaceToolResult
+
+PREVIEW_CHARS = 4096
+"""How much of a tool result an event carries (``truncated`` says when it was cut)."""
+
+_WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
+_TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
+
+Level = Literal["info", "warn", "error"]
+
+
+class SessionEvent(BaseModel):
+    """One event: archmax's envelope (``type``, ``level``, ``ts``, ``seq``, ``sessionId``) and
+    the fields of its type in ``data``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    level: Level = "info"
+    ts: datetime
+    seq: int
+    session_id: str
+    data: dict[str, Any]
+
+
+class _Scheduled(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    activity: str
+    summary: str
+    input: Any = None
+
+
+class _Reader:
+    """Turns history events into session events, remembering what each activity was."""
+
+    def __init__(self, session_id: str, converter: DataConverter) -> None:
+        self._session = session_id
+        self._convert = converter.payload_converter
+        self._scheduled: dict[int, _Scheduled] = {}
+        self._state: str | None = None
+        self._calls: list[tuple[str, str]] = []
+        """``(callId, tool)`` of the last model answer's calls not yet seen answered: the
+        session runs them in order, so an activity's result joins the first of its tool."""
+
+    def _decode(self, payloads: Any, kind: type) -> Any:
+        """The payload as ``kind``, or None when it does not decode (a history written by
+        another version of the runtime): the stream goes on without that event's fields."""
+        try:
+            values = self._convert.from_payloads(list(payloads), [kind])
+        except Exception:
+            return None
+        return values[0] if values else None
+
+    def _event(
+        self, source: HistoryEvent, kind: str, data: dict[str, Any], level: Level = "info"
+    ) -> SessionEvent:
+        return SessionEvent(
+            type=kind,
+            level=level,
+            ts=source.event_time.ToDatetime(),
+            seq=source.event_id,
+            session_id=self._session,
+            data=data,
+        )
+
+    def read(self, event: HistoryEvent) -> list[SessionEvent]:
+        kind = event.event_type
+        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            return self._scheduled_activity(event)
+        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            return self._completed_activity(event)
+        if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+            return self._failed_activity(event)
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            name = event.workflow_execution_update_accepted_event_attributes.accepted_request
+            update = name.input.name
+            return [self._event(event, _TURN_EVENTS.get(update, "park-message"), {})]
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
+            return self._turn_end(event)
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            signal = event.workflow_execution_signaled_event_attributes.signal_name
+            return (
+                [self._event(event, "delivered", {"signal": True})] if signal == "deliver" else []
+            )
+        if kind == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
+            started = event.start_child_workflow_execution_initiated_event_attributes.workflow_id
+            return [self._event(event, "sub-workflow-start", {"childSessionId": started})]
+        if kind == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED:
+            done = event.child_workflow_execution_completed_event_attributes.workflow_execution
+            data = {"childSessionId": done.workflow_id, "status": "ok"}
+            return [self._event(event, "sub-workflow-result", data)]
+        if kind == EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_FAILED:
+            failed = event.child_workflow_execution_failed_event_attributes.workflow_execution
+            data = {"childSessionId": failed.workflow_id, "status": "error"}
+            return [self._event(event, "sub-workflow-result", data, "error")]
+        return []
+
+    # --- activities ------------------------------------------------------------------------
+
+    def _scheduled_activity(self, event: HistoryEvent) -> list[SessionEvent]:
+        attributes = event.activity_task_scheduled_event_attributes
+        activity = attributes.activity_type.name
+        summary = ""
+        if event.user_metadata.HasField("summary"):
+            summary = str(self._decode([event.user_metadata.summary], str) or "")
+        decoded: Any = None
+        if activity == contracts.MODEL_ACTIVITY:
+            decoded = self._decode(attributes.input.payloads, ModelCallInput)
+        elif activity in _WORKSPACE:
+            decoded = self._decode(attributes.input.payloads, WorkspaceToolInput)
+        elif activity == SANDBOX_ACTIVITY:
+            decoded = self._decode(attributes.input.payloads, SandboxRunInput)
+        self._scheduled[event.event_id] = _Scheduled(
+            activity=activity, summary=summary, input=decoded
+        )
+        found: list[SessionEvent] = []
+        if isinstance(decoded, ModelCallInput) and decoded.state != self._state:
+            self._state = decoded.state
+            found.append(self._event(event, "state-enter", {"state": decoded.state}))
+        hook = _hook_of(summary)
+        if hook is not None:
+            kind = "rubric-start" if activity == contracts.MODEL_ACTIVITY else "hook-start"
+            found.append(self._event(event, kind, hook))
+        return found
+
+    def _completed_activity(self, event: HistoryEvent) -> list[SessionEvent]:
+        attributes = event.activity_task_completed_event_attributes
+        scheduled = self._scheduled.get(attributes.scheduled_event_id)
+        if scheduled is None:
+            return []
+        result = attributes.result.payloads
+        hook = _hook_of(scheduled.summary)
+        activity = scheduled.activity
+        if activity == contracts.MODEL_ACTIVITY:
+            answer: ModelCallResult | None = self._decode(result, ModelCallResult)
+            if answer is None:
+                return []
+            if hook is not None:
+                return [self._event(event, "rubric-result", {**hook, **_verdict_of(answer)})]
+            return self._model_answer(event, answer)
+        if activity == SANDBOX_ACTIVITY:
+            run: SandboxRunResult | None = self._decode(result, SandboxRunResult)
+            if run is None:
+                return []
+            if hook is not None:
+                value = run.value if isinstance(run.value, dict) else {}
+                data = {**hook, "verdict": value.get("verdict"), "reason": value.get("reason")}
+                return [self._event(event, "hook-verdict", data)]
+            label = scheduled.input.label if isinstance(scheduled.input, SandboxRunInput) else ""
+            data = {"script": label, "dispatch": run.dispatch.tool if run.dispatch else None}
+            return [self._event(event, "script-result", data)]
+        if activity == CUSTOM_HOOK_ACTIVITY and hook is not None:
+            custom: CustomHookResult | None = self._decode(result, CustomHookResult)
+            if custom is None:
+                return []
+            value = custom.value if isinstance(custom.value, dict) else {}
+            data = {**hook, "verdict": value.get("verdict"), "error": custom.error}
+            return [self._event(event, "hook-verdict", data)]
+        if activity in _WORKSPACE:
+            tool_result: WorkspaceToolResult = self._decode(result, WorkspaceToolResult)
+            return [
+                self._tool_result(
+                    event, _WORKSPACE[activity], tool_result.status, tool_result.content
+                )
+            ]
+        if activity == HOST_TOOL_ACTIVITY:
+            host: HostToolResult = self._decode(result, HostToolResult)
+            return [
+                self._tool_result(
+                    event, scheduled.summary.removeprefix("host tool · "), host.status, host.content
+                )
+            ]
+        return []
+
+    def _failed_activity(self, event: HistoryEvent) -> list[SessionEvent]:
+        attributes = event.activity_task_failed_event_attributes
+        scheduled = self._scheduled.get(attributes.scheduled_event_id)
+        if scheduled is None:
+            return []
+        failure = attributes.failure
+        reason = failure.cause.message if failure.HasField("cause") else failure.message
+        hook = _hook_of(scheduled.summary)
+        if hook is not None:
+            return [self._event(event, "hook-rejected", {**hook, "error": reason}, "error")]
+        data = {"activity": scheduled.activity, "summary": scheduled.summary, "error": reason}
+        return [self._event(event, "warning", data, "warn")]
+
+    def _model_answer(self, event: HistoryEvent, answer: ModelCallResult) -> list[SessionEvent]:
+        usage = answer.usage
+        found = [
+            self._event(
+                event,
+                "model-usage",
+                {
+                    "model": answer.model,
+                    "inputTokens": usage.prompt_tokens,
+                    "outputTokens": usage.completion_tokens,
+                    "cacheReadTokens": usage.cache_read_tokens,
+                },
+            )
+        ]
+        if answer.content:
+            found.append(self._event(event, "agent-text", {"text": answer.content}))
+        for call in answer.tool_calls:
+            try:
+                arguments = json.loads(call.arguments or "{}")
+            except ValueError:
+                arguments = call.arguments
+            data = {"callId": call.id, "tool": call.name, "args": arguments}
+            found.append(self._event(event, "tool-called", data))
+        self._calls = [(call.id, call.name) for call in answer.tool_calls]
+        return found
+
+    def _tool_result(
+        self, event: HistoryEvent, tool: str, status: str, content: str
+    ) -> SessionEvent:
+        call_id = next((cid for cid, name in self._calls if name == tool), None)
+        if call_id is not None:
+            self._calls.remove((call_id, tool))
+        data = {
+            "callId": call_id,
+            "tool": tool,
+            "status": status,
+            "preview": content[:PREVIEW_CHARS],
+            "truncated": len(content) > PREVIEW_CHARS,
+        }
+        return self._event(event, "tool-result", data, "info" if status == "ok" else "warn")
+
+    def _turn_end(self, event: HistoryEvent) -> list[SessionEvent]:
+        outcome_payloads = event.workflow_execution_update_completed_event_attributes.outcome
+        if not outcome_payloads.HasField("success"):
+            return []
+        outcome: Outcome | None = self._decode(outcome_payloads.success.payloads, Outcome)
+        if outcome is None:
+            return [self._event(event, "turn-end", {})]
+        if outcome.kind == "parked":
+            pending = outcome.pending
+            data = {
+                "state": outcome.state,
+                "channel": outcome.parked_channel,
+                "reason": getattr(pending, "reason", None),
+                "resumeAt": getattr(pending, "resume_at", None),
+            }
+            return [self._event(event, "parked", data)]
+        if outcome.kind == "failed" and outcome.exit is not None:
+            data = {
+                "state": outcome.state,
+                "code": outcome.exit.code,
+                "reason": outcome.exit.reason,
+            }
+            return [self._event(event, "raised", data, "error")]
+        level: Level = "error" if outcome.kind == "rejected" else "info"
+        data = {"kind": outcome.kind, "state": outcome.state, "rejected": outcome.rejected}
+        return [self._event(event, "turn-end", data, level)]
+
+
+def _hook_of(summary: str) -> dict[str, Any] | None:
+    """``hook before · intake · hooks/check.js`` → its phase, state and hook label."""
+    if not summary.startswith("hook "):
+        return None
+    parts = summary.removeprefix("hook ").split(" · ")
+    if len(parts) != 3:
+        return None
+    return {"phase": parts[0], "state": parts[1], "hook": parts[2]}
+
+
+def _verdict_of(answer: ModelCallResult) -> dict[str, Any]:
+    """A rubric's verdict as the grading model wrote it (``{"verdict", "reason"}`` JSON)."""
+    text = answer.content or ""
+    start, end = text.find("{"), text.rfind("}")
+    try:
+        body = json.loads(text[start : end + 1]) if 0 <= start < end else {}
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    return {"verdict": body.get("verdict"), "reason": body.get("reason")}
+
+
+def read_history(
+    events: Iterable[HistoryEvent], session_id: str, converter: DataConverter, *, after: int = 0
+) -> list[SessionEvent]:
+    """The session events of recorded history ``events`` (a fetched or exported history)."""
+    reader = _Reader(session_id, converter)
+    return [found for event in events for found in reader.read(event) if found.seq > after]
+
+
+async def session_events(
+    handle: WorkflowHandle[Any, Any],
+    converter: DataConverter,
+    *,
+    after: int = 0,
+    follow: bool = False,
+) -> AsyncIterator[SessionEvent]:
+    """The session's events after history event ``after``; with ``follow``, wait for new
+    ones as the session runs (the iteration then ends only when the caller stops it)."""
+    reader = _Reader(handle.id, converter)
+    async for event in handle.fetch_history_events(wait_new_event=follow):
+        for found in reader.read(event):  # read all: later events need what came before
+            if found.seq > after:
+                yield found
+
+
+__all__ = ["PREVIEW_CHARS", "SessionEvent", "read_history", "session_events"]

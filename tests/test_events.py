@@ -1,0 +1,119 @@
+"""A session's events in archmax's vocabulary, read from its Temporal history: after the fact
+from recorded histories, and live by following a running session."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from temporalio.client import WorkflowHistory
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from client.events import SessionEvent, read_history
+from tests.conftest import running_agent, write_workflow
+from tests.conftest import tool_call as call
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def _golden(name: str, **kwargs) -> list[SessionEvent]:
+    history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
+    return read_history(history.events, name, pydantic_data_converter, **kwargs)
+
+
+def test_a_park_and_delivery_reads_as_turns_states_and_calls():
+    events = _golden("support-inbox-park-deliver")
+    assert [e.type for e in events if e.type in ("turn-start", "delivered", "turn-end")] == [
+        "turn-start",
+        "turn-end",
+        "delivered",
+        "turn-end",
+    ]
+    assert [e.data["state"] for e in events if e.type == "state-enter"] == ["clarify", "answer"]
+    called = [e.data["tool"] for e in events if e.type == "tool-called"]
+    assert called == ["archmax_wait", "archmax_advance"]
+    assert events[-1].data == {"kind": "completed", "state": "answer", "rejected": None}
+    assert all(e.session_id == "support-inbox-park-deliver" for e in events)
+    assert [e.seq for e in events] == sorted(e.seq for e in events)
+
+
+def test_a_before_hook_veto_reads_as_hook_start_and_verdict():
+    events = _golden("order-lookup-cross-company-veto")
+    hooks = [(e.type, e.data["hook"], e.data.get("verdict")) for e in events if "hook" in e.data]
+    assert hooks == [
+        ("hook-start", "hooks/check-requester.js", None),
+        ("hook-verdict", "hooks/check-requester.js", "ok"),
+        ("hook-start", "hooks/check-tenancy.js", None),
+        ("hook-verdict", "hooks/check-tenancy.js", "veto"),
+    ]
+    assert events[-1].type == "turn-end" and events[-1].level == "error"
+
+
+def test_a_scripts_resumptions_read_as_script_results_naming_each_dispatch():
+    events = _golden("order-lookup-enrichment-fan-out")
+    runs = [e.data["dispatch"] for e in events if e.type == "script-result"]
+    assert runs == ["archmax_workflow_enrich-order", "archmax_workflow_enrich-order", None]
+
+
+def test_after_resumes_a_stream_past_the_last_event_seen():
+    events = _golden("support-inbox-park-deliver")
+    later = _golden("support-inbox-park-deliver", after=events[4].seq)
+    assert later and later[0].seq > events[4].seq
+    assert [e.seq for e in later] == [e.seq for e in events if e.seq > events[4].seq]
+
+
+NOTES = """
+title: Notes
+states:
+  note:
+    triggers: { manual: }
+    instructions: Write the note, then wait for the go-ahead.
+"""
+
+PLAYBOOK = json.dumps(
+    {
+        "rules": [
+            {"when": {"last_tool": "archmax_note"}, "reply": {"content": "Done."}},
+            {
+                "when": {"last_tool": "write_file"},
+                "reply": {"tool_calls": [call("archmax_wait", reason="the go-ahead")]},
+            },
+            {
+                "reply": {
+                    "tool_calls": [call("write_file", file_path="scratchpad/n.md", content="hi")]
+                }
+            },
+        ]
+    }
+)
+
+
+async def test_following_a_session_streams_its_events_as_they_happen(
+    client, task_queue, scripted, tmp_path: Path
+):
+    write_workflow(tmp_path, "notes", NOTES)
+    async with running_agent(client, task_queue, tmp_path, "notes", scripted(PLAYBOOK)) as agent:
+        parked = await agent.workflow.send("events-1", "Write it.")
+        seen: list[SessionEvent] = []
+
+        async def follow() -> None:
+            async for event in agent.sessions.events("events-1", follow=True):
+                seen.append(event)
+                if event.type == "turn-end":
+                    return
+
+        following = asyncio.create_task(follow())
+        await asyncio.sleep(0.3)  # the stream has caught up and now waits on the history
+        assert [e.type for e in seen][-1] == "parked"
+        await agent.workflow.deliver("events-1", trigger="go_ahead")
+        await asyncio.wait_for(following, timeout=30)
+    assert parked.kind == "parked"
+    [called] = [e for e in seen if e.type == "tool-called" and e.data["tool"] == "write_file"]
+    [result] = [e for e in seen if e.type == "tool-result"]
+    assert result.data["callId"] == called.data["callId"]
+    assert (result.data["tool"], result.data["status"]) == ("write_file", "ok")
+    [park] = [e for e in seen if e.type == "parked"]
+    assert (park.data["state"], park.data["reason"]) == ("note", "the go-ahead")
+    assert seen[-1].data["kind"] == "completed"
+    assert [e.type for e in seen].index("delivered") > [e.type for e in seen].index("parked")
