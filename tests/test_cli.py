@@ -302,7 +302,7 @@ def test_events_prints_a_sessions_events_as_json_lines(cli):
     result = cli("events", "cli-events-1")
     assert result.code == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
-    assert [e["type"] for e in events][0] == "turn-start"
+    assert events[0]["type"] == "turn-start"
     assert events[-1]["type"] == "parked" and events[-1]["data"]["state"] == "clarify"
     later = cli("events", "cli-events-1", "--after", str(events[-2]["seq"]))
     assert [json.loads(line)["type"] for line in later.stdout.splitlines()] == ["parked"]
