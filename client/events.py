@@ -27,7 +27,8 @@ from temporalio.converter import DataConverter
 
 from workflows import contracts
 from workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
-from workflows.models import ModelCallInput, ModelCallResult, Outcome
+from workflows.models import Message, ModelCallInput, ModelCallResult, Outcome
+from workflows.runtime_tools import SET_VARIABLES
 from workflows.sandbox import (
     CUSTOM_HOOK_ACTIVITY,
     SANDBOX_ACTIVITY,
@@ -76,9 +77,11 @@ class _Reader:
         self._convert = converter.payload_converter
         self._scheduled: dict[int, _Scheduled] = {}
         self._state: str | None = None
-        self._calls: list[tuple[str, str]] = []
-        """``(callId, tool)`` of the last model answer's calls not yet seen answered: the
-        session runs them in order, so an activity's result joins the first of its tool."""
+        self._open: dict[str, tuple[str, Any]] = {}
+        """``callId → (tool, args)`` of the calls not yet seen answered. The session runs a
+        message's calls in order, so an activity's result joins the first open call of its
+        tool; the rest (refused, mocked, runtime tools) are read off the next model call's
+        input, which holds their answers."""
 
     def _decode(self, payloads: Any, kind: type) -> Any:
         """The payload as ``kind``, or None when it does not decode (a history written by
@@ -152,6 +155,8 @@ class _Reader:
             activity=activity, summary=summary, input=decoded
         )
         found: list[SessionEvent] = []
+        if isinstance(decoded, ModelCallInput):
+            found.extend(self._answered(event, decoded.messages))
         if isinstance(decoded, ModelCallInput) and decoded.state != self._state:
             self._state = decoded.state
             found.append(self._event(event, "state-enter", {"state": decoded.state}))
@@ -223,6 +228,35 @@ class _Reader:
         data = {"activity": scheduled.activity, "summary": scheduled.summary, "error": reason}
         return [self._event(event, "warning", data, "warn")]
 
+    def _answered(self, event: HistoryEvent, messages: list[Message]) -> list[SessionEvent]:
+        """The answers of open calls that ran no activity, as the model is about to read
+        them: ``tool-blocked`` for a refusal, ``variables-set`` for a recorded variable, and
+        ``tool-result`` for the rest (runtime tools, mocks, scripts)."""
+        found: list[SessionEvent] = []
+        for message in messages:
+            if message.role != "tool" or message.tool_call_id not in self._open:
+                continue
+            tool, arguments = self._open.pop(message.tool_call_id)
+            content = message.content or ""
+            if message.status == "blocked":
+                data = {
+                    "callId": message.tool_call_id,
+                    "tool": tool,
+                    "rule": message.rule,
+                    "reason": content[:PREVIEW_CHARS],
+                }
+                found.append(self._event(event, "tool-blocked", data, "warn"))
+                continue
+            if tool == SET_VARIABLES and message.status == "ok" and isinstance(arguments, dict):
+                names = sorted((arguments.get("variables") or {}).keys())
+                found.append(self._event(event, "variables-set", {"names": names}))
+            found.append(
+                self._tool_result(
+                    event, tool, message.status or "ok", content, message.tool_call_id
+                )
+            )
+        return found
+
     def _model_answer(self, event: HistoryEvent, answer: ModelCallResult) -> list[SessionEvent]:
         usage = answer.usage
         found = [
@@ -246,15 +280,21 @@ class _Reader:
                 arguments = call.arguments
             data = {"callId": call.id, "tool": call.name, "args": arguments}
             found.append(self._event(event, "tool-called", data))
-        self._calls = [(call.id, call.name) for call in answer.tool_calls]
+            self._open[call.id] = (call.name, arguments)
         return found
 
     def _tool_result(
-        self, event: HistoryEvent, tool: str, status: str, content: str
+        self,
+        event: HistoryEvent,
+        tool: str,
+        status: str,
+        content: str,
+        call_id: str | None = None,
     ) -> SessionEvent:
-        call_id = next((cid for cid, name in self._calls if name == tool), None)
-        if call_id is not None:
-            self._calls.remove((call_id, tool))
+        if call_id is None:
+            call_id = next((cid for cid, (name, _) in self._open.items() if name == tool), None)
+            if call_id is not None:
+                del self._open[call_id]
         data = {
             "callId": call_id,
             "tool": tool,

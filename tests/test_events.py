@@ -110,10 +110,67 @@ async def test_following_a_session_streams_its_events_as_they_happen(
         await asyncio.wait_for(following, timeout=30)
     assert parked.kind == "parked"
     [called] = [e for e in seen if e.type == "tool-called" and e.data["tool"] == "write_file"]
-    [result] = [e for e in seen if e.type == "tool-result"]
+    [result] = [e for e in seen if e.type == "tool-result" and e.data["tool"] == "write_file"]
     assert result.data["callId"] == called.data["callId"]
     assert (result.data["tool"], result.data["status"]) == ("write_file", "ok")
     [park] = [e for e in seen if e.type == "parked"]
     assert (park.data["state"], park.data["reason"]) == ("note", "the go-ahead")
     assert seen[-1].data["kind"] == "completed"
     assert [e.type for e in seen].index("delivered") > [e.type for e in seen].index("parked")
+
+
+def test_calls_that_ran_no_activity_are_read_off_the_next_model_input():
+    events = _golden("order-lookup-enrichment-fan-out")
+    [named] = [e.data["names"] for e in events if e.type == "variables-set"]
+    assert named == ["enrichments"]
+    results = {e.data["tool"]: e.data for e in events if e.type == "tool-result"}
+    assert results["archmax_run"]["preview"].startswith('[{"order_id": "ORD-1002"')
+    assert results["archmax_advance"]["status"] == "ok"
+    called = {e.data["callId"] for e in events if e.type == "tool-called"}
+    assert {d["callId"] for d in results.values()} <= called
+
+
+GUARDED = """
+title: Guarded
+states:
+  guarded:
+    triggers: { manual: }
+    tools: { forbid: [write_file] }
+"""
+
+GUARDED_PLAYBOOK = json.dumps(
+    {
+        "rules": [
+            {"when": {"last_tool": "archmax_set_variables"}, "reply": {"content": "Noted."}},
+            {
+                "when": {"last_tool": "write_file"},
+                "reply": {
+                    "tool_calls": [call("archmax_set_variables", variables={"outcome": "x"})]
+                },
+            },
+            {
+                "reply": {
+                    "tool_calls": [call("write_file", file_path="scratchpad/a.md", content="a")]
+                }
+            },
+        ]
+    }
+)
+
+
+async def test_a_refused_call_is_tool_blocked_with_its_rule(
+    client, task_queue, scripted, tmp_path: Path
+):
+    write_workflow(tmp_path, "guarded", GUARDED)
+    server = scripted(GUARDED_PLAYBOOK)
+    async with running_agent(client, task_queue, tmp_path, "guarded", server) as agent:
+        await agent.workflow.send("events-2", "Try it.")
+        events = [e async for e in agent.sessions.events("events-2")]
+    [blocked] = [e for e in events if e.type == "tool-blocked"]
+    assert (blocked.data["tool"], blocked.data["rule"], blocked.level) == (
+        "write_file",
+        "tool.forbidden-here",
+        "warn",
+    )
+    assert [e.data["names"] for e in events if e.type == "variables-set"] == [["outcome"]]
+    assert not [e for e in events if e.type == "tool-result" and e.data["tool"] == "write_file"]
