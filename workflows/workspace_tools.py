@@ -123,6 +123,23 @@ _PATH_RULES = (
 )
 
 
+def _transfer_parameters(verb: str) -> dict[str, Any]:
+    """``copy_file`` / ``move_file``: ``{source, destination, overwrite?}``."""
+    return {
+        "type": "object",
+        "properties": {
+            "source": {"type": "string", "description": f"The file to {verb}."},
+            "destination": {"type": "string", "description": "Where it goes, under scratchpad/."},
+            "overwrite": {
+                "type": "boolean",
+                "description": "Replace an existing destination (default false).",
+            },
+        },
+        "required": ["source", "destination"],
+        "additionalProperties": False,
+    }
+
+
 def workspace_tool_schemas() -> list[ToolSchema]:
     """The workspace tools as the model is told about them."""
     return [
@@ -280,22 +297,7 @@ def workspace_tool_schemas() -> list[ToolSchema]:
                 "destination's folders are created. An existing destination is refused "
                 f"unless `overwrite` is true. {_PATH_RULES}"
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "source": {"type": "string", "description": "The file to copy."},
-                    "destination": {
-                        "type": "string",
-                        "description": "Where it goes, under scratchpad/.",
-                    },
-                    "overwrite": {
-                        "type": "boolean",
-                        "description": "Replace an existing destination (default false).",
-                    },
-                },
-                "required": ["source", "destination"],
-                "additionalProperties": False,
-            },
+            parameters=_transfer_parameters("copy"),
         ),
         ToolSchema(
             name=MOVE_FILE,
@@ -304,22 +306,7 @@ def workspace_tool_schemas() -> list[ToolSchema]:
                 "there first, then removed here. An existing destination is refused unless "
                 f"`overwrite` is true. {_PATH_RULES}"
             ),
-            parameters={
-                "type": "object",
-                "properties": {
-                    "source": {"type": "string", "description": "The file to move."},
-                    "destination": {
-                        "type": "string",
-                        "description": "Where it goes, under scratchpad/.",
-                    },
-                    "overwrite": {
-                        "type": "boolean",
-                        "description": "Replace an existing destination (default false).",
-                    },
-                },
-                "required": ["source", "destination"],
-                "additionalProperties": False,
-            },
+            parameters=_transfer_parameters("move"),
         ),
         ToolSchema(
             name=REMOVE_FILE,
