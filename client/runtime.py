@@ -192,8 +192,8 @@ def unavailable(session_id: str, task_queue: str | None) -> SessionUnavailableEr
     queue = repr(task_queue) if task_queue else "its task queue"
     return SessionUnavailableError(
         f"session {session_id!r} cannot answer: no worker polls {queue}. Start one there "
-        f"(ARCHMAX_TASK_QUEUE={task_queue or '<queue>'} archmax worker), or read the session's "
-        "records under the session store (<store>/<session>/artifacts/)"
+        f"(ARCHMAX_TASK_QUEUE={task_queue or '<queue>'} archmax worker), or read what it did "
+        f"without one: archmax events {session_id}, or <store>/{session_id}/artifacts/"
     )
 
 

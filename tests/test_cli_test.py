@@ -129,6 +129,13 @@ def test_each_case_and_the_suite_report_the_tokens_their_sessions_spent(archmax)
     unanswered = archmax("sessions", json.loads(done.stdout)["results"][0]["sessionId"])
     assert unanswered.returncode == 1 and "Traceback" not in unanswered.stderr
     assert "cannot answer: no worker polls 'archmax-test-" in unanswered.stderr
+    # what it did stays readable without a worker: its events come from the history
+    sid = json.loads(done.stdout)["results"][0]["sessionId"]
+    assert f"archmax events {sid}" in unanswered.stderr
+    events = archmax("events", sid)
+    assert events.returncode == 0
+    types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
+    assert types[0] == "turn-start" and "parked" in types
     assert per_case == spent and all(n > 0 and m > 0 for n, m in spent)
     assert total == (sum(n for n, _ in spent), sum(m for _, m in spent))
     assert "$" not in done.stderr  # no prices configured: no cost is guessed
