@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -28,7 +28,7 @@ from activities.hook_executors import HookExecutor, check_executors
 from activities.host_tools import HostTool, as_host_tools
 from activities.model import ModelConfig
 from client.config import RuntimeConfig
-from client.events import SessionEvent, session_events
+from client.events import EventCallback, SessionEvent, session_events, while_watching
 from client.loader import LoadedWorkflow, load_delegates, load_workflow
 from client.runtime import Runtime, WorkerMode, open_runtime, translate, unavailable
 from workflows import search_attributes as sa
@@ -158,6 +158,7 @@ class WorkflowSurface:
         session_path: str | None = None,
         files: Mapping[str, tuple[str, str | bytes]] | None = None,
         mocks: Sequence[ToolMock] = (),
+        on_event: EventCallback | None = None,
     ) -> Outcome:
         """Start or continue a session; returns the Outcome when the turn settles.
 
@@ -169,6 +170,10 @@ class WorkflowSurface:
 
         A new id starts the session's workflow (update-with-start); an existing finished one
         takes its next turn; one parked by ``archmax_wait`` has the firing delivered into it.
+
+        ``on_event`` (also on ``deliver``, ``decide`` and ``reply``) is called with each of the
+        turn's events as it happens (:mod:`client.events`); the call returns once the turn
+        settled and its end event was delivered.
         """
         agent = self._agent
         seeds = dict(variables or {})
@@ -214,11 +219,24 @@ class WorkflowSurface:
             },
         )
         try:
-            return await agent.client.execute_update_with_start_workflow(
-                ArchmaxSession.send, firing, start_workflow_operation=start
+            return await self._watched(
+                sid,
+                on_event,
+                agent.client.execute_update_with_start_workflow(
+                    ArchmaxSession.send, firing, start_workflow_operation=start
+                ),
             )
         except Exception as exc:  # translated at exactly this boundary
             raise translate(exc, session_id=sid) from exc
+
+    async def _watched(
+        self, session_id: str, on_event: EventCallback | None, update: Awaitable[Outcome]
+    ) -> Outcome:
+        if on_event is None:
+            return await update
+        agent = self._agent
+        handle = agent.handle(session_id)
+        return await while_watching(handle, agent.client.data_converter, on_event, update)
 
     async def _refuse_new_turn(self, session_id: str, minted: bool) -> None:
         """A disabled workflow starts no new turn, on a new session or an existing one (whose
@@ -241,30 +259,44 @@ class WorkflowSurface:
         trigger: str | None,
         variables: dict[str, Any] | None = None,
         message: str | None = None,
+        on_event: EventCallback | None = None,
     ) -> Outcome:
         """Resume a session parked by ``archmax_wait``; returns the resumed turn's Outcome."""
         handle = self._agent.handle(session_id)
         delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
         try:
-            return await handle.execute_update(ArchmaxSession.deliver, delivery)
-        except Exception as exc:
-            raise translate(exc, session_id=session_id) from exc
-
-    async def decide(self, session_id: str, *, to: str, comment: str | None = None) -> Outcome:
-        """Resume a session parked at a human state along the edge ``to``, as the reviewer."""
-        handle = self._agent.handle(session_id)
-        try:
-            return await handle.execute_update(
-                ArchmaxSession.decide, DecideInput(to=to, comment=comment)
+            return await self._watched(
+                session_id, on_event, handle.execute_update(ArchmaxSession.deliver, delivery)
             )
         except Exception as exc:
             raise translate(exc, session_id=session_id) from exc
 
-    async def reply(self, session_id: str, message: str) -> Outcome:
+    async def decide(
+        self,
+        session_id: str,
+        *,
+        to: str,
+        comment: str | None = None,
+        on_event: EventCallback | None = None,
+    ) -> Outcome:
+        """Resume a session parked at a human state along the edge ``to``, as the reviewer."""
+        handle = self._agent.handle(session_id)
+        try:
+            update = handle.execute_update(
+                ArchmaxSession.decide, DecideInput(to=to, comment=comment)
+            )
+            return await self._watched(session_id, on_event, update)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def reply(
+        self, session_id: str, message: str, *, on_event: EventCallback | None = None
+    ) -> Outcome:
         """Send a message to a session parked at a human state; it answers and stays parked."""
         handle = self._agent.handle(session_id)
         try:
-            return await handle.execute_update(ArchmaxSession.reply, ReplyInput(message=message))
+            update = handle.execute_update(ArchmaxSession.reply, ReplyInput(message=message))
+            return await self._watched(session_id, on_event, update)
         except Exception as exc:
             raise translate(exc, session_id=session_id) from exc
 

@@ -14,16 +14,20 @@ can resume a stream after the last one it saw (``after=seq``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import inspect
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHandle
 from temporalio.converter import DataConverter
+from temporalio.service import RPCError, RPCStatusCode
 
 from workflows import contracts
 from workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
@@ -379,4 +383,76 @@ async def session_events(
                 yield found
 
 
-__all__ = ["PREVIEW_CHARS", "SessionEvent", "read_history", "session_events"]
+EventCallback = Callable[[SessionEvent], Awaitable[None] | None]
+"""A host's ``on_event``: called with each event, awaited when it returns an awaitable."""
+
+TURN_ENDS = frozenset({"parked", "raised", "turn-end"})
+"""The events that close a turn (read off the update's completion)."""
+
+TAIL_TIMEOUT = 10.0
+"""How long a watched call waits, after its update returned, for the stream to deliver the
+turn's end event (it is normally there already)."""
+
+T = TypeVar("T")
+
+
+async def while_watching(
+    handle: WorkflowHandle[Any, Any],
+    converter: DataConverter,
+    on_event: EventCallback,
+    action: Awaitable[T],
+) -> T:
+    """Run ``action`` (an update that settles one turn) while every new event of the session
+    goes to ``on_event``; return its result once the stream has also delivered the turn's
+    end. A new session's history does not exist until the update-with-start creates it, so
+    the stream retries until it does. An error in ``on_event`` is raised to the caller."""
+    try:
+        after = (await handle.describe()).history_length
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            if inspect.iscoroutine(action):
+                action.close()  # never started: no "never awaited" warning
+            raise
+        after = 0
+    ended = asyncio.Event()
+
+    async def follow() -> None:
+        nonlocal after
+        while True:
+            try:
+                async for event in session_events(handle, converter, after=after, follow=True):
+                    after = event.seq
+                    delivered = on_event(event)
+                    if inspect.isawaitable(delivered):
+                        await delivered
+                    if event.type in TURN_ENDS:
+                        ended.set()
+                return
+            except RPCError as exc:
+                if exc.status != RPCStatusCode.NOT_FOUND:
+                    raise
+                await asyncio.sleep(0.05)
+
+    watcher = asyncio.create_task(follow())
+    try:
+        result = await action
+        ending = asyncio.create_task(ended.wait())
+        await asyncio.wait({ending, watcher}, timeout=TAIL_TIMEOUT, return_when="FIRST_COMPLETED")
+        ending.cancel()
+        if watcher.done() and not watcher.cancelled() and watcher.exception() is not None:
+            raise watcher.exception()  # type: ignore[misc]
+        return result
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await watcher
+
+
+__all__ = [
+    "PREVIEW_CHARS",
+    "EventCallback",
+    "SessionEvent",
+    "read_history",
+    "session_events",
+    "while_watching",
+]

@@ -7,6 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -174,3 +175,38 @@ async def test_a_refused_call_is_tool_blocked_with_its_rule(
     )
     assert [e.data["names"] for e in events if e.type == "variables-set"] == [["outcome"]]
     assert not [e for e in events if e.type == "tool-result" and e.data["tool"] == "write_file"]
+
+
+async def test_on_event_streams_each_turn_while_send_and_deliver_run(
+    client, task_queue, scripted, tmp_path: Path
+):
+    write_workflow(tmp_path, "notes", NOTES)
+    first: list[SessionEvent] = []
+    second: list[SessionEvent] = []
+
+    async def collect(event: SessionEvent) -> None:
+        second.append(event)
+
+    async with running_agent(client, task_queue, tmp_path, "notes", scripted(PLAYBOOK)) as agent:
+        parked = await agent.workflow.send("events-3", "Write it.", on_event=first.append)
+        done = await agent.workflow.deliver("events-3", trigger="go_ahead", on_event=collect)
+    assert (parked.kind, done.kind) == ("parked", "completed")
+    assert first[0].type == "turn-start" and first[-1].type == "parked"
+    assert any(e.type == "tool-called" and e.data["tool"] == "write_file" for e in first)
+    assert second[0].type == "delivered" and second[-1].type == "turn-end"
+    assert not {e.seq for e in first} & {e.seq for e in second}  # each turn's own events
+
+
+async def test_an_error_in_on_event_reaches_the_caller(
+    client, task_queue, scripted, tmp_path: Path
+):
+    write_workflow(tmp_path, "notes", NOTES)
+
+    def broken(event: SessionEvent) -> None:
+        raise LookupError(f"host bug on {event.type}")
+
+    async with running_agent(client, task_queue, tmp_path, "notes", scripted(PLAYBOOK)) as agent:
+        with pytest.raises(LookupError, match="host bug on turn-start"):
+            await agent.workflow.send("events-4", "Write it.", on_event=broken)
+        summary = await agent.sessions.get("events-4")
+    assert summary.status == "awaiting_input"  # the session itself is untouched by it
