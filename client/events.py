@@ -252,8 +252,10 @@ class _Reader:
                 found.append(self._event(event, "tool-blocked", data, "warn"))
                 continue
             if tool == SET_VARIABLES and message.status == "ok" and isinstance(arguments, dict):
-                names = sorted((arguments.get("variables") or {}).keys())
-                found.append(self._event(event, "variables-set", {"names": names}))
+                written = arguments.get("variables") or {}
+                found.append(self._event(event, "variables-set", {"names": sorted(written)}))
+                if isinstance(written.get("title"), str):
+                    found.append(self._event(event, "title-set", {"title": written["title"]}))
             found.append(
                 self._tool_result(
                     event, tool, message.status or "ok", content, message.tool_call_id

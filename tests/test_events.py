@@ -146,7 +146,12 @@ GUARDED_PLAYBOOK = json.dumps(
             {
                 "when": {"last_tool": "write_file"},
                 "reply": {
-                    "tool_calls": [call("archmax_set_variables", variables={"outcome": "x"})]
+                    "tool_calls": [
+                        call(
+                            "archmax_set_variables",
+                            variables={"outcome": "x", "title": "Refused write"},
+                        )
+                    ]
                 },
             },
             {
@@ -173,7 +178,8 @@ async def test_a_refused_call_is_tool_blocked_with_its_rule(
         "tool.forbidden-here",
         "warn",
     )
-    assert [e.data["names"] for e in events if e.type == "variables-set"] == [["outcome"]]
+    assert [e.data["names"] for e in events if e.type == "variables-set"] == [["outcome", "title"]]
+    assert [e.data["title"] for e in events if e.type == "title-set"] == ["Refused write"]
     assert not [e for e in events if e.type == "tool-result" and e.data["tool"] == "write_file"]
 
 
