@@ -325,6 +325,14 @@ async def test_a_rubric_verdict_gates_the_advance_out_of_the_transcript(
     async with running_agent(client, task_queue, tmp_path, "rubric", server) as agent:
         outcome = await agent.workflow.send("hook-rubric-1", "Hi")
         view = await agent.sessions.view("hook-rubric-1")
+        events = [e async for e in agent.sessions.events("hook-rubric-1")]
+    rubric = [(e.type, e.data.get("verdict")) for e in events if e.type.startswith("rubric-")]
+    assert rubric == [
+        ("rubric-start", None),
+        ("rubric-result", "correct"),
+        ("rubric-start", None),
+        ("rubric-result", "ok"),
+    ]
     advances = tool_results(view, "archmax_advance")
     assert [m.status for m in advances] == ["error", "ok"]
     assert "rubric#0 (correct): be polite" in (advances[0].content or "")

@@ -186,6 +186,7 @@ async def test_a_script_fans_out_to_child_workflows_and_runs_each_earlier_call_o
         outcome = await agent.workflow.send(sid, "fan out")
         view = await agent.sessions.view(sid)
         history = await agent.handle(sid).fetch_history()
+        events = [e async for e in agent.sessions.events(sid)]
         children = [await agent.sessions.get(f"{sid}.enrich-{n}") for n in (1, 2)]
     assert outcome.kind == "completed" and outcome.reply == "Script finished."
     answer = _script_answer(view)
@@ -212,6 +213,15 @@ async def test_a_script_fans_out_to_child_workflows_and_runs_each_earlier_call_o
         and e.activity_task_scheduled_event_attributes.activity_type.name == "archmax.sandbox.run"
     ]
     assert len(sandbox_runs) == 3  # the first run, then one resumption per dispatch
+    children = [(e.type, e.data["childSessionId"]) for e in events if "childSessionId" in e.data]
+    assert children == [
+        ("sub-workflow-start", f"{sid}.enrich-1"),
+        ("sub-workflow-result", f"{sid}.enrich-1"),
+        ("sub-workflow-start", f"{sid}.enrich-2"),
+        ("sub-workflow-result", f"{sid}.enrich-2"),
+    ]
+    stops = [e.data["dispatch"] for e in events if e.type == "script-result"]
+    assert stops == ["archmax_workflow_enrich", "archmax_workflow_enrich", None]
 
 
 async def test_a_script_that_changes_course_on_resumption_fails_with_a_clear_error(
