@@ -386,10 +386,7 @@ class HookRunner:
                     journal_entry(result.dispatch.tool, result.dispatch.arguments, *answer)
                 )
         except ActivityError as failure:
-            cause = failure.cause
-            kind = cause.type if isinstance(cause, ApplicationError) else None
-            detail = cause.message if isinstance(cause, ApplicationError) else str(failure)
-            return f"archmax_run failed ({kind or 'error'}): {detail}", "error"
+            return _failed(sandbox.ARCHMAX_RUN, failure), "error"
         if result.returned_nothing:
             return "(the script returned nothing)", "ok"
         return matching.mock_result_text(result.value), "ok"
@@ -418,10 +415,7 @@ class HookRunner:
                 visible=governance.enabled_skills(self._spec, slug),
             )
         except ActivityError as failure:
-            cause = failure.cause
-            kind = cause.type if isinstance(cause, ApplicationError) else None
-            detail = cause.message if isinstance(cause, ApplicationError) else str(failure)
-            return f"archmax_eval failed ({kind or 'error'}): {detail}", "error"
+            return _failed(sandbox.ARCHMAX_EVAL, failure), "error"
         value = "undefined" if result.returned_nothing else matching.mock_result_text(result.value)
         return "\n".join([*result.logs, f"=> {value}"]), "ok"
 
@@ -465,6 +459,15 @@ class HookRunner:
             summary=summary,
         )
         return result
+
+
+def _failed(tool: str, failure: ActivityError) -> str:
+    """A sandbox run that ended in an error, as the model reads it: the typed error's name
+    and message (``archmax_run failed (SandboxTimeoutError): …``)."""
+    cause = failure.cause
+    kind = cause.type if isinstance(cause, ApplicationError) else None
+    detail = cause.message if isinstance(cause, ApplicationError) else str(failure)
+    return f"{tool} failed ({kind or 'error'}): {detail}"
 
 
 def journal_entry(
