@@ -123,12 +123,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def authored_workflows(root: Path) -> list[str]:
-    """The slugs under ``<root>/workflows/`` that hold a ``workflow.yaml``, sorted."""
-    folder = root / "workflows"
-    return sorted(p.parent.name for p in folder.glob("*/workflow.yaml")) if folder.is_dir() else []
-
-
 def resolve_workflow(root: Path, words: Sequence[str], command: str) -> tuple[str, list[str]]:
     """The workflow a command names and the words after it.
 
@@ -136,7 +130,9 @@ def resolve_workflow(root: Path, words: Sequence[str], command: str) -> tuple[st
     word naming an authored workflow is the workflow; otherwise, with one workflow, every
     word is the command's own. With several and none named, the usage error lists them.
     """
-    known = authored_workflows(root)
+    from client.loader import workflow_slugs
+
+    known = workflow_slugs(root)
     if words and (words[0] in known or len(known) != 1):
         return words[0], list(words[1:])
     if len(known) == 1:

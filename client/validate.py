@@ -43,7 +43,7 @@ from client.cases import (
     discover_cases,
     load_case,
 )
-from client.loader import LoadedWorkflow, load_delegates, load_workflow
+from client.loader import LoadedWorkflow, load_delegates, load_workflow, workflow_slugs
 from workflows import governance
 from workflows.delegation import MAX_DEPTH, PREFIX, granted_targets, manual_of
 from workflows.errors import (
@@ -226,7 +226,7 @@ def lint_script_dispatches(root: Path, spec: WorkflowSpec) -> list[Diagnostic]:
     available); found here, statically, from the scripts of every skill the state enables.
     """
     found: list[Diagnostic] = []
-    callable_by_camel = {camel(f"{PREFIX}{slug}"): slug for slug in _workflow_slugs(root)}
+    callable_by_camel = {camel(f"{PREFIX}{slug}"): slug for slug in workflow_slugs(root)}
     for state in spec.states:
         for skill in sorted(governance.enabled_skills(spec, state)):
             scripts = root / "skills" / skill / "scripts"
@@ -255,13 +255,6 @@ def lint_script_dispatches(root: Path, spec: WorkflowSpec) -> list[Diagnostic]:
                             )
                         )
     return found
-
-
-def _workflow_slugs(root: Path) -> list[str]:
-    folder = root / "workflows"
-    if not folder.is_dir():
-        return []
-    return sorted(p.parent.name for p in folder.glob("*/workflow.yaml"))
 
 
 def _sub_workflow_diagnostics(
