@@ -13,11 +13,12 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
 from client.config import RuntimeConfig
+from client.events import SessionEvent
 from client.logs import configure_logging
 from client.usage import configured_pricing, footer_line
 from workflows.errors import ArchmaxError, InvalidSessionIdError, SessionNotFoundError
@@ -48,7 +49,9 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="archmax", description="Run archmax workflows on Temporal.")
     parser.add_argument("--root", help="authoring root (default: ARCHMAX_ROOT or the cwd)")
-    parser.add_argument("--verbose", action="store_true", help="log each model call on stderr")
+    parser.add_argument(
+        "--verbose", action="store_true", help="narrate the turn's events and model calls on stderr"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="start or continue a session with a message")
@@ -297,7 +300,12 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
                 before, spent = 0, Usage()
         _err(f"session   {resolved.session_id}  ({resolved.disposition})")
         outcome = await agent.workflow.send(
-            resolved.session_id, message, trigger=args.trigger, variables=variables, files=files
+            resolved.session_id,
+            message,
+            trigger=args.trigger,
+            variables=variables,
+            files=files,
+            on_event=_live(args),
         )
         return report_outcome(outcome, trail_from=before, spent_before=spent)
 
@@ -311,7 +319,7 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
         _check_workflow(args, view.summary)
         _err(f"session   {args.session}  (deliver {args.trigger})")
         outcome = await agent.workflow.deliver(
-            args.session, trigger=args.trigger, variables=variables
+            args.session, trigger=args.trigger, variables=variables, on_event=_live(args)
         )
         return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
 
@@ -323,7 +331,9 @@ async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         _err(f"session   {args.session}  (decide → {args.to})")
-        outcome = await agent.workflow.decide(args.session, to=args.to, comment=args.comment)
+        outcome = await agent.workflow.decide(
+            args.session, to=args.to, comment=args.comment, on_event=_live(args)
+        )
         return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
 
 
@@ -338,7 +348,7 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
         _check_workflow(args, summary)
         spent = summary.usage
         _err(f"session   {args.session}  (reply)")
-        outcome = await agent.workflow.reply(args.session, message)
+        outcome = await agent.workflow.reply(args.session, message, on_event=_live(args))
         return report_outcome(outcome, spent_before=spent)
 
 
@@ -446,6 +456,30 @@ async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
         err=sys.stderr,
         out=sys.stdout,
     )
+
+
+def _live(args: argparse.Namespace) -> Callable[[SessionEvent], None] | None:
+    """With ``--verbose``: each of the turn's events on stderr as it happens, from the
+    session's history (so it works whichever worker runs the session)."""
+    return _narrate_event if getattr(args, "verbose", False) else None
+
+
+def _narrate_event(event: SessionEvent) -> None:
+    data = event.data
+    if event.type == "tool-called":
+        shown = json.dumps(data.get("args"), ensure_ascii=False, default=str)
+        _err(f"  · {data['tool']} {shown[:120]}")
+    elif event.type == "tool-result" and data.get("status") != "ok":
+        _err(f"  · {data['tool']} → {data['status']}: {str(data.get('preview'))[:120]}")
+    elif event.type == "tool-blocked":
+        _err(f"  · {data['tool']} → blocked ({data.get('rule')})")
+    elif event.type in ("hook-verdict", "rubric-result"):
+        reason = f": {data['reason']}" if data.get("reason") else ""
+        _err(f"  · {data['phase']} hook {data['hook']} → {data.get('verdict')}{reason}")
+    elif event.type == "model-usage":
+        _err(f"  · model {data['model']}: in {data['inputTokens']} · out {data['outputTokens']}")
+    elif event.type == "sub-workflow-start":
+        _err(f"  · sub-workflow {data['childSessionId']} started")
 
 
 def _check_workflow(args: argparse.Namespace, summary: SessionSummary) -> None:

@@ -248,6 +248,11 @@ class TestTheWorkflowMayBeOmitted:
         assert result.code == 0, result.stderr
         assert result.stdout.strip().startswith("Thanks for writing! Which order")
         assert "workflow  support-inbox" in result.stderr
+        # --verbose narrates the turn's events live, read from the session's history
+        assert '  · archmax_wait {"reason": "the customer\'s reply naming the order"}' in (
+            result.stderr
+        )
+        assert "  · model scripted: in " in result.stderr
 
     def test_validate_and_test_find_the_one_workflow(self, cli):
         assert cli("validate").stdout == "valid — 0 error(s), 0 warning(s)\n"
