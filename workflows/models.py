@@ -207,25 +207,13 @@ class Usage(_Model):
     cache_write_tokens: int = 0
 
     def plus(self, other: Usage) -> Usage:
-        """The sum of two usages."""
-        return Usage(
-            calls=self.calls + other.calls,
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
-            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-        )
+        """The sum of two usages, counter by counter."""
+        return Usage(**{n: getattr(self, n) + getattr(other, n) for n in Usage.model_fields})
 
     def since(self, earlier: Usage) -> Usage:
         """What was spent after ``earlier`` (a snapshot of the same session's usage)."""
         return Usage(
-            calls=max(0, self.calls - earlier.calls),
-            prompt_tokens=max(0, self.prompt_tokens - earlier.prompt_tokens),
-            completion_tokens=max(0, self.completion_tokens - earlier.completion_tokens),
-            total_tokens=max(0, self.total_tokens - earlier.total_tokens),
-            cache_read_tokens=max(0, self.cache_read_tokens - earlier.cache_read_tokens),
-            cache_write_tokens=max(0, self.cache_write_tokens - earlier.cache_write_tokens),
+            **{n: max(0, getattr(self, n) - getattr(earlier, n)) for n in Usage.model_fields}
         )
 
 
