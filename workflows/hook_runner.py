@@ -347,9 +347,7 @@ class HookRunner:
         script_args = {
             **(inner if isinstance(inner, dict) else {}),
             **arguments,
-            "state": slug,
-            "trigger": s.trigger,
-            "variables": {name: v.value for name, v in s.variables.items()},
+            **_agent_run_args(s, slug),
         }
         replay = journal or ScriptJournal()
         tools = (
@@ -407,11 +405,7 @@ class HookRunner:
                 label="archmax_eval",
                 kind="eval",
                 source=code,
-                args={
-                    "state": slug,
-                    "trigger": s.trigger,
-                    "variables": {name: v.value for name, v in s.variables.items()},
-                },
+                args=_agent_run_args(s, slug),
                 visible=governance.enabled_skills(self._spec, slug),
             )
         except ActivityError as failure:
@@ -459,6 +453,16 @@ class HookRunner:
             summary=summary,
         )
         return result
+
+
+def _agent_run_args(s: SessionState, slug: str) -> dict[str, Any]:
+    """What a script or snippet the agent runs reads in ``args``: where the session stands
+    and its variables' plain values."""
+    return {
+        "state": slug,
+        "trigger": s.trigger,
+        "variables": {name: v.value for name, v in s.variables.items()},
+    }
 
 
 def _failed(tool: str, failure: ActivityError) -> str:
