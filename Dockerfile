@@ -11,13 +11,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 WORKDIR /src
-# Only what the distribution packages (pyproject: workflows, activities, client, worker.py).
-# README.m[d] copies the readme when there is one and does not fail when there is not.
+# Only what the distribution packages: the archmax_temporal package (its links to workflows/,
+# activities/, client/, worker.py and the demo example). README.m[d] copies the readme when
+# there is one and does not fail when there is not.
 COPY pyproject.toml README.m[d] ./
+COPY archmax_temporal/ ./archmax_temporal/
 COPY worker.py ./
 COPY workflows/ ./workflows/
 COPY activities/ ./activities/
 COPY client/ ./client/
+COPY examples/support-inbox/workflows/ ./examples/support-inbox/workflows/
 RUN pip install . \
     && rm -rf /src
 

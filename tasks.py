@@ -49,7 +49,7 @@ def test() -> None:
     _ensure_venv("test")
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
-    _run(BIN / "mypy", "workflows", "activities", "client", "worker.py")
+    _run(BIN / "mypy", "-p", "archmax_temporal")
     _run(BIN / "python", "-m", "pytest", *sys.argv[2:])
 
 

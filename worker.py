@@ -19,14 +19,14 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from activities.hook_executors import HookExecutor, HookExecutorActivities
-from activities.host_tools import HostTool, HostToolActivities
-from activities.model import ModelActivities, ModelConfig
-from activities.sandbox import SandboxActivities
-from activities.session_store import FilesystemSessionStore
-from activities.store import StoreActivities
-from activities.workspace import WorkspaceActivities
-from workflows.session import ArchmaxSession
+from archmax_temporal.activities.hook_executors import HookExecutor, HookExecutorActivities
+from archmax_temporal.activities.host_tools import HostTool, HostToolActivities
+from archmax_temporal.activities.model import ModelActivities, ModelConfig
+from archmax_temporal.activities.sandbox import SandboxActivities
+from archmax_temporal.activities.session_store import FilesystemSessionStore
+from archmax_temporal.activities.store import StoreActivities
+from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.workflows.session import ArchmaxSession
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=15)
 """How long running activities (a model call) get to finish when the worker stops."""
@@ -98,7 +98,7 @@ async def run_until_signalled(worker: Worker) -> None:
 
 def main() -> None:
     """``python worker.py``: the same as ``archmax worker``."""
-    from client.cli import main as cli_main
+    from archmax_temporal.client.cli.main import main as cli_main
 
     cli_main(["worker"])
 

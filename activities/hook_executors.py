@@ -16,7 +16,11 @@ from typing import Any
 
 from temporalio import activity
 
-from workflows.sandbox import CUSTOM_HOOK_ACTIVITY, CustomHookInput, CustomHookResult
+from archmax_temporal.workflows.sandbox import (
+    CUSTOM_HOOK_ACTIVITY,
+    CustomHookInput,
+    CustomHookResult,
+)
 
 HookExecutor = Callable[[Any, dict[str, Any]], Any | Awaitable[Any]]
 

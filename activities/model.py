@@ -25,9 +25,15 @@ from openai.types import CompletionUsage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from workflows.contracts import MODEL_ACTIVITY
-from workflows.errors import ModelCallError
-from workflows.models import Message, ModelCallInput, ModelCallResult, ToolCall, Usage
+from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
+from archmax_temporal.workflows.errors import ModelCallError
+from archmax_temporal.workflows.models import (
+    Message,
+    ModelCallInput,
+    ModelCallResult,
+    ToolCall,
+    Usage,
+)
 
 log = structlog.get_logger("archmax.model")
 

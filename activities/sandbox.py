@@ -24,10 +24,10 @@ from typing import Any, Final
 
 from temporalio import activity
 
-from activities.session_store import WorkspaceError
-from activities.workspace import WorkspaceActivities, truncate
-from workflows import governance, matching
-from workflows.errors import (
+from archmax_temporal.activities.session_store import WorkspaceError
+from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
+from archmax_temporal.workflows import governance, matching
+from archmax_temporal.workflows.errors import (
     ArchmaxError,
     ForbiddenSandboxImportError,
     SandboxCrashError,
@@ -36,16 +36,16 @@ from workflows.errors import (
     SandboxScriptError,
     SandboxTimeoutError,
 )
-from workflows.models import SandboxToolCall, ScriptJournal
-from workflows.sandbox import (
+from archmax_temporal.workflows.models import SandboxToolCall, ScriptJournal
+from archmax_temporal.workflows.sandbox import (
     BRIDGE_TOOLS,
     SANDBOX_ACTIVITY,
     SandboxDispatch,
     SandboxRunInput,
     SandboxRunResult,
 )
-from workflows.sandbox_source import EVAL_RUNNER, RUNNER, camel, prelude, prepare
-from workflows.workspace_tools import READ_FILE, WorkspaceToolInput
+from archmax_temporal.workflows.sandbox_source import EVAL_RUNNER, RUNNER, camel, prelude, prepare
+from archmax_temporal.workflows.workspace_tools import READ_FILE, WorkspaceToolInput
 
 CHILD: Final = Path(__file__).with_name("sandbox_child.py")
 STACK_LIMIT: Final = 1024 * 1024

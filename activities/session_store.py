@@ -27,8 +27,8 @@ from typing import Protocol, runtime_checkable
 
 from temporalio.exceptions import ApplicationError
 
-from activities.store import atomic_write
-from workflows.identity import check_session_id
+from archmax_temporal.activities.store import atomic_write
+from archmax_temporal.workflows.identity import check_session_id
 
 # --- errors -------------------------------------------------------------------------------
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from temporalio import activity
 
-from workflows.contracts import PERSIST_ACTIVITY
-from workflows.identity import check_session_id
-from workflows.models import PersistTurnInput
-from workflows.spec import WorkflowSpec
+from archmax_temporal.workflows.contracts import PERSIST_ACTIVITY
+from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.models import PersistTurnInput
+from archmax_temporal.workflows.spec import WorkflowSpec
 
 PACKAGE_VERSION = "0.1.0"
 

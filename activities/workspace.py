@@ -33,7 +33,7 @@ from typing import Any, Final, Literal
 from pydantic import ValidationError
 from temporalio import activity
 
-from activities.session_store import (
+from archmax_temporal.activities.session_store import (
     BinaryFileError,
     Entry,
     FileNotFoundInWorkspaceError,
@@ -45,10 +45,10 @@ from activities.session_store import (
     delete_file,
     is_text,
 )
-from workflows.errors import InvalidSessionIdError
-from workflows.identity import check_session_id
-from workflows.placement import placed_name, sanitize_name
-from workflows.workspace_tools import (
+from archmax_temporal.workflows.errors import InvalidSessionIdError
+from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.placement import placed_name, sanitize_name
+from archmax_temporal.workflows.workspace_tools import (
     COPY_FILE,
     COPY_FILE_ACTIVITY,
     DEFAULT_GREP_MAX_COUNT,

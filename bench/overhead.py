@@ -62,15 +62,19 @@ with workflow.unsafe.imports_passed_through():
     )
     from temporalio.worker import Interceptor as WorkerInterceptor
 
-    from activities.model import ModelConfig
-    from client.agent import Agent, create_agent
-    from client.config import RuntimeConfig
-    from client.devserver import find_temporal_cli
-    from client.logs import configure_logging
-    from client.scripted_model import Playbook, ScriptedModelServer, _Handler
-    from worker import build_worker, workflow_runner
-    from workflows import search_attributes as sa
-    from workflows.contracts import MODEL_ACTIVITY
+    from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.client.agent import Agent, create_agent
+    from archmax_temporal.client.config import RuntimeConfig
+    from archmax_temporal.client.devserver import find_temporal_cli
+    from archmax_temporal.client.logs import configure_logging
+    from archmax_temporal.client.testing.scripted_model import (
+        Playbook,
+        ScriptedModelServer,
+        _Handler,
+    )
+    from archmax_temporal.worker import build_worker, workflow_runner
+    from archmax_temporal.workflows import search_attributes as sa
+    from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 
 INBOX_EXAMPLE = ("examples", "support-inbox")
 """The authoring root of the deliver figures, relative to the repository."""

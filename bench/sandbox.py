@@ -33,12 +33,12 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from activities.sandbox import SandboxActivities
-from activities.session_store import FilesystemSessionStore
-from activities.workspace import WorkspaceActivities
-from workflows.models import SandboxToolCall, ScriptJournal
-from workflows.sandbox import SandboxLimits, SandboxRunInput
-from workflows.spec import WorkflowSpec
+from archmax_temporal.activities.sandbox import SandboxActivities
+from archmax_temporal.activities.session_store import FilesystemSessionStore
+from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.workflows.models import SandboxToolCall, ScriptJournal
+from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunInput
+from archmax_temporal.workflows.spec import WorkflowSpec
 
 SPEC = WorkflowSpec.model_validate(
     {"title": "Bench", "states": {"work": {"triggers": {"manual": None}}}}

@@ -24,24 +24,35 @@ from temporalio.client import (
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 
-from activities.hook_executors import HookExecutor, check_executors
-from activities.host_tools import HostTool, as_host_tools
-from activities.model import ModelConfig
-from client.config import RuntimeConfig
-from client.events import EventCallback, SessionEvent, session_events, while_watching
-from client.loader import LoadedWorkflow, load_delegates, load_workflow
-from client.runtime import Runtime, WorkerMode, open_runtime, translate, unavailable
-from workflows import search_attributes as sa
-from workflows.contracts import WORKFLOW_NAME
-from workflows.errors import (
+from archmax_temporal.activities.hook_executors import HookExecutor, check_executors
+from archmax_temporal.activities.host_tools import HostTool, as_host_tools
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.events import (
+    EventCallback,
+    SessionEvent,
+    session_events,
+    while_watching,
+)
+from archmax_temporal.client.loader import LoadedWorkflow, load_delegates, load_workflow
+from archmax_temporal.client.runtime import (
+    Runtime,
+    WorkerMode,
+    open_runtime,
+    translate,
+    unavailable,
+)
+from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows.contracts import WORKFLOW_NAME
+from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
     SessionNotFoundError,
     SessionNotResumableError,
     SessionUnavailableError,
     WorkflowDisabledError,
 )
-from workflows.identity import check_session_id
-from workflows.models import (
+from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.models import (
     DecideInput,
     DelegateSpec,
     DeliverInput,
@@ -55,9 +66,9 @@ from workflows.models import (
     ToolMock,
     ToolSchema,
 )
-from workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
-from workflows.session import ArchmaxSession
-from workflows.spec import MANUAL_TRIGGER
+from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
+from archmax_temporal.workflows.session import ArchmaxSession
+from archmax_temporal.workflows.spec import MANUAL_TRIGGER
 
 LIST_QUERY_TIMEOUT = timedelta(seconds=5)
 """How long ``sessions.list`` waits for one session's summary before leaving it out."""
@@ -330,9 +341,9 @@ class SessionsSurface:
         Writes through this host's store (``ARCHMAX_STORE``), which the embedded worker
         shares; mounts (``skills/…``) and runtime areas are refused.
         """
-        from activities.session_store import FilesystemSessionStore
-        from activities.workspace import WorkspaceActivities
-        from workflows.workspace_tools import FileContent, SeedFilesInput
+        from archmax_temporal.activities.session_store import FilesystemSessionStore
+        from archmax_temporal.activities.workspace import WorkspaceActivities
+        from archmax_temporal.workflows.workspace_tools import FileContent, SeedFilesInput
 
         workspace = WorkspaceActivities(
             FilesystemSessionStore(self._agent.config.store), self._agent.config.root

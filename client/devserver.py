@@ -54,7 +54,7 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.common import SearchAttributeIndexedValueType
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows.search_attributes import ALL
+from archmax_temporal.workflows.search_attributes import ALL
 
 __all__ = [
     "DEFAULT_ADDRESS",

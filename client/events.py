@@ -29,18 +29,22 @@ from temporalio.client import WorkflowHandle
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
-from workflows import contracts
-from workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
-from workflows.models import Message, ModelCallInput, ModelCallResult, Outcome
-from workflows.runtime_tools import SET_VARIABLES
-from workflows.sandbox import (
+from archmax_temporal.workflows import contracts
+from archmax_temporal.workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
+from archmax_temporal.workflows.models import Message, ModelCallInput, ModelCallResult, Outcome
+from archmax_temporal.workflows.runtime_tools import SET_VARIABLES
+from archmax_temporal.workflows.sandbox import (
     CUSTOM_HOOK_ACTIVITY,
     SANDBOX_ACTIVITY,
     CustomHookResult,
     SandboxRunInput,
     SandboxRunResult,
 )
-from workflows.workspace_tools import TOOL_ACTIVITIES, WorkspaceToolInput, WorkspaceToolResult
+from archmax_temporal.workflows.workspace_tools import (
+    TOOL_ACTIVITIES,
+    WorkspaceToolInput,
+    WorkspaceToolResult,
+)
 
 PREVIEW_CHARS = 4096
 """How much of a tool result an event carries (``truncated`` says when it was cut)."""

@@ -21,11 +21,11 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode, Node, ScalarNode
 
-from workflows.delegation import granted_targets
-from workflows.errors import SpecValidationError, UnknownWorkflowError
-from workflows.hooks import script_path_problem, source_key
-from workflows.models import DelegateSpec, PromptParts
-from workflows.spec import SLUG, WorkflowSpec, parse_spec
+from archmax_temporal.workflows.delegation import granted_targets
+from archmax_temporal.workflows.errors import SpecValidationError, UnknownWorkflowError
+from archmax_temporal.workflows.hooks import script_path_problem, source_key
+from archmax_temporal.workflows.models import DelegateSpec, PromptParts
+from archmax_temporal.workflows.spec import SLUG, WorkflowSpec, parse_spec
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _MERGE_TAGS = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})

@@ -30,13 +30,13 @@ from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
 
-from activities.hook_executors import HookExecutor
-from activities.host_tools import HostTool
-from activities.model import ModelConfig
-from client.config import RuntimeConfig
-from client.devserver import DevServer, ensure_dev_server, is_local_address
-from worker import build_worker
-from workflows.errors import (
+from archmax_temporal.activities.hook_executors import HookExecutor
+from archmax_temporal.activities.host_tools import HostTool
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.devserver import DevServer, ensure_dev_server, is_local_address
+from archmax_temporal.worker import build_worker
+from archmax_temporal.workflows.errors import (
     ArchmaxError,
     SessionNotFoundError,
     SessionUnavailableError,

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
-from workflows.errors import ConfigurationError
-from workflows.models import Usage
+from archmax_temporal.workflows.errors import ConfigurationError
+from archmax_temporal.workflows.models import Usage
 
 PRICE_VARIABLES = {
     "input": "ARCHMAX_PRICE_INPUT",

@@ -19,15 +19,15 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from activities.host_tools import as_host_tools
-from activities.model import ModelConfig
-from client.agent import Agent, create_agent
-from client.config import RuntimeConfig
-from client.devserver import find_temporal_cli
-from client.runtime import Runtime
-from client.scripted_model import Playbook, ScriptedModelServer
-from worker import build_worker
-from workflows import search_attributes as sa
+from archmax_temporal.activities.host_tools import as_host_tools
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.agent import Agent, create_agent
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.runtime import Runtime
+from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.worker import build_worker
+from archmax_temporal.workflows import search_attributes as sa
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

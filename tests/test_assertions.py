@@ -9,10 +9,10 @@ from typing import Any, ClassVar
 
 import pytest
 
-from client import assertions
-from client.assertions import TurnView
-from client.cases import parse_case
-from workflows.models import (
+from archmax_temporal.client.testing import assertions
+from archmax_temporal.client.testing.assertions import TurnView
+from archmax_temporal.client.testing.cases import parse_case
+from archmax_temporal.workflows.models import (
     Message,
     PendingDecision,
     PendingInput,

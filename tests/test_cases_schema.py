@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from client.cases import (
+from archmax_temporal.client.testing.cases import (
     CASE_DESCRIPTION_MAX_LENGTH,
     CASE_TITLE_MAX_LENGTH,
     STEP_KINDS,

@@ -47,7 +47,7 @@ def cli(client, scripted, tmp_path: Path):
     def run(*argv: str, model_url: str | None = None) -> Result:
         env = {**environment, "ARCHMAX_API_BASE_URL": model_url or server.url}
         done = subprocess.run(
-            [sys.executable, "-m", "client", *argv],
+            [sys.executable, "-m", "archmax_temporal", *argv],
             env=env,
             capture_output=True,
             text=True,

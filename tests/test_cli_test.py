@@ -37,7 +37,7 @@ def archmax(client, tmp_path: Path):
 
     def run(*argv: str, **extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "client", *argv],
+            [sys.executable, "-m", "archmax_temporal", *argv],
             env={**environment, **extra},
             capture_output=True,
             text=True,

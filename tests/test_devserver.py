@@ -27,8 +27,8 @@ from temporalio.api.operatorservice.v1 import (
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
-from client import devserver
-from client.devserver import (
+from archmax_temporal.client import devserver
+from archmax_temporal.client.devserver import (
     DevServerError,
     DevServerStartError,
     DevServerUnreachableError,
@@ -44,7 +44,7 @@ from client.devserver import (
     server_reachable,
     stop_dev_server,
 )
-from workflows.search_attributes import ALL
+from archmax_temporal.workflows.search_attributes import ALL
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTED_TYPES = {key.name: int(key.indexed_value_type) for key in ALL}

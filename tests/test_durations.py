@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflows.durations import InvalidUntilError, resolve_until
+from archmax_temporal.workflows.durations import InvalidUntilError, resolve_until
 
 NOW = datetime(2026, 12, 2, 16, 0, 0, tzinfo=UTC)
 UNITS = {

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from archmax_temporal.workflows.sandbox import SANDBOX_ACTIVITY
 from tests.conftest import running_agent, write_workflow
 from tests.conftest import tool_call as call
-from workflows.sandbox import SANDBOX_ACTIVITY
 
 DESK = """
 title: Sums

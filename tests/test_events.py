@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from client.events import SessionEvent, read_history
+from archmax_temporal.client.events import SessionEvent, read_history
 from tests.conftest import running_agent, write_workflow
 from tests.conftest import tool_call as call
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflows.governance import (
+from archmax_temporal.workflows.governance import (
     ALWAYS_ON,
     PATH_ARGS,
     Verdict,
@@ -25,9 +25,9 @@ from workflows.governance import (
     resolve_guard,
     substitute_references,
 )
-from workflows.models import Variable
-from workflows.runtime_tools import RUNTIME_TOOLS
-from workflows.spec import WorkflowSpec
+from archmax_temporal.workflows.models import Variable
+from archmax_temporal.workflows.runtime_tools import RUNTIME_TOOLS
+from archmax_temporal.workflows.spec import WorkflowSpec
 
 STATE = "work"
 BUILTINS = [

@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
-from activities.model import ModelConfig
-from client.case_results import reduce_verdict
-from client.cases import GradeStep
-from client.grader import (
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.testing.cases import GradeStep
+from archmax_temporal.client.testing.grader import (
     NO_JUDGE_HINT,
     NO_VERDICT_REASON,
     REASK_PROMPT,
@@ -29,9 +28,10 @@ from client.grader import (
     parse_verdict,
     render_evidence,
 )
-from client.scripted_model import ScriptedModelServer
-from workflows.models import Message, ToolCall
-from workflows.spec import JudgeSpec
+from archmax_temporal.client.testing.results import reduce_verdict
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
+from archmax_temporal.workflows.models import Message, ToolCall
+from archmax_temporal.workflows.spec import JudgeSpec
 
 Scripted = Callable[[str], ScriptedModelServer]
 

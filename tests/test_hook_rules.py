@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from client.validate import validate_workflow
+from archmax_temporal.client.testing.validate import validate_workflow
+from archmax_temporal.workflows import hooks
+from archmax_temporal.workflows.models import Message, ToolCall, Variable
+from archmax_temporal.workflows.prompt import render_state_block
+from archmax_temporal.workflows.spec import HookSpec, parse_spec
 from tests.conftest import write_workflow
-from workflows import hooks
-from workflows.models import Message, ToolCall, Variable
-from workflows.prompt import render_state_block
-from workflows.spec import HookSpec, parse_spec
 
 
 class TestReadingAnswers:

@@ -10,10 +10,10 @@ from typing import Any
 
 from temporalio.api.enums.v1 import EventType
 
+from archmax_temporal.workflows.models import ToolMock
+from archmax_temporal.workflows.sandbox import SANDBOX_ACTIVITY
 from tests.conftest import running_agent, write_workflow
 from tests.conftest import tool_call as call
-from workflows.models import ToolMock
-from workflows.sandbox import SANDBOX_ACTIVITY
 
 
 def hook(root: Path, slug: str, name: str, source: str) -> None:

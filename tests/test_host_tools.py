@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from activities.host_tools import host_tool
+from archmax_temporal.activities.host_tools import host_tool
+from archmax_temporal.workflows.errors import ReservedToolNameError
 from tests.conftest import running_agent, write_workflow
 from tests.conftest import tool_call as call
-from workflows.errors import ReservedToolNameError
 
 SPEC = """
 states:

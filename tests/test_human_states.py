@@ -8,15 +8,15 @@ import uuid
 
 import pytest
 
-from tests.conftest import EXAMPLES, running_agent
-from workflows import search_attributes as sa
-from workflows.errors import (
+from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows.errors import (
     EmptyMessageError,
     InvalidDecisionTargetError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
 )
-from workflows.models import PendingDecision, is_runtime_note
+from archmax_temporal.workflows.models import PendingDecision, is_runtime_note
+from tests.conftest import EXAMPLES, running_agent
 
 ROOT = EXAMPLES / "refund-review"
 PLAYBOOK = ROOT / "workflows" / "refund-review" / "playbook.yaml"

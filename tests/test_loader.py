@@ -11,9 +11,9 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.loader import load_workflow, spec_hash, workflow_slugs
-from workflows.errors import SpecValidationError, UnknownWorkflowError
-from workflows.spec import parse_spec
+from archmax_temporal.client.loader import load_workflow, spec_hash, workflow_slugs
+from archmax_temporal.workflows.errors import SpecValidationError, UnknownWorkflowError
+from archmax_temporal.workflows.spec import parse_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SPEC = """\

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from archmax_temporal.workflows.models import ToolMock
 from tests.conftest import running_agent, write_workflow
 from tests.conftest import tool_call as call
-from workflows.models import ToolMock
 
 SPEC = """
 title: Orders

@@ -15,9 +15,14 @@ import openai
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from activities.model import ModelConfig, retry_after, to_openai_message, translate_error
-from workflows import errors
-from workflows.models import Message, ToolCall
+from archmax_temporal.activities.model import (
+    ModelConfig,
+    retry_after,
+    to_openai_message,
+    translate_error,
+)
+from archmax_temporal.workflows import errors
+from archmax_temporal.workflows.models import Message, ToolCall
 
 # openai >= 3 is built on httpx2, older releases on httpx: build requests with the one it uses.
 httpx: Any = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")

@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from client.devserver import find_temporal_cli
-from tests.conftest import EXAMPLES, running_agent, write_workflow
-from tests.conftest import tool_call as tool
-from workflows import search_attributes as sa
-from workflows.errors import (
+from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows.errors import (
     InvalidVariableNameError,
     MissingDeliveryTriggerError,
     SessionNotAwaitingInputError,
 )
-from workflows.models import is_runtime_note
+from archmax_temporal.workflows.models import is_runtime_note
+from tests.conftest import EXAMPLES, running_agent, write_workflow
+from tests.conftest import tool_call as tool
 
 ROOT = EXAMPLES / "support-inbox"
 PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
+from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 
 VARIABLES = {
     "conversation_id": "AAQk1",

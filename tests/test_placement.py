@@ -7,7 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflows.placement import FALLBACK_NAME, placed_name, sanitize_name, split_extension
+from archmax_temporal.workflows.placement import (
+    FALLBACK_NAME,
+    placed_name,
+    sanitize_name,
+    split_extension,
+)
 
 
 @pytest.mark.parametrize(

@@ -6,9 +6,13 @@ import itertools
 
 import pytest
 
-from workflows.models import PromptParts, Variable
-from workflows.prompt import PLATFORM_RULES, render_state_block, render_system_prompt
-from workflows.runtime_tools import (
+from archmax_temporal.workflows.models import PromptParts, Variable
+from archmax_temporal.workflows.prompt import (
+    PLATFORM_RULES,
+    render_state_block,
+    render_system_prompt,
+)
+from archmax_temporal.workflows.runtime_tools import (
     ADVANCE,
     GET_VARIABLES,
     NOTE,
@@ -19,7 +23,7 @@ from workflows.runtime_tools import (
     WAIT,
     runtime_tool_schemas,
 )
-from workflows.spec import parse_spec
+from archmax_temporal.workflows.spec import parse_spec
 
 SPEC = parse_spec(
     {

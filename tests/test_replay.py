@@ -15,10 +15,10 @@ from temporalio.client import WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
-from client.runner import run_tests
+from archmax_temporal.client.testing.runner import run_tests
+from archmax_temporal.worker import workflow_runner
+from archmax_temporal.workflows.session import ArchmaxSession
 from tests.conftest import EXAMPLES, copy_example, model_config, running_agent
-from worker import workflow_runner
-from workflows.session import ArchmaxSession
 
 HISTORIES = Path(__file__).parent / "histories"
 GOLDEN = HISTORIES / "support-inbox-park-deliver.json"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from client.case_results import RunTestsResult
-from client.runner import run_tests
+from archmax_temporal.client.testing.results import RunTestsResult
+from archmax_temporal.client.testing.runner import run_tests
+from archmax_temporal.workflows.errors import UnsupportedConcurrencyError
 from tests.conftest import copy_example, model_config, running_agent, write_workflow
 from tests.conftest import tool_call as call
-from workflows.errors import UnsupportedConcurrencyError
 
 
 async def _suite(client, task_queue, scripted, root: Path, workflow: str, playbook, **kwargs):
@@ -276,11 +276,11 @@ async def test_case_timeout_kills_the_case_and_keeps_its_records(
 
 
 def test_the_host_api_exports_the_runner_and_the_shared_matcher():
-    """DESIGN §4: a host imports the case runner's halves and ``partial_match`` from
-    ``client``; the matcher is the one mocks use."""
-    import client
-    from client import runner
-    from workflows import matching
+    """DESIGN §4: a host imports the case runner's halves and ``partial_match`` from the
+    package root; the matcher is the one mocks use."""
+    import archmax_temporal as client
+    from archmax_temporal.client.testing import runner
+    from archmax_temporal.workflows import matching
 
     assert (client.run_tests, client.run_case, client.discover_cases) == (
         runner.run_tests,

@@ -16,14 +16,14 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.sandbox import SandboxActivities
-from activities.session_store import FilesystemSessionStore
-from activities.workspace import WorkspaceActivities
-from workflows.errors import ForbiddenSandboxImportError
-from workflows.models import SandboxToolCall, ToolMock
-from workflows.sandbox import SandboxLimits, SandboxRunInput, SandboxRunResult
-from workflows.sandbox_source import forbidden_imports, prepare
-from workflows.spec import parse_spec
+from archmax_temporal.activities.sandbox import SandboxActivities
+from archmax_temporal.activities.session_store import FilesystemSessionStore
+from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.workflows.errors import ForbiddenSandboxImportError
+from archmax_temporal.workflows.models import SandboxToolCall, ToolMock
+from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunInput, SandboxRunResult
+from archmax_temporal.workflows.sandbox_source import forbidden_imports, prepare
+from archmax_temporal.workflows.spec import parse_spec
 
 SPEC = parse_spec(
     {

@@ -17,7 +17,7 @@ from typing import Any
 import openai
 import pytest
 
-from client.scripted_model import (
+from archmax_temporal.client.testing.scripted_model import (
     ConversationView,
     Playbook,
     PlaybookError,
@@ -382,7 +382,14 @@ def test_load_names_the_file_and_substring_tokens_are_literal(tmp_path: Path) ->
 def test_command_line_prints_the_url_and_serves(tmp_path: Path) -> None:
     book = tmp_path / "book.yaml"
     book.write_text("default: {content: from the cli}")
-    command = [sys.executable, "-m", "client.scripted_model", str(book), "--port", "0"]
+    command = [
+        sys.executable,
+        "-m",
+        "archmax_temporal.client.testing.scripted_model",
+        str(book),
+        "--port",
+        "0",
+    ]
     with subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, text=True) as proc:
         try:
             assert proc.stdout is not None
@@ -397,7 +404,7 @@ def test_command_line_prints_the_url_and_serves(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("rules: [{nope: 1}]")
     failed = subprocess.run(
-        [sys.executable, "-m", "client.scripted_model", str(bad)],
+        [sys.executable, "-m", "archmax_temporal.client.testing.scripted_model", str(bad)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from client.agent import ResolvedSession
-from tests.conftest import EXAMPLES, running_agent, write_workflow
-from tests.conftest import tool_call as tool
-from workflows.errors import (
+from archmax_temporal.client.agent import ResolvedSession
+from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
     SessionNotAwaitingInputError,
     SessionNotResumableError,
 )
+from tests.conftest import EXAMPLES, running_agent, write_workflow
+from tests.conftest import tool_call as tool
 
 RULES = """
 title: Session rules

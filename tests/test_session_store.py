@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.session_store import (
+from archmax_temporal.activities.session_store import (
     BinaryFileError,
     Entry,
     FileNotFoundInWorkspaceError,
@@ -21,7 +21,7 @@ from activities.session_store import (
     is_text,
     normalize_path,
 )
-from workflows.errors import InvalidSessionIdError
+from archmax_temporal.workflows.errors import InvalidSessionIdError
 
 SID = "chat-42"
 

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from tests.conftest import running_agent, write_workflow
-from tests.conftest import tool_call as tool
-from workflows import search_attributes as sa
-from workflows.contracts import MODEL_ACTIVITY
-from workflows.errors import (
+from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
+from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
     InvalidVariableNameError,
     SessionNotAwaitingInputError,
     UnknownTriggerError,
 )
+from tests.conftest import running_agent, write_workflow
+from tests.conftest import tool_call as tool
 
 ORDERS = """
 title: Orders

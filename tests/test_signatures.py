@@ -7,9 +7,9 @@ import json
 
 import pytest
 
+from archmax_temporal.workflows.errors import TriggerInputError, WorkflowDisabledError
+from archmax_temporal.workflows.signatures import conforms
 from tests.conftest import running_agent, write_workflow
-from workflows.errors import TriggerInputError, WorkflowDisabledError
-from workflows.signatures import conforms
 
 
 class TestConforms:

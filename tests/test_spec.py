@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from workflows.errors import SpecValidationError
-from workflows.runtime_tools import ADVANCE, runtime_tool_schemas
-from workflows.spec import ToolGrant, WorkflowSpec, machine_problems, parse_spec
+from archmax_temporal.workflows.errors import SpecValidationError
+from archmax_temporal.workflows.runtime_tools import ADVANCE, runtime_tool_schemas
+from archmax_temporal.workflows.spec import ToolGrant, WorkflowSpec, machine_problems, parse_spec
 
 
 def base() -> dict[str, Any]:

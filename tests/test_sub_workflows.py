@@ -17,12 +17,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from archmax_temporal.worker import workflow_runner
+from archmax_temporal.workflows.errors import SessionAwaitingSubWorkflowError
+from archmax_temporal.workflows.models import Outcome, PendingInput, SessionSummary, ToolMock
+from archmax_temporal.workflows.session import ArchmaxSession
 from tests.conftest import running_agent, write_workflow
 from tests.conftest import tool_call as call
-from worker import workflow_runner
-from workflows.errors import SessionAwaitingSubWorkflowError
-from workflows.models import Outcome, PendingInput, SessionSummary, ToolMock
-from workflows.session import ArchmaxSession
 
 DESK = """
 title: Desk
@@ -508,7 +508,7 @@ async def test_a_child_at_a_human_state_parks_the_caller_until_it_is_decided(
 
 async def test_the_loader_pins_every_reachable_workflow_once(root):
     """Targets are resolved transitively and cycle-safe; an absent target stays out."""
-    from client.loader import load_delegates, load_workflow
+    from archmax_temporal.client.loader import load_delegates, load_workflow
 
     write_workflow(
         root,
@@ -531,7 +531,7 @@ async def test_the_loader_pins_every_reachable_workflow_once(root):
 def test_validate_reports_what_a_dispatch_would_refuse(root):
     """An unknown target, a cycle and an over-deep chain are errors; a disabled target is a
     warning."""
-    from client.validate import validate_workflow
+    from archmax_temporal.client.testing.validate import validate_workflow
 
     def calls(*targets: str) -> str:
         allow = ", ".join(f"archmax_workflow_{t}" for t in targets)
@@ -559,8 +559,8 @@ def test_validate_reports_what_a_dispatch_would_refuse(root):
 def test_the_tool_takes_the_targets_manual_requires_typed_as_declared():
     """Every entry is required; ``date`` is a formatted string, ``file`` a workspace path
     (a non-empty string), an untyped entry accepts anything."""
-    from workflows import signatures
-    from workflows.spec import SignatureEntry
+    from archmax_temporal.workflows import signatures
+    from archmax_temporal.workflows.spec import SignatureEntry
 
     schema = signatures.json_schema(
         ["note", SignatureEntry(name="due", type="date"), SignatureEntry(name="doc", type="file")]

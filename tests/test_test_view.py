@@ -7,15 +7,7 @@ import io
 import json
 from typing import Any
 
-from client.case_results import (
-    AssertionRecord,
-    CaseResult,
-    RunTestsResult,
-    Verdict,
-    exit_code_for,
-    reduce_verdict,
-)
-from client.test_view import (
+from archmax_temporal.client.testing.report import (
     PLAIN,
     Style,
     TestView,
@@ -25,6 +17,14 @@ from client.test_view import (
     summary_line,
     use_color,
     verdict_lines,
+)
+from archmax_temporal.client.testing.results import (
+    AssertionRecord,
+    CaseResult,
+    RunTestsResult,
+    Verdict,
+    exit_code_for,
+    reduce_verdict,
 )
 
 

@@ -16,7 +16,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
-from client.devserver import find_test_server
+from archmax_temporal.client.devserver import find_test_server
 from tests.conftest import running_agent, write_workflow
 
 BANK = """

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from archmax_temporal.workflows import todos
+from archmax_temporal.workflows.models import Todo
 from tests.conftest import running_agent, write_workflow
 from tests.conftest import tool_call as call
-from workflows import todos
-from workflows.models import Todo
 
 PLAN = [
     {"content": "Read the order", "status": "completed"},

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import running_agent, write_workflow
-from tests.conftest import tool_call as call
-from workflows.workspace_tools import (
+from archmax_temporal.workflows.workspace_tools import (
     COPY_FILE_ACTIVITY,
     MOVE_FILE_ACTIVITY,
     REMOVE_FILE_ACTIVITY,
 )
+from tests.conftest import running_agent, write_workflow
+from tests.conftest import tool_call as call
 
 DESK = """
 title: Filing

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from openai.types import CompletionUsage
 
-from activities.model import usage_of
-from client.usage import Pricing, configured_pricing, footer_line
-from workflows.errors import ConfigurationError
-from workflows.models import Usage
+from archmax_temporal.activities.model import usage_of
+from archmax_temporal.client.usage import Pricing, configured_pricing, footer_line
+from archmax_temporal.workflows.errors import ConfigurationError
+from archmax_temporal.workflows.models import Usage
 
 SPENT = Usage(calls=2, prompt_tokens=1200, completion_tokens=300, total_tokens=1500)
 

@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from client.validate import Diagnostic, ValidationReport, render_text, validate_workflow
+from archmax_temporal.client.testing.validate import (
+    Diagnostic,
+    ValidationReport,
+    render_text,
+    validate_workflow,
+)
 from tests.conftest import copy_example as whole_example
 
 REPO = Path(__file__).resolve().parents[1]

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workflows.models import Variable
-from workflows.variables import (
+from archmax_temporal.workflows.models import Variable
+from archmax_temporal.workflows.variables import (
     agent_write,
     agent_write_refusal,
     invalid_names,

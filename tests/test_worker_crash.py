@@ -28,7 +28,7 @@ def _worker_process(client, task_queue: str, model_url: str, store: Path) -> sub
         "ARCHMAX_MODEL": "scripted",
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "client", "worker"],
+        [sys.executable, "-m", "archmax_temporal", "worker"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -12,14 +12,14 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.session_store import (
+from archmax_temporal.activities.session_store import (
     FilesystemSessionStore,
     MemorySessionStore,
     SessionStore,
     TextOnlyStore,
 )
-from activities.workspace import WorkspaceActivities, glob_regex, truncate
-from workflows.workspace_tools import (
+from archmax_temporal.activities.workspace import WorkspaceActivities, glob_regex, truncate
+from archmax_temporal.workflows.workspace_tools import (
     PLACE_FILES_ACTIVITY,
     TOOL_ACTIVITIES,
     TOOL_ARGUMENTS,

@@ -51,10 +51,16 @@ from temporalio.exceptions import (
 )
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contracts, governance, matching, signatures, workspace_tools
-    from workflows import search_attributes as sa
-    from workflows.errors import SessionAwaitingSubWorkflowError
-    from workflows.models import (
+    from archmax_temporal.workflows import (
+        contracts,
+        governance,
+        matching,
+        signatures,
+        workspace_tools,
+    )
+    from archmax_temporal.workflows import search_attributes as sa
+    from archmax_temporal.workflows.errors import SessionAwaitingSubWorkflowError
+    from archmax_temporal.workflows.models import (
         DelegateSpec,
         DelegationLink,
         Message,
@@ -71,9 +77,9 @@ with workflow.unsafe.imports_passed_through():
         ToolSchema,
         TrailStep,
     )
-    from workflows.sandbox import ARCHMAX_RUN
-    from workflows.spec import MANUAL_TRIGGER, TriggerSpec, WorkflowSpec
-    from workflows.workspace_tools import (
+    from archmax_temporal.workflows.sandbox import ARCHMAX_RUN
+    from archmax_temporal.workflows.spec import MANUAL_TRIGGER, TriggerSpec, WorkflowSpec
+    from archmax_temporal.workflows.workspace_tools import (
         FilePlacementInput,
         FilePlacementResult,
         SessionFileRef,

@@ -28,10 +28,10 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from workflows.models import Variable
-from workflows.paths import MISSING, InvalidPathError, resolve_path
-from workflows.runtime_tools import NOTE, RUNTIME_TOOLS
-from workflows.spec import SLUG, WILDCARD, ToolEntry, ToolGrant, WorkflowSpec
+from archmax_temporal.workflows.models import Variable
+from archmax_temporal.workflows.paths import MISSING, InvalidPathError, resolve_path
+from archmax_temporal.workflows.runtime_tools import NOTE, RUNTIME_TOOLS
+from archmax_temporal.workflows.spec import SLUG, WILDCARD, ToolEntry, ToolGrant, WorkflowSpec
 
 # --- tool surfaces ----------------------------------------------------------------------
 

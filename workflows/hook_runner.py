@@ -25,9 +25,16 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import contracts, delegation, governance, hooks, matching, sandbox
-    from workflows.hooks import HookVerdict, Phase
-    from workflows.models import (
+    from archmax_temporal.workflows import (
+        contracts,
+        delegation,
+        governance,
+        hooks,
+        matching,
+        sandbox,
+    )
+    from archmax_temporal.workflows.hooks import HookVerdict, Phase
+    from archmax_temporal.workflows.models import (
         ModelCallInput,
         ModelCallResult,
         SandboxToolCall,
@@ -35,14 +42,14 @@ with workflow.unsafe.imports_passed_through():
         SessionInput,
         SessionState,
     )
-    from workflows.sandbox import (
+    from archmax_temporal.workflows.sandbox import (
         CustomHookInput,
         CustomHookResult,
         SandboxLimits,
         SandboxRunInput,
         SandboxRunResult,
     )
-    from workflows.spec import HookSpec
+    from archmax_temporal.workflows.spec import HookSpec
 
 ScriptDispatcher = Callable[
     [str, dict[str, Any], ScriptJournal],

@@ -21,8 +21,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from workflows.models import Message, Variable
-from workflows.spec import HookSpec
+from archmax_temporal.workflows.models import Message, Variable
+from archmax_temporal.workflows.spec import HookSpec
 
 Phase = Literal["before", "after"]
 HookKind = Literal["script", "rubric", "custom"]

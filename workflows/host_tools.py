@@ -13,8 +13,8 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
-from workflows.errors import ReservedToolNameError
-from workflows.workspace_tools import WORKSPACE_TOOLS
+from archmax_temporal.workflows.errors import ReservedToolNameError
+from archmax_temporal.workflows.workspace_tools import WORKSPACE_TOOLS
 
 HOST_TOOL_ACTIVITY: Final = "archmax.tool.host"
 """The one activity every host tool runs as (its UI summary names the tool)."""

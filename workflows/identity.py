@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from workflows.errors import InvalidSessionIdError
+from archmax_temporal.workflows.errors import InvalidSessionIdError
 
 SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:~@+=-]{0,199}$")
 """Ids that can name a workflow and a store folder: no slashes, no leading dot or underscore."""

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.spec import WorkflowSpec
+from archmax_temporal.workflows.spec import WorkflowSpec
 
 SessionStatus = Literal[
     "running", "awaiting_input", "awaiting_decision", "completed", "failed", "rejected"

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from workflows.hooks import hook_kind
-from workflows.models import PromptParts, Variable
-from workflows.spec import StateSpec, WorkflowSpec
+from archmax_temporal.workflows.hooks import hook_kind
+from archmax_temporal.workflows.models import PromptParts, Variable
+from archmax_temporal.workflows.spec import StateSpec, WorkflowSpec
 
 PLATFORM_RULES = """\
 ## How this session works

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from workflows.models import ToolSchema
-from workflows.spec import StateSpec
+from archmax_temporal.workflows.models import ToolSchema
+from archmax_temporal.workflows.spec import StateSpec
 
 ADVANCE: Final = "archmax_advance"
 WAIT: Final = "archmax_wait"

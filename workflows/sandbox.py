@@ -15,9 +15,15 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
-from workflows.models import SandboxToolCall, ScriptJournal, ToolMock, ToolSchema, Variable
-from workflows.spec import SettingsSpec, WorkflowSpec
-from workflows.workspace_tools import WORKSPACE_TOOLS
+from archmax_temporal.workflows.models import (
+    SandboxToolCall,
+    ScriptJournal,
+    ToolMock,
+    ToolSchema,
+    Variable,
+)
+from archmax_temporal.workflows.spec import SettingsSpec, WorkflowSpec
+from archmax_temporal.workflows.workspace_tools import WORKSPACE_TOOLS
 
 SANDBOX_ACTIVITY: Final = "archmax.sandbox.run"
 """Runs one hook script or ``archmax_run`` script in QuickJS."""

@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any, Final
 
-from workflows.errors import ForbiddenSandboxImportError
+from archmax_temporal.workflows.errors import ForbiddenSandboxImportError
 
 ALLOWED_IMPORT: Final = "@archmax-ai/harness"
 """The one package a sandboxed file may name (itself or a subpath), as a type carrier."""

@@ -28,7 +28,7 @@ from temporalio.common import SearchAttributeUpdate
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import (
+    from archmax_temporal.workflows import (
         contracts,
         delegation,
         governance,
@@ -42,9 +42,9 @@ with workflow.unsafe.imports_passed_through():
         variables,
         workspace_tools,
     )
-    from workflows import search_attributes as sa
-    from workflows.durations import InvalidUntilError, resolve_until
-    from workflows.errors import (
+    from archmax_temporal.workflows import search_attributes as sa
+    from archmax_temporal.workflows.durations import InvalidUntilError, resolve_until
+    from archmax_temporal.workflows.errors import (
         ArchmaxError,
         EmptyMessageError,
         InvalidDecisionTargetError,
@@ -57,9 +57,9 @@ with workflow.unsafe.imports_passed_through():
         UnknownTriggerError,
         WorkflowDisabledError,
     )
-    from workflows.hook_runner import HookRunner, ScriptDispatcher, journal_entry
-    from workflows.host_tools import HostToolCall, HostToolResult
-    from workflows.models import (
+    from archmax_temporal.workflows.hook_runner import HookRunner, ScriptDispatcher, journal_entry
+    from archmax_temporal.workflows.host_tools import HostToolCall, HostToolResult
+    from archmax_temporal.workflows.models import (
         DecideInput,
         DecisionEdge,
         DeliverInput,
@@ -90,9 +90,9 @@ with workflow.unsafe.imports_passed_through():
         TrailStep,
         is_finished,
     )
-    from workflows.paths import MISSING, InvalidPathError, resolve_path
-    from workflows.spec import TIMER_TRIGGER
-    from workflows.workspace_tools import (
+    from archmax_temporal.workflows.paths import MISSING, InvalidPathError, resolve_path
+    from archmax_temporal.workflows.spec import TIMER_TRIGGER
+    from archmax_temporal.workflows.workspace_tools import (
         FilePlacementInput,
         FilePlacementResult,
         PlacedFile,

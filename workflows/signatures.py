@@ -15,8 +15,8 @@ import re
 from datetime import date, datetime
 from typing import Any
 
-from workflows.models import Variable
-from workflows.spec import Signature, SignatureEntry, TriggerSpec
+from archmax_temporal.workflows.models import Variable
+from archmax_temporal.workflows.spec import Signature, SignatureEntry, TriggerSpec
 
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _DATE_TIME = re.compile(

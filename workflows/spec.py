@@ -28,8 +28,8 @@ from pydantic import (
     model_validator,
 )
 
-from workflows.errors import SpecValidationError
-from workflows.paths import InvalidPathError, parse_path
+from archmax_temporal.workflows.errors import SpecValidationError
+from archmax_temporal.workflows.paths import InvalidPathError, parse_path
 
 SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*\Z")
 """State, workflow and skill slugs: kebab-case ASCII, no trailing newline."""

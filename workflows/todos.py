@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from workflows.models import Todo, ToolSchema
+from archmax_temporal.workflows.models import Todo, ToolSchema
 
 WRITE_TODOS: Final = "write_todos"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflows.models import Variable
-from workflows.spec import VARIABLE_NAME
+from archmax_temporal.workflows.models import Variable
+from archmax_temporal.workflows.spec import VARIABLE_NAME
 
 TRIGGER = "trigger"
 TITLE = "title"

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
-from workflows.models import ToolSchema
+from archmax_temporal.workflows.models import ToolSchema
 
 # --- tool names ---------------------------------------------------------------------------
 

@@ -27,11 +27,11 @@ from typing import Annotated, Any, Final, Literal, cast
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
-from client.loader import DuplicateKeyError, _read_yaml
+from archmax_temporal.client.loader import DuplicateKeyError, _read_yaml
 
 # The shared matchers live in workflows.matching (the session matches mocks with them);
 # re-exported here, where case authors look for them.
-from workflows.matching import (  # noqa: F401 (re-exported)
+from archmax_temporal.workflows.matching import (  # noqa: F401 (re-exported)
     InvalidRegexError,
     compile_regex,
     find_mock,
@@ -41,9 +41,9 @@ from workflows.matching import (  # noqa: F401 (re-exported)
     partial_match,
     regex_problem,
 )
-from workflows.models import TrailKind
-from workflows.spec import VARIABLE_NAME
-from workflows.variables import invalid_names
+from archmax_temporal.workflows.models import TrailKind
+from archmax_temporal.workflows.spec import VARIABLE_NAME
+from archmax_temporal.workflows.variables import invalid_names
 
 CASE_TITLE_MAX_LENGTH: Final = 60
 """A case title's budget, in characters of whitespace-collapsed text."""

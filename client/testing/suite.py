@@ -15,14 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from activities.model import ModelConfig
-from client.case_results import CaseResult
-from client.config import RuntimeConfig
-from client.runner import run_tests
-from client.scripted_model import Playbook, ScriptedModelServer
-from client.test_view import TestView
-from client.usage import configured_pricing
-from workflows.models import TrailStep
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.testing.report import TestView
+from archmax_temporal.client.testing.results import CaseResult
+from archmax_temporal.client.testing.runner import run_tests
+from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.usage import configured_pricing
+from archmax_temporal.workflows.models import TrailStep
 
 PLAYBOOK_NAMES = ("tests/playbook.yaml", "playbook.yaml")
 """Where a workflow keeps its scripted-model playbook, relative to ``workflows/<slug>/``."""

@@ -26,19 +26,12 @@ from typing import Any, Final, Protocol
 
 import openai
 
-from activities.model import ModelConfig, openai_client
-from client import assertions
-from client.agent import Agent, create_agent
-from client.assertions import TurnView
-from client.case_results import (
-    AssertionRecord,
-    CaseResult,
-    RunTestsResult,
-    Verdict,
-    exit_code_for,
-    reduce_verdict,
-)
-from client.cases import (
+from archmax_temporal.activities.model import ModelConfig, openai_client
+from archmax_temporal.client.agent import Agent, create_agent
+from archmax_temporal.client.loader import load_workflow
+from archmax_temporal.client.testing import assertions
+from archmax_temporal.client.testing.assertions import TurnView
+from archmax_temporal.client.testing.cases import (
     CaseDocument,
     CaseSchemaError,
     CaseStep,
@@ -50,17 +43,24 @@ from client.cases import (
     load_case,
     workspace_seeds,
 )
-from client.cases import discover_cases as _discover
-from client.grader import grade_step
-from client.loader import load_workflow
-from workflows.errors import (
+from archmax_temporal.client.testing.cases import discover_cases as _discover
+from archmax_temporal.client.testing.grader import grade_step
+from archmax_temporal.client.testing.results import (
+    AssertionRecord,
+    CaseResult,
+    RunTestsResult,
+    Verdict,
+    exit_code_for,
+    reduce_verdict,
+)
+from archmax_temporal.workflows.errors import (
     ArchmaxError,
     InvalidTargetError,
     UnknownTriggerError,
     UnsupportedConcurrencyError,
 )
-from workflows.models import Outcome, ToolMock, TrailStep, Usage
-from workflows.spec import MANUAL_TRIGGER, JudgeSpec, WorkflowSpec
+from archmax_temporal.workflows.models import Outcome, ToolMock, TrailStep, Usage
+from archmax_temporal.workflows.spec import MANUAL_TRIGGER, JudgeSpec, WorkflowSpec
 
 DEFAULT_CASE_TIMEOUT_MS: Final = 120_000
 """``tests.caseTimeoutMs`` when a workflow declares none."""

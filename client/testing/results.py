@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.models import Usage
+from archmax_temporal.workflows.models import Usage
 
 RecordStatus = Literal["passed", "failed", "not-executed"]
 VerdictStatus = Literal["passed", "failed", "skipped"]

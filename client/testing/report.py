@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from client.case_results import CaseResult, RunTestsResult
-from client.usage import Pricing, footer_line
-from workflows.models import Usage
+from archmax_temporal.client.testing.results import CaseResult, RunTestsResult
+from archmax_temporal.client.usage import Pricing, footer_line
+from archmax_temporal.workflows.models import Usage
 
 CHECK: Final = "✔"
 CROSS: Final = "✖"

@@ -18,8 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from client.case_results import AssertionRecord
-from client.cases import (
+from archmax_temporal.client.testing.cases import (
     BlockedToolStep,
     CalledToolStep,
     CaseStep,
@@ -37,10 +36,11 @@ from client.cases import (
     UsedNoToolsStep,
     VariablesStep,
 )
-from workflows.matching import match_token, partial_match
-from workflows.models import Message, SessionView, ToolCall
-from workflows.paths import MISSING, InvalidPathError, resolve_path
-from workflows.runtime_tools import NOTE
+from archmax_temporal.client.testing.results import AssertionRecord
+from archmax_temporal.workflows.matching import match_token, partial_match
+from archmax_temporal.workflows.models import Message, SessionView, ToolCall
+from archmax_temporal.workflows.paths import MISSING, InvalidPathError, resolve_path
+from archmax_temporal.workflows.runtime_tools import NOTE
 
 
 @dataclass(frozen=True)

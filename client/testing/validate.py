@@ -32,7 +32,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from client.cases import (
+from archmax_temporal.client.loader import (
+    LoadedWorkflow,
+    load_delegates,
+    load_workflow,
+    workflow_slugs,
+)
+from archmax_temporal.client.testing.cases import (
     CaseDocument,
     CaseSchemaError,
     DecideStep,
@@ -43,18 +49,17 @@ from client.cases import (
     discover_cases,
     load_case,
 )
-from client.loader import LoadedWorkflow, load_delegates, load_workflow, workflow_slugs
-from workflows import governance
-from workflows.delegation import MAX_DEPTH, PREFIX, granted_targets, manual_of
-from workflows.errors import (
+from archmax_temporal.workflows import governance
+from archmax_temporal.workflows.delegation import MAX_DEPTH, PREFIX, granted_targets, manual_of
+from archmax_temporal.workflows.errors import (
     ForbiddenSandboxImportError,
     SpecValidationError,
     UnknownWorkflowError,
 )
-from workflows.hooks import hook_kind, script_path_problem, source_key
-from workflows.sandbox import ARCHMAX_RUN
-from workflows.sandbox_source import camel, prepare
-from workflows.spec import MANUAL_TRIGGER, SLUG, WorkflowSpec
+from archmax_temporal.workflows.hooks import hook_kind, script_path_problem, source_key
+from archmax_temporal.workflows.sandbox import ARCHMAX_RUN
+from archmax_temporal.workflows.sandbox_source import camel, prepare
+from archmax_temporal.workflows.spec import MANUAL_TRIGGER, SLUG, WorkflowSpec
 
 DiagnosticLevel = Literal["error", "warning"]
 

@@ -13,11 +13,11 @@ import sys
 import uuid
 from pathlib import Path
 
-from activities.model import ModelConfig
-from client.agent import create_agent
-from client.config import RuntimeConfig
-from client.scripted_model import Playbook, ScriptedModelServer
-from workflows.models import PendingInput
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.agent import create_agent
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.workflows.models import PendingInput
 
 WORKFLOW = "support-inbox"
 DEMO_TASK_QUEUE = "archmax-demo"

@@ -29,11 +29,11 @@ from typing import Any, Final, Literal
 
 import openai
 
-from activities.model import ModelConfig, openai_client
-from client.case_results import AssertionRecord
-from client.cases import GradeStep
-from workflows.models import Message
-from workflows.spec import JudgeSpec
+from archmax_temporal.activities.model import ModelConfig, openai_client
+from archmax_temporal.client.testing.cases import GradeStep
+from archmax_temporal.client.testing.results import AssertionRecord
+from archmax_temporal.workflows.models import Message
+from archmax_temporal.workflows.spec import JudgeSpec
 
 MAX_VALUE_CHARS: Final = 800
 """A rendered tool input, tool output or record message is cut here (the reply never is)."""

@@ -17,13 +17,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from client.config import RuntimeConfig
-from client.events import SessionEvent
-from client.logs import configure_logging
-from client.usage import configured_pricing, footer_line
-from workflows.errors import ArchmaxError, InvalidSessionIdError, SessionNotFoundError
-from workflows.identity import check_session_id
-from workflows.models import (
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.events import SessionEvent
+from archmax_temporal.client.logs import configure_logging
+from archmax_temporal.client.usage import configured_pricing, footer_line
+from archmax_temporal.workflows.errors import (
+    ArchmaxError,
+    InvalidSessionIdError,
+    SessionNotFoundError,
+)
+from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.models import (
     Outcome,
     PendingDecision,
     PendingInput,
@@ -133,7 +137,7 @@ def resolve_workflow(root: Path, words: Sequence[str], command: str) -> tuple[st
     word naming an authored workflow is the workflow; otherwise, with one workflow, every
     word is the command's own. With several and none named, the usage error lists them.
     """
-    from client.loader import workflow_slugs
+    from archmax_temporal.client.loader import workflow_slugs
 
     known = workflow_slugs(root)
     if words and (words[0] in known or len(known) != 1):
@@ -273,7 +277,7 @@ def _summary_detail(s: SessionSummary) -> str:
 
 
 async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    from client.agent import create_agent
+    from archmax_temporal.client.agent import create_agent
 
     variables = _json_object(args.variables)
     files = _files(args.file)
@@ -311,7 +315,7 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    from client.agent import create_agent
+    from archmax_temporal.client.agent import create_agent
 
     variables = _json_object(args.variables)
     async with await create_agent(None, config=config, worker_cache=0) as agent:
@@ -325,7 +329,7 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    from client.agent import create_agent
+    from archmax_temporal.client.agent import create_agent
 
     async with await create_agent(None, config=config, worker_cache=0) as agent:
         view = await agent.sessions.view(args.session)
@@ -338,7 +342,7 @@ async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    from client.agent import create_agent
+    from archmax_temporal.client.agent import create_agent
 
     message = " ".join(args.message).strip()
     if not message:
@@ -353,7 +357,7 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    from client.agent import create_agent
+    from archmax_temporal.client.agent import create_agent
 
     async with await create_agent(None, config=config, worker_cache=0) as agent:
         if args.session:
@@ -372,8 +376,8 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    from client.agent import create_agent
-    from client.runtime import translate
+    from archmax_temporal.client.agent import create_agent
+    from archmax_temporal.client.runtime import translate
 
     check_session_id(args.session)
     async with await create_agent(None, config=config, worker_cache=0) as agent:
@@ -388,9 +392,9 @@ async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _worker(config: RuntimeConfig) -> int:
-    from activities.model import ModelConfig
-    from client.runtime import SERVICE_IDENTITY_PREFIX, connect, worker_identity
-    from worker import build_worker, run_until_signalled
+    from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.client.runtime import SERVICE_IDENTITY_PREFIX, connect, worker_identity
+    from archmax_temporal.worker import build_worker, run_until_signalled
 
     client = await connect(config.address, config.namespace)
     worker = build_worker(
@@ -408,10 +412,10 @@ async def _worker(config: RuntimeConfig) -> int:
 
 
 async def _dev(config: RuntimeConfig) -> int:
-    from activities.model import ModelConfig
-    from client.devserver import ForegroundDevServer
-    from client.runtime import SERVICE_IDENTITY_PREFIX, connect, worker_identity
-    from worker import build_worker, run_until_signalled
+    from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.client.devserver import ForegroundDevServer
+    from archmax_temporal.client.runtime import SERVICE_IDENTITY_PREFIX, connect, worker_identity
+    from archmax_temporal.worker import build_worker, run_until_signalled
 
     async with ForegroundDevServer(config.root, address=config.address) as dev:
         server = dev.server
@@ -431,7 +435,7 @@ async def _dev(config: RuntimeConfig) -> int:
 
 
 def _validate(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    from client.validate import render_text, validate_workflow
+    from archmax_temporal.client.testing.validate import render_text, validate_workflow
 
     workflow = args.workflow or resolve_workflow(config.root, [], "validate")[0]
     report = validate_workflow(config.root, workflow)
@@ -443,7 +447,7 @@ def _validate(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    from client.suite import run_suite
+    from archmax_temporal.client.testing.suite import run_suite
 
     workflow, rest = resolve_workflow(config.root, args.words, "test")
     if len(rest) > 1:
@@ -532,7 +536,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "help":
         return _help(args.topic)
     if args.command == "demo":
-        from client.demo import run_demo
+        from archmax_temporal.client.cli.demo import run_demo
 
         return await run_demo(
             root=Path(args.root) if args.root else None, conversation=args.conversation
@@ -542,7 +546,7 @@ async def _dispatch(args: argparse.Namespace) -> int:
 
 def run_cli(argv: Sequence[str] | None = None) -> int:
     """Parse and run one command; the exit code (never raises for expected failures)."""
-    from client.devserver import DevServerError
+    from archmax_temporal.client.devserver import DevServerError
 
     args: argparse.Namespace | None = None
     try:

@@ -1,0 +1,155 @@
+"""archmax-temporal: run archmax agent workflows as durable Temporal workflows.
+
+The package root is the host face::
+
+    from archmax_temporal import create_agent
+
+    async with create_agent("support-inbox", root="examples/support-inbox") as agent:
+        outcome = await agent.workflow.send(None, "About my order", trigger="email_received")
+
+Names are loaded on first use, so importing the package costs only what a host touches:
+``create_agent`` never imports the case runner, and the Temporal workflow sandbox, which
+imports this package before every ``archmax_temporal.workflows`` module, loads nothing here.
+
+Layout (one import name; each folder of the repository is a sub-package):
+
+- ``archmax_temporal.workflows``: the ``ArchmaxSession`` workflow and the pure machine
+- ``archmax_temporal.activities``: every side effect (model calls, tools, sandbox, store)
+- ``archmax_temporal.client``: the host API, its ``cli`` and ``testing`` wings
+- ``archmax_temporal.worker``: builds and runs the Temporal worker
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+try:
+    __version__ = metadata.version("archmax-temporal")
+except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+    __version__ = "0+unknown"
+
+_EXPORTS: dict[str, str] = {
+    # the host API
+    "Agent": "archmax_temporal.client.agent",
+    "ResolvedSession": "archmax_temporal.client.agent",
+    "create_agent": "archmax_temporal.client.agent",
+    # what a host reads back
+    "Outcome": "archmax_temporal.workflows.models",
+    "PendingDecision": "archmax_temporal.workflows.models",
+    "PendingInput": "archmax_temporal.workflows.models",
+    "SessionEvent": "archmax_temporal.client.events",
+    "SessionExit": "archmax_temporal.workflows.models",
+    "SessionSummary": "archmax_temporal.workflows.models",
+    "SessionView": "archmax_temporal.workflows.models",
+    "TrailStep": "archmax_temporal.workflows.models",
+    "Variable": "archmax_temporal.workflows.models",
+    "is_finished": "archmax_temporal.workflows.models",
+    "is_runtime_note": "archmax_temporal.workflows.models",
+    # typed errors
+    "ArchmaxError": "archmax_temporal.workflows.errors",
+    "InvalidSessionIdError": "archmax_temporal.workflows.errors",
+    "InvalidVariableNameError": "archmax_temporal.workflows.errors",
+    "MissingDeliveryTriggerError": "archmax_temporal.workflows.errors",
+    "SessionNotAwaitingInputError": "archmax_temporal.workflows.errors",
+    "SessionNotFoundError": "archmax_temporal.workflows.errors",
+    "SessionNotResumableError": "archmax_temporal.workflows.errors",
+    "SpecValidationError": "archmax_temporal.workflows.errors",
+    "UnknownTriggerError": "archmax_temporal.workflows.errors",
+    "UnknownWorkflowError": "archmax_temporal.workflows.errors",
+    # testing workflows
+    "AssertionRecord": "archmax_temporal.client.testing.results",
+    "CaseResult": "archmax_temporal.client.testing.results",
+    "RunTestsResult": "archmax_temporal.client.testing.results",
+    "Verdict": "archmax_temporal.client.testing.results",
+    "discover_cases": "archmax_temporal.client.testing.runner",
+    "run_case": "archmax_temporal.client.testing.runner",
+    "run_tests": "archmax_temporal.client.testing.runner",
+    "partial_match": "archmax_temporal.workflows.matching",
+}
+
+__all__ = [
+    "Agent",
+    "ArchmaxError",
+    "AssertionRecord",
+    "CaseResult",
+    "InvalidSessionIdError",
+    "InvalidVariableNameError",
+    "MissingDeliveryTriggerError",
+    "Outcome",
+    "PendingDecision",
+    "PendingInput",
+    "ResolvedSession",
+    "RunTestsResult",
+    "SessionEvent",
+    "SessionExit",
+    "SessionNotAwaitingInputError",
+    "SessionNotFoundError",
+    "SessionNotResumableError",
+    "SessionSummary",
+    "SessionView",
+    "SpecValidationError",
+    "TrailStep",
+    "UnknownTriggerError",
+    "UnknownWorkflowError",
+    "Variable",
+    "Verdict",
+    "create_agent",
+    "discover_cases",
+    "is_finished",
+    "is_runtime_note",
+    "partial_match",
+    "run_case",
+    "run_tests",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'archmax_temporal' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from archmax_temporal.client.agent import Agent, ResolvedSession, create_agent
+    from archmax_temporal.client.events import SessionEvent
+    from archmax_temporal.client.testing.results import (
+        AssertionRecord,
+        CaseResult,
+        RunTestsResult,
+        Verdict,
+    )
+    from archmax_temporal.client.testing.runner import discover_cases, run_case, run_tests
+    from archmax_temporal.workflows.errors import (
+        ArchmaxError,
+        InvalidSessionIdError,
+        InvalidVariableNameError,
+        MissingDeliveryTriggerError,
+        SessionNotAwaitingInputError,
+        SessionNotFoundError,
+        SessionNotResumableError,
+        SpecValidationError,
+        UnknownTriggerError,
+        UnknownWorkflowError,
+    )
+    from archmax_temporal.workflows.matching import partial_match
+    from archmax_temporal.workflows.models import (
+        Outcome,
+        PendingDecision,
+        PendingInput,
+        SessionExit,
+        SessionSummary,
+        SessionView,
+        TrailStep,
+        Variable,
+        is_finished,
+        is_runtime_note,
+    )

@@ -1,5 +1,0 @@
-"""``python -m client ...`` is ``archmax ...``."""
-
-from client.cli import main
-
-main()

@@ -1,0 +1,5 @@
+"""The ``archmax`` command (``python -m archmax_temporal``)."""
+
+from archmax_temporal.client.cli.main import main
+
+__all__ = ["main"]
