@@ -10,12 +10,15 @@ once instead of leaving them for the ~10 s sticky timeout.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
-from collections.abc import Mapping, Sequence
+import socket
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -33,6 +36,25 @@ GRACEFUL_SHUTDOWN = timedelta(seconds=15)
 
 PASSTHROUGH_MODULES: Sequence[str] = ("pydantic", "pydantic_core", "annotated_types", "yaml")
 """Pure third-party modules the workflow sandbox shares instead of re-importing per run."""
+
+
+EPHEMERAL_IDENTITY_PREFIX = "archmax-cli:"
+"""Identity prefix of the worker a command runs in-process; others never count on it."""
+
+SERVICE_IDENTITY_PREFIX = "archmax-worker:"
+"""Identity prefix of long-lived workers (``archmax worker``, ``archmax dev``)."""
+
+
+async def connect(address: str, namespace: str) -> Client:
+    """A client with the project's one data converter (pydantic)."""
+    return await Client.connect(
+        address, namespace=namespace, data_converter=pydantic_data_converter
+    )
+
+
+def worker_identity(prefix: str) -> str:
+    """``<prefix><pid>@<host>``: lets a later command tell a dead local worker from a live one."""
+    return f"{prefix}{os.getpid()}@{socket.gethostname()}"
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -96,12 +118,31 @@ async def run_until_signalled(worker: Worker) -> None:
         loop.remove_signal_handler(sig)
 
 
-def main() -> None:
-    """``python worker.py``: the same as ``archmax worker``."""
-    from archmax_temporal.client.cli.main import main as cli_main
-
-    cli_main(["worker"])
-
-
-if __name__ == "__main__":
-    main()
+async def serve(
+    client: Client,
+    *,
+    task_queue: str,
+    model: ModelConfig,
+    store_dir: Path,
+    authoring_root: Path,
+    host_tools: Sequence[HostTool] = (),
+    hook_executors: Mapping[str, HookExecutor] | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """The body of ``archmax worker`` and ``archmax dev``: a long-lived worker (its identity
+    marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT."""
+    worker = build_worker(
+        client,
+        task_queue=task_queue,
+        model=model,
+        store_dir=store_dir,
+        identity=worker_identity(SERVICE_IDENTITY_PREFIX),
+        authoring_root=authoring_root,
+        host_tools=host_tools,
+        hook_executors=hook_executors,
+    )
+    if announce is not None:
+        announce(f"worker    queue {task_queue}  ·  SIGTERM or Ctrl-C stops it")
+    await run_until_signalled(worker)
+    if announce is not None:
+        announce("worker stopped")

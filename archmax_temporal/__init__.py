@@ -22,18 +22,12 @@ Layout (one import name; each folder of the repository is a sub-package):
 from __future__ import annotations
 
 import importlib
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
-
-try:
-    __version__ = metadata.version("archmax-temporal")
-except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-    __version__ = "0+unknown"
 
 _EXPORTS: dict[str, str] = {
     # the host API
-    "Agent": "archmax_temporal.client.agent",
-    "ResolvedSession": "archmax_temporal.client.agent",
+    "Agent": "archmax_temporal.client.host",
+    "ResolvedSession": "archmax_temporal.client.host",
     "create_agent": "archmax_temporal.client.agent",
     # what a host reads back
     "Outcome": "archmax_temporal.workflows.models",
@@ -105,7 +99,20 @@ __all__ = [
 ]
 
 
+def _version() -> str:
+    """The installed distribution's version (its metadata is the one source)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("archmax-temporal")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        version = globals()["__version__"] = _version()
+        return version
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'archmax_temporal' has no attribute {name!r}")
@@ -119,8 +126,10 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from archmax_temporal.client.agent import Agent, ResolvedSession, create_agent
+    __version__: str
+    from archmax_temporal.client.agent import create_agent
     from archmax_temporal.client.events import SessionEvent
+    from archmax_temporal.client.host import Agent, ResolvedSession
     from archmax_temporal.client.testing.results import (
         AssertionRecord,
         CaseResult,

@@ -63,9 +63,10 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.worker import Interceptor as WorkerInterceptor
 
     from archmax_temporal.activities.model import ModelConfig
-    from archmax_temporal.client.agent import Agent, create_agent
+    from archmax_temporal.client.agent import create_agent
     from archmax_temporal.client.config import RuntimeConfig
     from archmax_temporal.client.devserver import find_temporal_cli
+    from archmax_temporal.client.host import Agent
     from archmax_temporal.client.logs import configure_logging
     from archmax_temporal.client.testing.scripted_model import (
         Playbook,

@@ -25,7 +25,6 @@ from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import Worker
@@ -35,7 +34,13 @@ from archmax_temporal.activities.host_tools import HostTool
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import DevServer, ensure_dev_server, is_local_address
-from archmax_temporal.worker import build_worker
+from archmax_temporal.worker import (
+    EPHEMERAL_IDENTITY_PREFIX,
+    SERVICE_IDENTITY_PREFIX,
+    build_worker,
+    connect,
+    worker_identity,
+)
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     SessionNotFoundError,
@@ -48,25 +53,6 @@ LIVE_POLLER_WINDOW = timedelta(seconds=75)
 
 WorkerMode = str
 """``auto`` (in-process only when none polls), ``inprocess`` (always) or ``external`` (never)."""
-
-
-async def connect(address: str, namespace: str) -> Client:
-    """A client with the project's one data converter (pydantic)."""
-    return await Client.connect(
-        address, namespace=namespace, data_converter=pydantic_data_converter
-    )
-
-
-EPHEMERAL_IDENTITY_PREFIX = "archmax-cli:"
-"""Identity prefix of the worker a command runs in-process; others never count on it."""
-
-SERVICE_IDENTITY_PREFIX = "archmax-worker:"
-"""Identity prefix of long-lived workers (``archmax worker``, ``archmax dev``)."""
-
-
-def worker_identity(prefix: str) -> str:
-    """``<prefix><pid>@<host>``: lets a later command tell a dead local worker from a live one."""
-    return f"{prefix}{os.getpid()}@{socket.gethostname()}"
 
 
 def _identity_alive(identity: str) -> bool:

@@ -21,9 +21,10 @@ from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.host_tools import as_host_tools
 from archmax_temporal.activities.model import ModelConfig
-from archmax_temporal.client.agent import Agent, create_agent
+from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.host import Agent
 from archmax_temporal.client.runtime import Runtime
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
 from archmax_temporal.worker import build_worker

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 
-from archmax_temporal.client.agent import ResolvedSession
+from archmax_temporal.client.host import ResolvedSession
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
     SessionNotAwaitingInputError,

@@ -12,8 +12,8 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     ├── UnknownTriggerError            a firing names a trigger no state declares
     ├── TriggerInputError              a firing misses or mistypes a trigger's requires
     ├── WorkflowDisabledError          a new turn on a workflow with disabled: true
-    ├── InvalidVariableNameError       a seeded or delivered variable name is illegal
     ├── ReservedToolNameError          a host tool takes a runtime or built-in tool's name
+    ├── InvalidVariableNameError       a seeded or delivered variable name is illegal
     ├── InvalidSessionIdError          a session id cannot address a session
     ├── SessionError
     │   ├── SessionNotFoundError       no session with that id
@@ -23,7 +23,9 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SessionNotParkedError      decide / reply on a session not at a human state
     │   ├── InvalidDecisionTargetError a decision naming no edge of the parked state
     │   ├── EmptyMessageError          a reply (or send) with an empty message
-    │   └── SessionAwaitingSubWorkflowError  a firing for a session parked on its child
+    │   ├── SessionAwaitingSubWorkflowError  a firing for a session parked on its child
+    │   └── SessionUnavailableError    the session exists but no worker polls its queue
+    ├── ConfigurationError             an environment variable holds an unusable value
     ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
     ├── SandboxError                   a hook or script could not give a result
     │   ├── ForbiddenSandboxImportError    it imports a specifier outside @archmax-ai/harness
@@ -193,39 +195,13 @@ class InvalidTargetError(SuiteError):
     """``create_target`` gave something that is not a governed agent of the workflow."""
 
 
-_ALL: tuple[type[ArchmaxError], ...] = (
-    ArchmaxError,
-    SpecValidationError,
-    UnknownWorkflowError,
-    UnknownTriggerError,
-    TriggerInputError,
-    WorkflowDisabledError,
-    ReservedToolNameError,
-    InvalidVariableNameError,
-    InvalidSessionIdError,
-    SessionError,
-    SessionNotFoundError,
-    SessionNotAwaitingInputError,
-    MissingDeliveryTriggerError,
-    SessionNotResumableError,
-    SessionNotParkedError,
-    InvalidDecisionTargetError,
-    EmptyMessageError,
-    SessionAwaitingSubWorkflowError,
-    SessionUnavailableError,
-    ConfigurationError,
-    ModelCallError,
-    SandboxError,
-    ForbiddenSandboxImportError,
-    SandboxScriptError,
-    SandboxTimeoutError,
-    SandboxMemoryError,
-    SandboxResultTooLargeError,
-    SandboxCrashError,
-    SuiteError,
-    UnsupportedConcurrencyError,
-    InvalidTargetError,
-)
+def _tree(root: type[ArchmaxError]) -> tuple[type[ArchmaxError], ...]:
+    """``root`` and every class below it, depth first in definition order: the tree above."""
+    children = [child for child in root.__subclasses__() if child.__module__ == __name__]
+    return (root, *(cls for child in children for cls in _tree(child)))
+
+
+_ALL: tuple[type[ArchmaxError], ...] = _tree(ArchmaxError)
 _BY_NAME: dict[str, type[ArchmaxError]] = {cls.__name__: cls for cls in _ALL}
 
 

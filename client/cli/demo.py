@@ -9,6 +9,7 @@ through the same ``openai`` client code as any real endpoint.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -24,9 +25,28 @@ DEMO_TASK_QUEUE = "archmax-demo"
 """Its own queue, so the demo's scripted-model worker never serves real sessions."""
 
 
+INSTALLED_COPY = "archmax-demo"
+"""Where an installed package's demo runs: a copy of the shipped example in the cwd."""
+
+
+def shipped_example() -> Path:
+    """The example tree: ``examples/support-inbox`` of the checkout, or the package data of
+    an installed distribution (both sit two levels above this module's real path)."""
+    return Path(__file__).resolve().parents[2] / "examples" / WORKFLOW
+
+
 def default_root() -> Path:
-    """The example tree shipped in the repository."""
-    return Path(__file__).resolve().parents[1] / "examples" / WORKFLOW
+    """The authoring root the demo runs in. In a checkout, the example itself; from an
+    installed package (whose files are not the user's to write to), a copy of it in
+    ``./archmax-demo``, made once, where the session store and the dev server's database
+    live too."""
+    shipped = shipped_example()
+    if (shipped.parents[1] / "pyproject.toml").is_file():
+        return shipped
+    copy = Path.cwd() / INSTALLED_COPY
+    if not (copy / "workflows" / WORKFLOW / "workflow.yaml").is_file():
+        shutil.copytree(shipped, copy, dirs_exist_ok=True)
+    return copy
 
 
 def _say(line: str = "") -> None:
@@ -41,7 +61,7 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
     conversation_id = conversation or f"demo-{uuid.uuid4().hex[:8]}"
     with ScriptedModelServer(playbook) as model:
         model_config = ModelConfig(base_url=model.url, api_key="scripted", default_model="scripted")
-        async with await create_agent(
+        async with create_agent(
             WORKFLOW, config=config, model=model_config, worker="inprocess"
         ) as agent:
             server = agent.runtime.server

@@ -22,7 +22,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, cast
+from typing import Annotated, Any, ClassVar, Final, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
@@ -66,47 +66,8 @@ TOP_LEVEL_KEYS: Final = (
 )
 """The eight keys of a case document, in the order a serializer writes them."""
 
-ACTION_KINDS: Final = ("send", "decide", "deliver")
-"""Step keys that drive the session; every other step is an assertion about the last one."""
-
-ASSERTION_KINDS: Final = (
-    "succeeded",
-    "parked",
-    "raised",
-    "reachedState",
-    "reply",
-    "calledTool",
-    "notCalledTool",
-    "blockedTool",
-    "usedNoTools",
-    "ranWorkflow",
-    "trail",
-    "noTraversal",
-    "triggerArrival",
-    "variables",
-    "grade",
-)
-"""The documented assertion keys (``judge`` is accepted as a deprecated alias of ``grade``)."""
-
-STEP_KINDS: Final = ACTION_KINDS + ASSERTION_KINDS
-"""Every documented step key, as an unknown-step error lists them."""
-
 DEPRECATED_STEP_ALIASES: Final = {"judge": "grade"}
 """Step keys still accepted for one release, and the key they stand for."""
-
-STRUCTURAL_KINDS: Final = frozenset(
-    {
-        "succeeded",
-        "parked",
-        "raised",
-        "reachedState",
-        "trail",
-        "noTraversal",
-        "triggerArrival",
-        "variables",
-    }
-)
-"""Assertions that pin where the session went and what it carries: a miss halts the case."""
 
 MOUNT_AREAS: Final = frozenset({"skills", "AGENTS.md"})
 """Workspace names the runtime mounts from the authoring tree (read only, never seeded)."""
@@ -181,22 +142,25 @@ class Mock(_Strict):
 class CaseStep(_Strict):
     """One entry of ``steps``: its key is ``kind``; ``index`` is its position in ``steps``."""
 
+    key: ClassVar[str]
+    """The step's key in a case document: the one name of its kind."""
+    shape: ClassVar[str | None] = None
+    """The mapping an author writes, for errors that show it (None: a scalar or ``true``)."""
+    structural: ClassVar[bool] = False
+    """Whether a failure of this assertion halts the case (it pins where the session went
+    and what it carries); content assertions let the case carry on."""
+    is_action: ClassVar[bool] = False
+    """Whether the step drives the session (``send``, ``decide``, ``deliver``)."""
+
     kind: str
     index: StrictInt = Field(ge=0)
-
-    @property
-    def is_action(self) -> bool:
-        """Whether the step drives the session (``send``, ``decide``, ``deliver``)."""
-        return self.kind in ACTION_KINDS
-
-    @property
-    def structural(self) -> bool:
-        """Whether a failure of this assertion halts the case."""
-        return self.kind in STRUCTURAL_KINDS
 
 
 class SendStep(CaseStep):
     """``send: "<message>"``: one agent turn with a user message."""
+
+    key: ClassVar[str] = "send"
+    is_action: ClassVar[bool] = True
 
     kind: Literal["send"] = "send"
     message: NonEmpty
@@ -204,6 +168,10 @@ class SendStep(CaseStep):
 
 class DecideStep(CaseStep):
     """``decide: { to, comment? }``: resume a human park as the reviewer."""
+
+    key: ClassVar[str] = "decide"
+    shape: ClassVar[str | None] = "{ to, comment? }"
+    is_action: ClassVar[bool] = True
 
     kind: Literal["decide"] = "decide"
     to: NonEmpty
@@ -213,6 +181,10 @@ class DecideStep(CaseStep):
 class DeliverStep(CaseStep):
     """``deliver: { trigger, variables? }``: resume an input park with the trigger that arrived."""
 
+    key: ClassVar[str] = "deliver"
+    shape: ClassVar[str | None] = "{ trigger, variables? }"
+    is_action: ClassVar[bool] = True
+
     kind: Literal["deliver"] = "deliver"
     trigger: NonEmpty
     variables: dict[str, Any] = Field(default_factory=dict)
@@ -221,11 +193,17 @@ class DeliverStep(CaseStep):
 class SucceededStep(CaseStep):
     """``succeeded: true``: the turn completed, without failing, raising or parking."""
 
+    key: ClassVar[str] = "succeeded"
+    structural: ClassVar[bool] = True
+
     kind: Literal["succeeded"] = "succeeded"
 
 
 class ParkedStep(CaseStep):
     """``parked: true | decision | input | { channel?, state? }``."""
+
+    key: ClassVar[str] = "parked"
+    structural: ClassVar[bool] = True
 
     kind: Literal["parked"] = "parked"
     channel: Literal["decision", "input"] | None = None
@@ -235,6 +213,9 @@ class ParkedStep(CaseStep):
 class RaisedStep(CaseStep):
     """``raised: true | <code> | { code?, reason? }``; ``reason`` may be a regex."""
 
+    key: ClassVar[str] = "raised"
+    structural: ClassVar[bool] = True
+
     kind: Literal["raised"] = "raised"
     code: NonEmpty | None = None
     reason: NonEmpty | None = None
@@ -243,12 +224,18 @@ class RaisedStep(CaseStep):
 class ReachedStateStep(CaseStep):
     """``reachedState: <slug>``: a committed (non-trigger) trail step entered the state."""
 
+    key: ClassVar[str] = "reachedState"
+    structural: ClassVar[bool] = True
+
     kind: Literal["reachedState"] = "reachedState"
     state: NonEmpty
 
 
 class ReplyStep(CaseStep):
     """``reply: { includes?, excludes? }``: substring or regex tokens over the transcript."""
+
+    key: ClassVar[str] = "reply"
+    shape: ClassVar[str | None] = "{ includes?, excludes? }"
 
     kind: Literal["reply"] = "reply"
     includes: list[NonEmpty] = Field(default_factory=list)
@@ -263,11 +250,17 @@ class _ToolStep(CaseStep):
 class CalledToolStep(_ToolStep):
     """``calledTool: { name, input? }``: a recorded call whose input partially matches."""
 
+    key: ClassVar[str] = "calledTool"
+    shape: ClassVar[str | None] = "{ name, input? }"
+
     kind: Literal["calledTool"] = "calledTool"
 
 
 class NotCalledToolStep(_ToolStep):
     """``notCalledTool: { name, input? }``: no recorded call matches."""
+
+    key: ClassVar[str] = "notCalledTool"
+    shape: ClassVar[str | None] = "{ name, input? }"
 
     kind: Literal["notCalledTool"] = "notCalledTool"
 
@@ -275,17 +268,25 @@ class NotCalledToolStep(_ToolStep):
 class BlockedToolStep(_ToolStep):
     """``blockedTool: { name, input? }``: a matching call was made and refused by governance."""
 
+    key: ClassVar[str] = "blockedTool"
+    shape: ClassVar[str | None] = "{ name, input? }"
+
     kind: Literal["blockedTool"] = "blockedTool"
 
 
 class UsedNoToolsStep(CaseStep):
     """``usedNoTools: true``: the session recorded no tool calls at all."""
 
+    key: ClassVar[str] = "usedNoTools"
+
     kind: Literal["usedNoTools"] = "usedNoTools"
 
 
 class RanWorkflowStep(CaseStep):
     """``ranWorkflow: { workflow, status?, count? }``: sub-workflow dispatches on the trail."""
+
+    key: ClassVar[str] = "ranWorkflow"
+    shape: ClassVar[str | None] = "{ workflow, status?, count? }"
 
     kind: Literal["ranWorkflow"] = "ranWorkflow"
     workflow: NonEmpty
@@ -299,6 +300,10 @@ class TrailAssertionStep(CaseStep):
     The trail step's ``kind`` is held as ``trail_kind`` (``kind`` is the step's own key).
     """
 
+    key: ClassVar[str] = "trail"
+    shape: ClassVar[str | None] = "{ to?, kind?, reason?, count }"
+    structural: ClassVar[bool] = True
+
     kind: Literal["trail"] = "trail"
     to: NonEmpty | None = None
     trail_kind: TrailKind | None = None
@@ -309,11 +314,17 @@ class TrailAssertionStep(CaseStep):
 class NoTraversalStep(CaseStep):
     """``noTraversal: true``: the trail holds only trigger arrivals."""
 
+    key: ClassVar[str] = "noTraversal"
+    structural: ClassVar[bool] = True
+
     kind: Literal["noTraversal"] = "noTraversal"
 
 
 class TriggerArrivalStep(CaseStep):
     """``triggerArrival: <id>``: some trigger step of the trail has that id as its reason."""
+
+    key: ClassVar[str] = "triggerArrival"
+    structural: ClassVar[bool] = True
 
     kind: Literal["triggerArrival"] = "triggerArrival"
     trigger: NonEmpty
@@ -321,6 +332,10 @@ class TriggerArrivalStep(CaseStep):
 
 class VariablesStep(CaseStep):
     """``variables: { expect, path?, locked? }``: deep equality per name, lock states."""
+
+    key: ClassVar[str] = "variables"
+    shape: ClassVar[str | None] = "{ expect, path?, locked? }"
+    structural: ClassVar[bool] = True
 
     kind: Literal["variables"] = "variables"
     expect: dict[str, Any]
@@ -333,6 +348,9 @@ class GradeStep(CaseStep):
 
     ``written_as`` is ``judge`` for the deprecated alias.
     """
+
+    key: ClassVar[str] = "grade"
+    shape: ClassVar[str | None] = "{ closedQA, atLeast }"
 
     kind: Literal["grade"] = "grade"
     closed_qa: NonEmpty = Field(alias="closedQA")
@@ -393,26 +411,42 @@ class CaseDocument(_Strict):
         return [step for step in self.steps if not step.is_action]
 
 
-_STEP_MODELS: Final[dict[str, type[CaseStep]]] = {
-    "send": SendStep,
-    "decide": DecideStep,
-    "deliver": DeliverStep,
-    "succeeded": SucceededStep,
-    "parked": ParkedStep,
-    "raised": RaisedStep,
-    "reachedState": ReachedStateStep,
-    "reply": ReplyStep,
-    "calledTool": CalledToolStep,
-    "notCalledTool": NotCalledToolStep,
-    "blockedTool": BlockedToolStep,
-    "usedNoTools": UsedNoToolsStep,
-    "ranWorkflow": RanWorkflowStep,
-    "trail": TrailAssertionStep,
-    "noTraversal": NoTraversalStep,
-    "triggerArrival": TriggerArrivalStep,
-    "variables": VariablesStep,
-    "grade": GradeStep,
-}
+STEP_CLASSES: Final[tuple[type[CaseStep], ...]] = (
+    SendStep,
+    DecideStep,
+    DeliverStep,
+    SucceededStep,
+    ParkedStep,
+    RaisedStep,
+    ReachedStateStep,
+    ReplyStep,
+    CalledToolStep,
+    NotCalledToolStep,
+    BlockedToolStep,
+    UsedNoToolsStep,
+    RanWorkflowStep,
+    TrailAssertionStep,
+    NoTraversalStep,
+    TriggerArrivalStep,
+    VariablesStep,
+    GradeStep,
+)
+"""Every step kind, once, in the seed's order: the one list the schema, the assertions and
+the validator read (each class carries its key, shape and whether it is structural)."""
+
+_STEP_MODELS: Final[dict[str, type[CaseStep]]] = {cls.key: cls for cls in STEP_CLASSES}
+
+ACTION_KINDS: Final = tuple(cls.key for cls in STEP_CLASSES if cls.is_action)
+"""Step keys that drive the session; every other step is an assertion about the last one."""
+
+ASSERTION_KINDS: Final = tuple(cls.key for cls in STEP_CLASSES if not cls.is_action)
+"""The documented assertion keys (``judge`` is accepted as a deprecated alias of ``grade``)."""
+
+STEP_KINDS: Final = ACTION_KINDS + ASSERTION_KINDS
+"""Every documented step key, as an unknown-step error lists them."""
+
+STRUCTURAL_KINDS: Final = frozenset(cls.key for cls in STEP_CLASSES if cls.structural)
+"""Assertions that pin where the session went and what it carries: a miss halts the case."""
 
 
 # --- discovery ----------------------------------------------------------------------------
@@ -988,18 +1022,7 @@ _INVALID: Final = object()
 
 _TRIGGER_ARGS_HINT = " (a trigger carries only its id: the payload belongs in variables:)"
 
-_STEP_SHAPES: Final = {
-    "decide": "{ to, comment? }",
-    "deliver": "{ trigger, variables? }",
-    "reply": "{ includes?, excludes? }",
-    "calledTool": "{ name, input? }",
-    "notCalledTool": "{ name, input? }",
-    "blockedTool": "{ name, input? }",
-    "ranWorkflow": "{ workflow, status?, count? }",
-    "trail": "{ to?, kind?, reason?, count }",
-    "variables": "{ expect, path?, locked? }",
-    "grade": "{ closedQA, atLeast }",
-}
+_STEP_SHAPES: Final = {cls.key: cls.shape for cls in STEP_CLASSES if cls.shape is not None}
 
 _INTERNAL_FIELDS: Final = frozenset({"index", "kind", "written_as", "trail_kind"})
 

@@ -27,7 +27,8 @@ from typing import Any, Final, Protocol
 import openai
 
 from archmax_temporal.activities.model import ModelConfig, openai_client
-from archmax_temporal.client.agent import Agent, create_agent
+from archmax_temporal.client.agent import create_agent
+from archmax_temporal.client.host import Agent
 from archmax_temporal.client.loader import load_workflow
 from archmax_temporal.client.testing import assertions
 from archmax_temporal.client.testing.assertions import TurnView

@@ -1,0 +1,297 @@
+"""The bodies of the ``archmax`` commands, imported only once a command line parsed (so
+``archmax help`` never loads the runtime)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from archmax_temporal.client.cli.parser import UsageError, print_help
+from archmax_temporal.client.cli.render import (
+    err,
+    narrate_event,
+    report_outcome,
+    summary_detail,
+    summary_line,
+)
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.events import SessionEvent
+from archmax_temporal.workflows.errors import ArchmaxError, SessionNotFoundError
+from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.models import SessionSummary, Usage
+
+
+def resolve_workflow(root: Path, words: Sequence[str], command: str) -> tuple[str, list[str]]:
+    """The workflow a command names and the words after it.
+
+    archmax lets ``<workflow>`` be omitted when ``workflows/`` holds exactly one: a first
+    word naming an authored workflow is the workflow; otherwise, with one workflow, every
+    word is the command's own. With several and none named, the usage error lists them.
+    """
+    from archmax_temporal.client.loader import workflow_slugs
+
+    known = workflow_slugs(root)
+    if words and (words[0] in known or len(known) != 1):
+        return words[0], list(words[1:])
+    if len(known) == 1:
+        return known[0], list(words)
+    if not known:
+        raise UsageError(f"no workflow under {root / 'workflows'}", command)
+    raise UsageError(f"name the workflow: {', '.join(known)}", command)
+
+
+def _json_object(raw: str | None, flag: str = "--variables") -> dict[str, Any]:
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{flag} is not valid JSON: {exc.msg} (at char {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{flag} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _files(specs: Sequence[str]) -> dict[str, tuple[str, bytes]]:
+    files: dict[str, tuple[str, bytes]] = {}
+    for spec in specs:
+        var, sep, raw = spec.partition("=")
+        if not sep or not var or not raw:
+            raise UsageError(f"--file expects VAR=PATH, got {spec!r}")
+        path = Path(raw)
+        if not path.is_file():
+            raise UsageError(f"--file {var}: no such file {raw!r}")
+        files[var] = (path.name, path.read_bytes())
+    return files
+
+
+async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.agent import create_agent
+
+    variables = _json_object(args.variables)
+    files = _files(args.file)
+    workflow, prompt = resolve_workflow(config.root, args.words, "run")
+    message = " ".join(prompt).strip() or None
+    async with create_agent(workflow, config=config, worker_cache=0) as agent:
+        loaded = agent.loaded
+        if loaded.spec.disabled:
+            err(f"✖ Refusing to start: workflow '{loaded.slug}' is disabled.")
+            return 1
+        err(f"workflow  {loaded.slug}  ·  root {config.root}")
+        resolved = await agent.workflow.resolve_session(
+            trigger=args.trigger,
+            variables=variables,
+            session_id=args.session,
+            session_path=args.session_path,
+        )
+        before, spent = 0, Usage()
+        if not resolved.minted:
+            try:
+                view = await agent.sessions.view(resolved.session_id)
+                before, spent = len(view.trail), view.summary.usage
+            except ArchmaxError:
+                before, spent = 0, Usage()
+        err(f"session   {resolved.session_id}  ({resolved.disposition})")
+        outcome = await agent.workflow.send(
+            resolved.session_id,
+            message,
+            trigger=args.trigger,
+            variables=variables,
+            files=files,
+            on_event=_live(args),
+        )
+        return report_outcome(outcome, trail_from=before, spent_before=spent)
+
+
+async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.agent import create_agent
+
+    variables = _json_object(args.variables)
+    async with create_agent(None, config=config, worker_cache=0) as agent:
+        view = await agent.sessions.view(args.session)
+        _check_workflow(args, view.summary)
+        err(f"session   {args.session}  (deliver {args.trigger})")
+        outcome = await agent.workflow.deliver(
+            args.session, trigger=args.trigger, variables=variables, on_event=_live(args)
+        )
+        return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
+
+
+async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.agent import create_agent
+
+    async with create_agent(None, config=config, worker_cache=0) as agent:
+        view = await agent.sessions.view(args.session)
+        _check_workflow(args, view.summary)
+        err(f"session   {args.session}  (decide → {args.to})")
+        outcome = await agent.workflow.decide(
+            args.session, to=args.to, comment=args.comment, on_event=_live(args)
+        )
+        return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
+
+
+async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.agent import create_agent
+
+    message = " ".join(args.message).strip()
+    if not message:
+        raise UsageError("reply needs a non-empty message", "reply")
+    async with create_agent(None, config=config, worker_cache=0) as agent:
+        summary = await agent.sessions.get(args.session)
+        _check_workflow(args, summary)
+        spent = summary.usage
+        err(f"session   {args.session}  (reply)")
+        outcome = await agent.workflow.reply(args.session, message, on_event=_live(args))
+        return report_outcome(outcome, spent_before=spent)
+
+
+async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.agent import create_agent
+
+    async with create_agent(None, config=config, worker_cache=0) as agent:
+        if args.session:
+            summary = await agent.sessions.get(args.session)
+            print(summary.model_dump_json(indent=2) if args.json else summary_detail(summary))
+            return 0
+        summaries = await agent.sessions.list(workflow=args.workflow)
+        if args.json:
+            print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+        elif not summaries:
+            err("No durable sessions found.")
+        else:
+            for summary in summaries:
+                print(summary_line(summary))
+        return 0
+
+
+async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.agent import create_agent
+    from archmax_temporal.client.runtime import translate
+
+    check_session_id(args.session)
+    async with create_agent(None, config=config, worker_cache=0) as agent:
+        try:
+            async for event in agent.sessions.events(
+                args.session, after=args.after, follow=args.follow
+            ):
+                print(event.model_dump_json(), flush=True)
+        except Exception as exc:
+            raise translate(exc, session_id=args.session) from exc
+    return 0
+
+
+async def _worker(config: RuntimeConfig) -> int:
+    from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.worker import connect, serve
+
+    client = await connect(config.address, config.namespace)
+    err(f"temporal  {config.address} · namespace {config.namespace}")
+    await serve(
+        client,
+        task_queue=config.task_queue,
+        model=ModelConfig.from_env(),
+        store_dir=config.store,
+        authoring_root=config.root,
+        announce=err,
+    )
+    return 0
+
+
+async def _dev(config: RuntimeConfig) -> int:
+    from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.client.devserver import ForegroundDevServer
+    from archmax_temporal.worker import connect, serve
+
+    async with ForegroundDevServer(config.root, address=config.address) as dev:
+        server = dev.server
+        client = await connect(server.address, config.namespace)
+        err(f"temporal  {server.address}  ·  UI {server.ui_url or 'disabled'}")
+        await serve(
+            client,
+            task_queue=config.task_queue,
+            model=ModelConfig.from_env(),
+            store_dir=config.store,
+            authoring_root=config.root,
+            announce=err,
+        )
+    return 0
+
+
+def _validate(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.testing.validate import render_text, validate_workflow
+
+    workflow = args.workflow or resolve_workflow(config.root, [], "validate")[0]
+    report = validate_workflow(config.root, workflow)
+    lines, summary = render_text(report)
+    for line in lines:
+        err(line)
+    print(json.dumps(report.model_dump(), indent=2) if args.json else summary, flush=True)
+    return 0 if report.valid else 1
+
+
+async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.testing.suite import run_suite
+
+    workflow, rest = resolve_workflow(config.root, args.words, "test")
+    if len(rest) > 1:
+        raise UsageError(f"one filter at most, got {' '.join(rest)!r}", "test")
+    return await run_suite(
+        workflow,
+        config,
+        filter=rest[0] if rest else None,
+        as_json=args.json,
+        err=sys.stderr,
+        out=sys.stdout,
+    )
+
+
+def _live(args: argparse.Namespace) -> Callable[[SessionEvent], None] | None:
+    """With ``--verbose``: each of the turn's events on stderr as it happens, from the
+    session's history (so it works whichever worker runs the session)."""
+    return narrate_event if getattr(args, "verbose", False) else None
+
+
+def _check_workflow(args: argparse.Namespace, summary: SessionSummary) -> None:
+    """``--workflow`` scopes the session lookup: a session of another workflow is not found."""
+    if args.workflow and args.workflow != summary.workflow:
+        raise SessionNotFoundError(
+            f"no session {summary.session_id!r} of workflow {args.workflow!r} "
+            f"(it runs {summary.workflow!r})"
+        )
+
+
+async def dispatch(args: argparse.Namespace) -> int:
+    config = RuntimeConfig.from_env(root=args.root)
+    if args.command == "validate":
+        return _validate(args, config)
+    if args.command == "test":
+        return await _test(args, config)
+    if args.command == "run":
+        return await _run(args, config)
+    if args.command == "deliver":
+        return await _deliver(args, config)
+    if args.command == "decide":
+        return await _decide(args, config)
+    if args.command == "reply":
+        return await _reply(args, config)
+    if args.command == "sessions":
+        return await _sessions(args, config)
+    if args.command == "events":
+        return await _events(args, config)
+    if args.command == "worker":
+        return await _worker(config)
+    if args.command == "dev":
+        return await _dev(config)
+    if args.command == "help":
+        return print_help(args.topic)
+    if args.command == "demo":
+        from archmax_temporal.client.cli.demo import run_demo
+
+        return await run_demo(
+            root=Path(args.root) if args.root else None, conversation=args.conversation
+        )
+    raise UsageError(f"unknown command {args.command!r}")

@@ -1,0 +1,143 @@
+"""The ``archmax`` command line's grammar: every command, flag and help text.
+
+Standard library only: ``archmax help`` and ``--help`` are answered from here, before any of
+the runtime (Temporal, pydantic, openai) is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+COMMANDS_WITH_VERBOSE = (
+    "run",
+    "deliver",
+    "decide",
+    "reply",
+    "sessions",
+    "events",
+    "test",
+    "validate",
+    "demo",
+)
+"""The commands that also take ``--verbose`` after their name, as archmax spells it."""
+
+
+class UsageError(Exception):
+    """A malformed command line: exit 2, one line plus a pointer to ``--help``."""
+
+    def __init__(self, message: str, command: str | None = None) -> None:
+        super().__init__(message)
+        self.command = command
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self.prog.removeprefix("archmax").strip() or None)
+
+
+_VARIABLES_HELP = 'JSON object of variables, seeded locked (e.g. \'{"order_id":"A-1"}\')'
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command."""
+    parser = _Parser(prog="archmax", description="Run archmax workflows on Temporal.")
+    parser.add_argument("--root", help="authoring root (default: ARCHMAX_ROOT or the cwd)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="narrate the turn's events and model calls on stderr"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="start or continue a session with a message")
+    run.add_argument(
+        "words",
+        nargs="*",
+        metavar="[workflow] prompt",
+        help="the workflow (optional when workflows/ holds one) and the message",
+    )
+    run.add_argument("--trigger", default="manual", help="the trigger that fires (default: manual)")
+    run.add_argument("--variables", help=_VARIABLES_HELP)
+    run.add_argument("--session", help="explicit session id (wins over every session path)")
+    run.add_argument(
+        "--session-path", help="dotted path over the variables to the session id (per firing)"
+    )
+    run.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="VAR=PATH",
+        help="hand a file to the session (placed in scratchpad/attachments/, VAR seeded)",
+    )
+
+    deliver = sub.add_parser("deliver", help="deliver an event to a session parked for input")
+    deliver.add_argument("session", help="the parked session's id")
+    deliver.add_argument("--trigger", required=True, help="the trigger id of the event")
+    deliver.add_argument("--variables", help=_VARIABLES_HELP)
+
+    decide = sub.add_parser("decide", help="decide for a session parked at a human state")
+    decide.add_argument("session", help="the parked session's id")
+    decide.add_argument("--to", required=True, help="the transition to take")
+    decide.add_argument("--comment", help="the reviewer's comment, noted in the transcript")
+
+    reply = sub.add_parser("reply", help="message a session parked at a human state")
+    reply.add_argument("session", help="the parked session's id")
+    reply.add_argument("message", nargs="*", help="the message (the session stays parked)")
+
+    sessions = sub.add_parser("sessions", help="list sessions, or show one")
+    sessions.add_argument("session", nargs="?", help="show this session in detail")
+    sessions.add_argument("--workflow", help="only sessions of this workflow")
+    sessions.add_argument("--json", action="store_true", help="print JSON instead of text")
+
+    events = sub.add_parser("events", help="a session's events, one JSON object per line")
+    events.add_argument("session", help="the session's id")
+    events.add_argument("--follow", action="store_true", help="keep streaming as it runs")
+    events.add_argument("--after", type=int, default=0, help="only events after this seq")
+
+    test = sub.add_parser("test", help="run a workflow's *.test.yaml cases against the runtime")
+    test.add_argument(
+        "words",
+        nargs="*",
+        metavar="[workflow] [filter]",
+        help="the workflow (optional when workflows/ holds one), then a path substring",
+    )
+    test.add_argument("--json", action="store_true", help="the results as one JSON document")
+
+    validate = sub.add_parser("validate", help="static diagnostics over a workflow and its cases")
+    validate.add_argument("workflow", nargs="?", help="optional when workflows/ holds one")
+    validate.add_argument("--json", action="store_true", help="the report as one JSON document")
+
+    sub.add_parser("dev", help="dev server + UI + worker in the foreground")
+    sub.add_parser("worker", help="a worker against TEMPORAL_ADDRESS (for production)")
+
+    helper = sub.add_parser("help", help="this help, or a command's")
+    helper.add_argument("topic", nargs="?", metavar="command", help="the command to explain")
+
+    demo = sub.add_parser("demo", help="the support-inbox demo: park, deliver, answer")
+    demo.add_argument("--conversation", help="conversation id (default: a fresh one)")
+    for command in (deliver, decide, reply):
+        command.add_argument("--workflow", help="the session's workflow (checked, optional)")
+    for name in COMMANDS_WITH_VERBOSE:
+        # --verbose after the command too (archmax run wf hi --verbose), as archmax spells it
+        sub.choices[name].add_argument(
+            "--verbose",
+            action="store_true",
+            default=argparse.SUPPRESS,
+            help="narrate the turn's events on stderr",
+        )
+    return parser
+
+
+def print_help(topic: str | None) -> int:
+    """``archmax help [command]``: the help ``--help`` prints, exit 0."""
+    parser = build_parser()
+    if topic is None:
+        parser.print_help()
+        return 0
+    subparsers = next(
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    command = subparsers.choices.get(topic)
+    if command is None:
+        raise UsageError(f"no command {topic!r}; commands: {', '.join(subparsers.choices)}")
+    command.print_help()
+    return 0

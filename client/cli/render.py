@@ -1,0 +1,139 @@
+"""What the ``archmax`` commands print: outcomes and their token footer, session listings
+and details, live event narration. stderr narrates, stdout carries results only."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+from archmax_temporal.client.events import SessionEvent
+from archmax_temporal.client.usage import configured_pricing, footer_line
+from archmax_temporal.workflows.models import (
+    Outcome,
+    PendingDecision,
+    PendingInput,
+    SessionSummary,
+    TrailStep,
+    Usage,
+)
+
+
+def err(line: str = "") -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _flow(trail: Sequence[TrailStep]) -> None:
+    for step in trail:
+        if step.kind == "trigger":
+            err(f"  ▸ {step.to}  (trigger {step.reason})")
+        else:
+            reason = f" — {step.reason}" if step.reason else ""
+            err(f"  → {step.to}  ({step.kind}){reason}")
+
+
+def report_outcome(
+    outcome: Outcome, *, trail_from: int = 0, spent_before: Usage | None = None
+) -> int:
+    """Narrate ``outcome`` on stderr, print the reply on stdout; the exit code it deserves.
+
+    The token footer closes the narration: what this command's turn spent (the session's
+    usage less ``spent_before``), omitted when the endpoint reported nothing.
+    """
+    code = _narrate_outcome(outcome, trail_from)
+    spent = outcome.usage.since(spent_before) if spent_before is not None else outcome.usage
+    tokens = footer_line(spent, configured_pricing(err))
+    if tokens is not None:
+        err(tokens)
+    return code
+
+
+def _narrate_outcome(outcome: Outcome, trail_from: int) -> int:
+    _flow(outcome.trail[trail_from:])
+    if outcome.reply:
+        print(outcome.reply, flush=True)
+    if outcome.kind == "parked" and isinstance(outcome.pending, PendingDecision):
+        decision = outcome.pending
+        edges = ", ".join(edge.to for edge in decision.transitions)
+        err(f"⏸ parked at {decision.state}, awaiting a decision: {edges}")
+        first = decision.transitions[0].to if decision.transitions else "<state>"
+        err(f"  decide: archmax decide {outcome.session_id} --to {first} [--comment …]")
+        return 0
+    if outcome.kind == "parked" and isinstance(outcome.pending, PendingInput):
+        pending = outcome.pending
+        due = f" (wakes itself at {pending.resume_at.isoformat()})" if pending.resume_at else ""
+        err(f"⏸ parked in {pending.state}, awaiting input: {pending.reason}{due}")
+        err(f"  resume: archmax deliver {outcome.session_id} --trigger <id> --variables '{{…}}'")
+        return 0
+    if outcome.kind == "completed":
+        err(f"✔ completed in {outcome.state}")
+        return 0
+    if outcome.kind == "failed" and outcome.exit is not None:
+        err(f"✖ failed {outcome.exit.code}: {outcome.exit.reason}")
+        return 1
+    err(f"✖ rejected: {outcome.rejected}")
+    return 1
+
+
+def summary_line(s: SessionSummary) -> str:
+    """One ``archmax sessions`` line."""
+    parts = [s.session_id, s.status, s.classification, f"state={s.state}"]
+    if s.pending_input is not None:
+        parts.append(f"awaiting={s.pending_input.state}")
+    if s.pending_decision is not None:
+        parts.append(f"awaiting={s.pending_decision.state}")
+    if s.exit is not None and not s.exit.success:
+        parts.append(f"exit={s.exit.code}")
+    names = [n for n in s.variables if n != "trigger"]
+    parts.append(f"vars={','.join(sorted(names))}")
+    line = "  ".join(parts)
+    if s.wait_reason:
+        due = f" due={s.resume_at.isoformat()}" if s.resume_at else ""
+        line += f"\n    waiting for: {s.wait_reason}{due}"
+    return line
+
+
+def summary_detail(s: SessionSummary) -> str:
+    lines = [
+        f"session   {s.session_id}",
+        f"workflow  {s.workflow}",
+        f"status    {s.status} ({s.classification})",
+        f"state     {s.state}",
+        f"spec      {s.spec_hash}",
+    ]
+    if s.pending_decision is not None:
+        edges = ", ".join(e.to for e in s.pending_decision.transitions)
+        lines.append(f"awaiting  decision at {s.pending_decision.state}: {edges}")
+    if s.pending_input is not None:
+        lines.append(f"awaiting  input in {s.pending_input.state}: {s.pending_input.reason}")
+        if s.resume_at:
+            lines.append(f"due       {s.resume_at.isoformat()}")
+    if s.exit is not None:
+        lines.append(
+            "exit      success" if s.exit.success else f"exit      {s.exit.code}: {s.exit.reason}"
+        )
+    if s.rejected:
+        lines.append(f"rejected  {s.rejected}")
+    lines.append("variables")
+    for name, variable in sorted(s.variables.items()):
+        lock = " (locked)" if variable.locked else ""
+        lines.append(f"  {name}{lock} = {json.dumps(variable.value, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def narrate_event(event: SessionEvent) -> None:
+    data = event.data
+    if event.type == "tool-called":
+        shown = json.dumps(data.get("args"), ensure_ascii=False, default=str)
+        err(f"  · {data['tool']} {shown[:120]}")
+    elif event.type == "tool-result" and data.get("status") != "ok":
+        err(f"  · {data['tool']} → {data['status']}: {str(data.get('preview'))[:120]}")
+    elif event.type == "tool-blocked":
+        err(f"  · {data['tool']} → blocked ({data.get('rule')})")
+    elif event.type in ("hook-verdict", "rubric-result"):
+        reason = f": {data['reason']}" if data.get("reason") else ""
+        err(f"  · {data['phase']} hook {data['hook']} → {data.get('verdict')}{reason}")
+    elif event.type == "model-usage":
+        err(f"  · model {data['model']}: in {data['inputTokens']} · out {data['outputTokens']}")
+    elif event.type == "sub-workflow-start":
+        err(f"  · sub-workflow {data['childSessionId']} started")

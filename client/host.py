@@ -1,0 +1,516 @@
+"""The host API behind ``create_agent(...)``: the agent and its ``workflow`` and ``sessions``
+surfaces.
+
+A host hands a firing to ``agent.workflow.send``: one call, whatever the session's state. It
+starts the session's workflow when the id is new (update-with-start) or sends the update to the
+one that exists, and returns the :class:`Outcome` when the turn settles. ``deliver`` resumes a
+session parked by ``archmax_wait``. Refusals come back as the typed errors of
+``workflows.errors``, raised before the session is touched.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowHandle,
+)
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
+
+from archmax_temporal.activities.hook_executors import HookExecutor, check_executors
+from archmax_temporal.activities.host_tools import HostTool, as_host_tools
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.events import (
+    EventCallback,
+    SessionEvent,
+    session_events,
+    while_watching,
+)
+from archmax_temporal.client.loader import LoadedWorkflow, load_delegates, load_workflow
+from archmax_temporal.client.runtime import (
+    Runtime,
+    WorkerMode,
+    open_runtime,
+    translate,
+    unavailable,
+)
+from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows.contracts import WORKFLOW_NAME
+from archmax_temporal.workflows.errors import (
+    InvalidSessionIdError,
+    SessionNotFoundError,
+    SessionNotResumableError,
+    SessionUnavailableError,
+    WorkflowDisabledError,
+)
+from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.models import (
+    DecideInput,
+    DelegateSpec,
+    DeliverInput,
+    FileUpload,
+    Outcome,
+    ReplyInput,
+    SendInput,
+    SessionInput,
+    SessionSummary,
+    SessionView,
+    ToolMock,
+    ToolSchema,
+)
+from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
+from archmax_temporal.workflows.session import ArchmaxSession
+from archmax_temporal.workflows.spec import MANUAL_TRIGGER
+
+LIST_QUERY_TIMEOUT = timedelta(seconds=5)
+"""How long ``sessions.list`` waits for one session's summary before leaving it out."""
+
+
+@dataclass(frozen=True)
+class ResolvedSession:
+    """Which session a firing belongs to, and what it would do there."""
+
+    session_id: str
+    disposition: Literal["turn", "resume", "reply"]
+    minted: bool
+
+
+def _encoded(content: str | bytes) -> tuple[str, Literal["utf-8", "base64"]]:
+    """Text as it is, bytes base64-encoded, so they arrive exactly."""
+    if isinstance(content, str):
+        return content, "utf-8"
+    return base64.b64encode(content).decode("ascii"), "base64"
+
+
+def file_upload(name: str, content: str | bytes) -> FileUpload:
+    """A file for ``send(files=...)``."""
+    text, encoding = _encoded(content)
+    return FileUpload(name=name, content=text, encoding=encoding)
+
+
+def mint_session_id() -> str:
+    """A fresh session id, for a firing nothing else names."""
+    return f"session-{uuid.uuid4()}"
+
+
+class WorkflowSurface:
+    """Firings into sessions of one workflow: send, deliver, resolve_session."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    def _session_id_for(
+        self,
+        trigger: str,
+        variables: dict[str, Any],
+        session_id: str | None,
+        session_path: str | None,
+    ) -> tuple[str, bool]:
+        """Precedence: explicit id, per-firing path, the assembly's path, the trigger's
+        ``session:`` declaration, a minted id (also when a path does not resolve)."""
+        if session_id:
+            return check_session_id(session_id), False
+        declaration = self._agent.loaded.spec.trigger(trigger)
+        for path in (
+            session_path,
+            self._agent.session_path,
+            declaration.session if declaration else None,
+        ):
+            if not path:
+                continue
+            try:
+                value = resolve_path(parse_path(path), variables)
+            except InvalidPathError as exc:
+                raise InvalidSessionIdError(f"malformed session path {path!r}: {exc}") from None
+            if value is not MISSING and isinstance(value, str | int) and str(value):
+                return check_session_id(str(value)), False
+            break
+        return mint_session_id(), True
+
+    async def resolve_session(
+        self,
+        *,
+        trigger: str = MANUAL_TRIGGER,
+        variables: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        session_path: str | None = None,
+    ) -> ResolvedSession:
+        """The session a firing lands on and its disposition, without invoking anything."""
+        sid, minted = self._session_id_for(trigger, variables or {}, session_id, session_path)
+        if minted:
+            return ResolvedSession(sid, "turn", True)
+        try:
+            summary = await self._agent.sessions.get(sid)
+        except SessionNotFoundError:
+            return ResolvedSession(sid, "turn", False)
+        if summary.status == "awaiting_input":
+            return ResolvedSession(sid, "resume", False)
+        if summary.status == "awaiting_decision":
+            return ResolvedSession(sid, "reply", False)
+        if summary.status == "running":
+            raise SessionNotResumableError(f"session {sid!r} is mid-turn; retry after it settles")
+        return ResolvedSession(sid, "turn", False)
+
+    async def send(
+        self,
+        session_id: str | None,
+        message: str | None,
+        *,
+        trigger: str = MANUAL_TRIGGER,
+        variables: dict[str, Any] | None = None,
+        session_path: str | None = None,
+        files: Mapping[str, tuple[str, str | bytes]] | None = None,
+        mocks: Sequence[ToolMock] = (),
+        on_event: EventCallback | None = None,
+    ) -> Outcome:
+        """Start or continue a session; returns the Outcome when the turn settles.
+
+        ``mocks`` (a test case's) answer matching governed tool calls for the session's whole
+        life; they are fixed when the session starts and ignored for one already running.
+
+        ``files`` maps a variable to ``(name, content)``: each file is placed in the session's
+        ``scratchpad/attachments/`` before the turn and the variable seeded with its path.
+
+        A new id starts the session's workflow (update-with-start); an existing finished one
+        takes its next turn; one parked by ``archmax_wait`` has the firing delivered into it.
+
+        ``on_event`` (also on ``deliver``, ``decide`` and ``reply``) is called with each of the
+        turn's events as it happens (:mod:`client.events`); the call returns once the turn
+        settled and its end event was delivered.
+        """
+        agent = self._agent
+        seeds = dict(variables or {})
+        sid, minted = self._session_id_for(trigger, seeds, session_id, session_path)
+        loaded = agent.loaded
+        if loaded.spec.disabled:
+            await self._refuse_new_turn(sid, minted)
+        start = WithStartWorkflowOperation(
+            ArchmaxSession.run,
+            SessionInput(
+                session_id=sid,
+                workflow=loaded.slug,
+                spec=loaded.spec,
+                spec_hash=loaded.spec_hash,
+                prompt=loaded.prompt,
+                search_attributes=agent.config.search_attributes,
+                requests_per_run=agent.requests_per_run,
+                host_tools=agent.host_tools,
+                mocks=list(mocks),
+                hook_sources=loaded.hook_sources,
+                delegates=agent.delegates,
+            ),
+            id=sid,
+            task_queue=agent.config.task_queue,
+            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            static_summary=f"archmax session · {loaded.slug}",
+            static_details=f"Workflow `{loaded.slug}` (spec {loaded.spec_hash}).",
+            search_attributes=TypedSearchAttributes(
+                [
+                    SearchAttributePair(sa.WORKFLOW, loaded.slug),
+                    SearchAttributePair(sa.STATUS, "running"),
+                ]
+            )
+            if agent.config.search_attributes
+            else None,
+        )
+        firing = SendInput(
+            message=message,
+            trigger=trigger,
+            variables=seeds,
+            files={
+                var: file_upload(name, content) for var, (name, content) in (files or {}).items()
+            },
+        )
+        try:
+            return await self._watched(
+                sid,
+                on_event,
+                agent.client.execute_update_with_start_workflow(
+                    ArchmaxSession.send, firing, start_workflow_operation=start
+                ),
+            )
+        except Exception as exc:  # translated at exactly this boundary
+            raise translate(exc, session_id=sid) from exc
+
+    async def _watched(
+        self, session_id: str, on_event: EventCallback | None, update: Awaitable[Outcome]
+    ) -> Outcome:
+        if on_event is None:
+            return await update
+        agent = self._agent
+        handle = agent.handle(session_id)
+        return await while_watching(handle, agent.client.data_converter, on_event, update)
+
+    async def _refuse_new_turn(self, session_id: str, minted: bool) -> None:
+        """A disabled workflow starts no new turn, on a new session or an existing one (whose
+        own spec may predate the change); a parked session still drains."""
+        if not minted:
+            try:
+                summary = await self._agent.sessions.get(session_id)
+            except SessionNotFoundError:
+                summary = None
+            if summary is not None and summary.status in ("awaiting_input", "awaiting_decision"):
+                return
+        raise WorkflowDisabledError(
+            f"Refusing to start: workflow '{self._agent.loaded.slug}' is disabled."
+        )
+
+    async def deliver(
+        self,
+        session_id: str,
+        *,
+        trigger: str | None,
+        variables: dict[str, Any] | None = None,
+        message: str | None = None,
+        on_event: EventCallback | None = None,
+    ) -> Outcome:
+        """Resume a session parked by ``archmax_wait``; returns the resumed turn's Outcome."""
+        handle = self._agent.handle(session_id)
+        delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
+        try:
+            return await self._watched(
+                session_id, on_event, handle.execute_update(ArchmaxSession.deliver, delivery)
+            )
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def decide(
+        self,
+        session_id: str,
+        *,
+        to: str,
+        comment: str | None = None,
+        on_event: EventCallback | None = None,
+    ) -> Outcome:
+        """Resume a session parked at a human state along the edge ``to``, as the reviewer."""
+        handle = self._agent.handle(session_id)
+        try:
+            update = handle.execute_update(
+                ArchmaxSession.decide, DecideInput(to=to, comment=comment)
+            )
+            return await self._watched(session_id, on_event, update)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def reply(
+        self, session_id: str, message: str, *, on_event: EventCallback | None = None
+    ) -> Outcome:
+        """Send a message to a session parked at a human state; it answers and stays parked."""
+        handle = self._agent.handle(session_id)
+        try:
+            update = handle.execute_update(ArchmaxSession.reply, ReplyInput(message=message))
+            return await self._watched(session_id, on_event, update)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+    async def signal_deliver(
+        self,
+        session_id: str,
+        *,
+        trigger: str,
+        variables: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Fire-and-forget delivery (the ``deliver`` signal); an invalid one is dropped."""
+        handle = self._agent.handle(session_id)
+        delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
+        try:
+            await handle.signal(ArchmaxSession.deliver_signal, delivery)
+        except Exception as exc:
+            raise translate(exc, session_id=session_id) from exc
+
+
+class SessionsSurface:
+    """Reading sessions: list, get, view."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    async def seed(self, session_id: str, files: Mapping[str, str | bytes]) -> list[str]:
+        """Write files at chosen agent-visible paths of a session (``scratchpad/…`` or
+        root-level files such as ``trigger.json``); seeds no variable. Suits fixtures.
+
+        Writes through this host's store (``ARCHMAX_STORE``), which the embedded worker
+        shares; mounts (``skills/…``) and runtime areas are refused.
+        """
+        from archmax_temporal.activities.session_store import FilesystemSessionStore
+        from archmax_temporal.activities.workspace import WorkspaceActivities
+        from archmax_temporal.workflows.workspace_tools import FileContent, SeedFilesInput
+
+        workspace = WorkspaceActivities(
+            FilesystemSessionStore(self._agent.config.store), self._agent.config.root
+        )
+        payload = {
+            path: FileContent(content=text, encoding=encoding)
+            for path, (text, encoding) in ((p, _encoded(c)) for p, c in files.items())
+        }
+        result = await workspace.seed_files(
+            SeedFilesInput(session_id=check_session_id(session_id), files=payload)
+        )
+        return result.paths
+
+    async def get(self, session_id: str, *, timeout: timedelta | None = None) -> SessionSummary:
+        """The session's summary (a query), or :class:`SessionNotFoundError`."""
+        try:
+            return await self._agent.handle(session_id).query(
+                ArchmaxSession.summary, rpc_timeout=timeout
+            )
+        except Exception as exc:
+            raise await self._typed(exc, session_id) from exc
+
+    async def view(self, session_id: str) -> SessionView:
+        """The whole recorded session: summary, transcript and trail."""
+        try:
+            return await self._agent.handle(session_id).query(ArchmaxSession.view)
+        except Exception as exc:
+            raise await self._typed(exc, session_id) from exc
+
+    async def _typed(self, error: Exception, session_id: str) -> BaseException:
+        """The typed error a failed query stands for; an unanswered one names the queue."""
+        typed = translate(error, session_id=session_id)
+        if not isinstance(typed, SessionUnavailableError):
+            return typed
+        try:
+            described = await self._agent.handle(session_id).describe()
+        except Exception:
+            return typed
+        return unavailable(session_id, described.task_queue)
+
+    def events(
+        self, session_id: str, *, after: int = 0, follow: bool = False
+    ) -> AsyncIterator[SessionEvent]:
+        """The session's events in archmax's vocabulary (``tool-called``, ``hook-verdict``,
+        ``parked``, …), read from its Temporal history after event ``after``; with
+        ``follow``, as they happen (see :mod:`client.events`)."""
+        return session_events(
+            self._agent.handle(session_id),
+            self._agent.client.data_converter,
+            after=after,
+            follow=follow,
+        )
+
+    async def list(self, *, workflow: str | None = None, limit: int = 100) -> list[SessionSummary]:
+        """This deployment's sessions (its task queue), newest first: visibility finds them,
+        each one's summary query describes it; one that cannot answer in time is left out."""
+        query = (
+            f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running' "
+            f"AND TaskQueue = '{self._agent.config.task_queue}'"
+        )
+        if workflow:
+            query += f" AND ArchmaxWorkflow = '{workflow}'"
+        summaries: list[SessionSummary] = []
+        async for execution in self._agent.client.list_workflows(query, limit=limit):
+            try:
+                summaries.append(await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT))
+            except Exception:  # a session that cannot answer right now is left out
+                continue
+        return summaries
+
+
+class Agent:
+    """One workflow of an authoring root, bound to a Temporal client."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        loaded: LoadedWorkflow | None,
+        *,
+        session_path: str | None = None,
+        requests_per_run: int | None = None,
+    ) -> None:
+        self.requests_per_run = requests_per_run
+        self.host_tools: list[ToolSchema] = []
+        self.delegates: dict[str, DelegateSpec] = (
+            load_delegates(runtime.config.root, loaded) if loaded is not None else {}
+        )
+        """The callable workflows, pinned into every session this agent starts."""
+        if session_path is not None:
+            try:
+                parse_path(session_path)
+            except InvalidPathError as exc:
+                raise InvalidSessionIdError(
+                    f"malformed session path {session_path!r}: {exc}"
+                ) from None
+        self._runtime = runtime
+        self._loaded = loaded
+        self.session_path = session_path
+        self.workflow = WorkflowSurface(self)
+        self.sessions = SessionsSurface(self)
+
+    @property
+    def client(self) -> Client:
+        """The Temporal client."""
+        return self._runtime.client
+
+    @property
+    def config(self) -> RuntimeConfig:
+        """Where this agent runs."""
+        return self._runtime.config
+
+    @property
+    def runtime(self) -> Runtime:
+        """The connection and whatever the agent started (dev server, worker)."""
+        return self._runtime
+
+    @property
+    def loaded(self) -> LoadedWorkflow:
+        """The workflow this agent fires into (required for send)."""
+        if self._loaded is None:
+            raise ValueError("this agent was created without a workflow; pass workflow=...")
+        return self._loaded
+
+    def handle(self, session_id: str) -> WorkflowHandle[Any, Any]:
+        """The Temporal handle of a session (its workflow id is the session id)."""
+        return self.client.get_workflow_handle(check_session_id(session_id))
+
+    async def close(self) -> None:
+        """Stop the in-process worker, if the agent runs one."""
+        await self._runtime.close()
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+
+async def open_agent(
+    workflow: str | None = None,
+    *,
+    root: Path | str | None = None,
+    config: RuntimeConfig | None = None,
+    client: Client | None = None,
+    model: ModelConfig | None = None,
+    session_path: str | None = None,
+    worker: WorkerMode | None = None,
+    worker_cache: int = 1000,
+    requests_per_run: int | None = None,
+    tools: Sequence[HostTool | Callable[[Any], Any]] = (),
+    hook_executors: Mapping[str, HookExecutor] | None = None,
+) -> Agent:
+    """Open an agent: load the workflow, connect, start what is needed (see
+    :func:`archmax_temporal.client.agent.create_agent`)."""
+    resolved = config or RuntimeConfig.from_env(root=root)
+    loaded = load_workflow(resolved.root, workflow) if workflow else None
+    registered = as_host_tools(tools)
+    runtime = await open_runtime(
+        resolved,
+        model=model,
+        worker_mode=worker,
+        client=client,
+        worker_cache=worker_cache,
+        host_tools=registered,
+        hook_executors=check_executors(hook_executors or {}),
+    )
+    agent = Agent(runtime, loaded, session_path=session_path, requests_per_run=requests_per_run)
+    agent.host_tools = [tool.schema() for tool in registered]
+    return agent
