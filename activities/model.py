@@ -6,15 +6,29 @@ configuration read from the environment; they never travel in an activity input,
 ever lands in a workflow history.
 
 Temporal owns retries: the client's own retries are off, and :func:`translate_error` is the one
-place provider errors become Temporal errors — 408/409/429/5xx, timeouts and connection errors
-retry (a ``Retry-After`` becomes the next retry delay); any other 4xx is the non-retryable
-``ModelCallError``.
+place provider errors become Temporal errors, in three kinds:
+
+- **the deployment's** (no model configured, a missing or rejected key: 401/403, an unknown
+  model: 404, an endpoint that refuses connections): ``ModelConfigurationError``, retried
+  without end at a capped interval, so the turn waits, visibly, until the worker is fixed;
+  never a turn failure, never an ``on_error`` route;
+- **transient** (408/409/429/5xx, a timed-out request): ``ModelUnavailable``, retried with
+  backoff (a ``Retry-After`` becomes the next retry delay) for :data:`TRANSIENT_ATTEMPTS`
+  attempts, then the final ``ModelCallError``;
+- **the call's** (400, 422, a 200 whose body is no chat completion): the final
+  ``ModelCallError``, which fails the turn through ``on_error``.
+
+Every provider text is scrubbed of the configured key and of key shapes before it reaches an
+error, a log or a history, and the model's own text is made valid UTF-8.
+The activity heartbeats while it waits, so a worker that dies mid-call is noticed within the
+heartbeat timeout, not at the end of the call's time budget.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -34,14 +48,30 @@ from archmax_temporal.workflows.models import (
     ToolCall,
     Usage,
 )
+from archmax_temporal.workflows.text import clean_str, scrub
 
 log = structlog.get_logger("archmax.model")
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses worth another attempt, besides every 5xx."""
 
+CONFIGURATION_STATUS = frozenset({401, 403, 404})
+"""HTTP statuses that say the deployment is wrong (key, permission, model id): waited out."""
+
 PLACEHOLDER_KEY = "not-set"
 """Sent when no key is configured: local endpoints (Ollama, vLLM) need none."""
+
+TRANSIENT_ATTEMPTS = 6
+"""Attempts a call gets against transient failures (429, 5xx, timeouts) before the turn fails."""
+
+CONFIGURATION_RETRY_CAP = timedelta(seconds=60)
+"""The longest wait between attempts while the deployment is misconfigured."""
+
+HEARTBEAT_EVERY = timedelta(seconds=5)
+"""How often a running model call tells Temporal its worker is alive."""
+
+CONFIGURATION_ERROR = "ModelConfigurationError"
+"""The ``ApplicationError`` type of a deployment error: retryable, never a turn failure."""
 
 
 @dataclass(frozen=True)
@@ -96,12 +126,13 @@ class ModelActivities:
     @activity.defn(name=MODEL_ACTIVITY)
     async def complete(self, call: ModelCallInput) -> ModelCallResult:
         """One chat completion with the state's tools; usage recorded per call."""
+        info = activity.info()
         model = call.model or self._config.default_model
         if not model:
-            raise ModelCallError(
-                "no model configured: set ARCHMAX_MODEL, settings.model or the state's model"
-            ).to_application_error()
-        info = activity.info()
+            raise configuration_error(
+                "no model configured: set ARCHMAX_MODEL, settings.model or the state's model",
+                info.attempt,
+            )
         bound = log.bind(
             session_id=call.session_id,
             state=call.state,
@@ -126,30 +157,66 @@ class ModelActivities:
                 for t in call.tools
             ]
             request["tool_choice"] = call.tool_choice
+        secrets = (self._config.api_key,)
         try:
-            response = await self._client.chat.completions.create(**request)
+            response = await _heartbeating(self._client.chat.completions.create(**request))
         except openai.OpenAIError as exc:
-            bound.warning("model call failed", error=str(exc))
-            raise translate_error(exc) from exc
-        if not response.choices:
-            raise ApplicationError("model returned no choices", type="ModelEmptyResponse")
-        choice = response.choices[0]
-        tool_calls = [
-            ToolCall(id=tc.id, name=tc.function.name, arguments=tc.function.arguments or "{}")
-            for tc in (choice.message.tool_calls or [])
-            if tc.type == "function"
-        ]
-        if call.tool_choice == "none":
-            tool_calls = []
-        usage = usage_of(response.usage)
-        bound.info("model call", tool_calls=len(tool_calls), tokens=usage.total_tokens)
-        return ModelCallResult(
-            content=choice.message.content,
-            tool_calls=tool_calls,
-            model=response.model or model,
-            finish_reason=choice.finish_reason,
-            usage=usage,
+            error = translate_error(exc, attempt=info.attempt, secrets=secrets)
+            bound.warning("model call failed", error=error.message, kind=error.type)
+            raise error from None
+        try:
+            return _result(response, call, model)
+        except Exception as exc:  # a 200 whose body is not a chat completion
+            body = scrub(str(response)[:300], secrets)
+            raise ModelCallError(
+                f"model endpoint answered with a body that is no chat completion "
+                f"({type(exc).__name__}): {body}"
+            ).to_application_error() from None
+
+
+async def _heartbeating(call: Awaitable[Any]) -> Any:
+    """Await ``call`` while heartbeating every :data:`HEARTBEAT_EVERY` (only inside an
+    activity): a dead worker's call is retried elsewhere within the heartbeat timeout."""
+    task = asyncio.ensure_future(call)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY.total_seconds())
+            if done:
+                return task.result()
+            if activity.in_activity():
+                activity.heartbeat()
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _result(response: Any, call: ModelCallInput, model: str) -> ModelCallResult:
+    """The activity's result from a parsed completion: text and arguments made valid UTF-8
+    (a lone surrogate in them would wedge every history write that carries them)."""
+    if not response.choices:
+        raise ValueError("no choices")
+    choice = response.choices[0]
+    tool_calls = [
+        ToolCall(
+            id=clean_str(tc.id)[0],
+            name=clean_str(tc.function.name)[0],
+            arguments=clean_str(tc.function.arguments or "{}")[0],
         )
+        for tc in (choice.message.tool_calls or [])
+        if tc.type == "function"
+    ]
+    if call.tool_choice == "none":
+        tool_calls = []
+    content = choice.message.content
+    usage = usage_of(response.usage)
+    log.info("model call", tool_calls=len(tool_calls), tokens=usage.total_tokens)
+    return ModelCallResult(
+        content=clean_str(content)[0] if isinstance(content, str) else None,
+        tool_calls=tool_calls,
+        model=response.model or model,
+        finish_reason=choice.finish_reason,
+        usage=usage,
+    )
 
 
 def to_openai_message(message: Message) -> dict[str, Any]:
@@ -175,22 +242,50 @@ def to_openai_message(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content or ""}
 
 
-def translate_error(exc: openai.OpenAIError) -> ApplicationError:
-    """The one boundary where provider errors become Temporal's retryable or final errors."""
+def configuration_error(message: str, attempt: int) -> ApplicationError:
+    """A deployment error: retryable, the wait doubling per attempt up to
+    :data:`CONFIGURATION_RETRY_CAP`, so a fixed worker picks the turn up by itself."""
+    delay = min(timedelta(seconds=2 ** min(attempt, 10)), CONFIGURATION_RETRY_CAP)
+    return ApplicationError(message, type=CONFIGURATION_ERROR, next_retry_delay=delay)
+
+
+def translate_error(
+    exc: openai.OpenAIError, *, attempt: int = 1, secrets: tuple[str | None, ...] = ()
+) -> ApplicationError:
+    """The one boundary where provider errors become Temporal's retryable or final errors
+    (the module docstring has the three kinds); every text scrubbed of ``secrets``."""
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
+        detail = scrub(str(exc.message), secrets)
+        if status in CONFIGURATION_STATUS:
+            return configuration_error(
+                f"model endpoint refused the deployment's credentials or model ({status}): "
+                f"{detail}",
+                attempt,
+            )
         if status in RETRYABLE_STATUS or status >= 500:
-            return ApplicationError(
-                f"model endpoint answered {status}: {exc.message}",
-                type="ModelUnavailable",
-                next_retry_delay=retry_after(exc.response.headers),
+            return _transient(
+                f"model endpoint answered {status}: {detail}",
+                attempt,
+                retry_after(exc.response.headers),
             )
         return ModelCallError(
-            f"model endpoint refused the call ({status}): {exc.message}"
+            f"model endpoint refused the call ({status}): {detail}"
         ).to_application_error()
-    if isinstance(exc, openai.APITimeoutError | openai.APIConnectionError):
-        return ApplicationError(f"model endpoint unreachable: {exc}", type="ModelUnavailable")
-    return ModelCallError(f"model call failed: {exc}").to_application_error()
+    if isinstance(exc, openai.APITimeoutError):
+        return _transient("model endpoint timed out", attempt, None)
+    if isinstance(exc, openai.APIConnectionError):
+        cause = scrub(str(exc.__cause__ or exc), secrets)
+        return configuration_error(f"model endpoint unreachable: {cause}", attempt)
+    return ModelCallError(f"model call failed: {scrub(str(exc), secrets)}").to_application_error()
+
+
+def _transient(message: str, attempt: int, delay: timedelta | None) -> ApplicationError:
+    if attempt >= TRANSIENT_ATTEMPTS:
+        return ModelCallError(
+            f"{message} (gave up after {attempt} attempts)"
+        ).to_application_error()
+    return ApplicationError(message, type="ModelUnavailable", next_retry_delay=delay)
 
 
 def retry_after(headers: Mapping[str, str]) -> timedelta | None:

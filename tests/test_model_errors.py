@@ -16,6 +16,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.model import (
+    TRANSIENT_ATTEMPTS,
     ModelConfig,
     retry_after,
     to_openai_message,
@@ -57,13 +58,45 @@ class TestTranslateError:
         assert error.non_retryable is False
         assert str(status) in error.message and f"endpoint said {status}" in error.message
 
-    @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
-    def test_refusals_are_final(self, status):
-        """Any other 4xx is the non-retryable ModelCallError."""
+    @pytest.mark.parametrize("status", [400, 422])
+    def test_refusals_of_the_call_are_final(self, status):
+        """A 400 or 422 is the call's fault: the non-retryable ModelCallError."""
         error = translate_error(status_error(status))
         assert error.type == "ModelCallError"
         assert error.non_retryable is True
         assert f"({status})" in error.message
+
+    @pytest.mark.parametrize("status", [401, 403, 404])
+    def test_deployment_errors_wait_for_a_fix(self, status):
+        """A rejected key, a forbidden or unknown model is the deployment's fault: retried
+        without end (never a turn failure), the wait growing to a cap."""
+        first = translate_error(status_error(status), attempt=1)
+        late = translate_error(status_error(status), attempt=40)
+        assert first.type == late.type == "ModelConfigurationError"
+        assert first.non_retryable is False and late.non_retryable is False
+        assert first.next_retry_delay == timedelta(seconds=2)
+        assert late.next_retry_delay == timedelta(seconds=60)
+
+    def test_transient_failures_give_up_after_their_attempts(self):
+        """A 5xx retries for TRANSIENT_ATTEMPTS attempts, then fails the turn for good."""
+        assert translate_error(status_error(503), attempt=5).type == "ModelUnavailable"
+        final = translate_error(status_error(503), attempt=TRANSIENT_ATTEMPTS)
+        assert (final.type, final.non_retryable) == ("ModelCallError", True)
+        assert f"gave up after {TRANSIENT_ATTEMPTS} attempts" in final.message
+
+    def test_provider_text_is_scrubbed_of_keys(self):
+        """A gateway that echoes the key never puts it in an error (or a history)."""
+        key = "sk-live-abcdef0123456789"
+        response = httpx.Response(401, request=REQUEST)
+        exc = openai.AuthenticationError(
+            f"Incorrect API key provided: {key}", response=response, body=None
+        )
+        error = translate_error(exc, secrets=(key,))
+        assert key not in error.message and "[redacted]" in error.message
+        upstream = openai.InternalServerError(
+            "upstream 500: Authorization: Bearer abcdefghijkl1234", response=response, body=None
+        )
+        assert "abcdefghijkl1234" not in translate_error(upstream).message
 
     @pytest.mark.parametrize(
         ("headers", "delay"),
@@ -84,18 +117,16 @@ class TestTranslateError:
         """A final error ignores Retry-After: there is no next attempt."""
         assert translate_error(status_error(400, {"Retry-After": "5"})).next_retry_delay is None
 
-    @pytest.mark.parametrize(
-        "exc",
-        [
-            openai.APITimeoutError(request=REQUEST),
-            openai.APIConnectionError(message="connection refused", request=REQUEST),
-        ],
-    )
-    def test_unreachable_endpoint_is_retryable(self, exc):
-        """Timeouts and connection errors are retryable ModelUnavailable errors."""
-        error = translate_error(exc)
-        assert error.type == "ModelUnavailable"
-        assert error.non_retryable is False
+    def test_a_timed_out_request_is_transient(self):
+        """A hung endpoint is retried like a 5xx (a fresh attempt, bounded)."""
+        error = translate_error(openai.APITimeoutError(request=REQUEST))
+        assert (error.type, error.non_retryable) == ("ModelUnavailable", False)
+
+    def test_an_unreachable_endpoint_waits_for_a_fix(self):
+        """A refused connection is the deployment's: retried without end."""
+        exc = openai.APIConnectionError(message="connection refused", request=REQUEST)
+        error = translate_error(exc, attempt=3)
+        assert (error.type, error.non_retryable) == ("ModelConfigurationError", False)
         assert error.message.startswith("model endpoint unreachable: ")
 
     def test_other_openai_errors_are_final(self):

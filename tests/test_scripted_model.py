@@ -351,7 +351,7 @@ async def test_streaming_yields_the_same_answer() -> None:
         ),
         ("rules: [{}]", "rules[0]: a rule needs exactly one of 'reply' or 'error' (got neither)"),
         ("rules: [{reply: {}}]", "rules[0].reply: a reply needs 'content' or 'tool_calls'"),
-        ("rules: [{error: {status: 200}}]", "rules[0].error.status"),
+        ("rules: [{error: {status: 200}}]", "rules[0].error"),
         ("default: {content: x}\nextra: 1", "extra: unknown key"),
         ("rules: [", "not valid YAML"),
         ("", "got nothing"),

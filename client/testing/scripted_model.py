@@ -41,7 +41,8 @@ same ids. A handoff request (``tool_choice: "none"``) never gets tool calls, as 
 API.
 
 Use it in-process (``with ScriptedModelServer(Playbook.load(path)) as srv: ... srv.url``) or
-from a shell: ``python -m client.scripted_model PLAYBOOK [--port N]`` prints the base URL.
+from a shell: ``python -m archmax_temporal.client.testing.scripted_model PLAYBOOK [--port N]``
+prints the base URL.
 """
 
 from __future__ import annotations
@@ -352,13 +353,22 @@ class Reply(_Strict):
 
 
 class ErrorReply(_Strict):
-    """An HTTP error answer, shaped like OpenAI's error JSON."""
+    """An HTTP error answer, shaped like OpenAI's error JSON; or, with ``body``, that text
+    sent verbatim (a gateway's HTML page, even under a 200) as ``content_type``."""
 
-    status: int = Field(ge=400, le=599)
+    status: int = Field(ge=200, le=599)
     message: str = "scripted error"
     retry_after: float | None = Field(default=None, ge=0)
     type: str | None = None
     code: str | None = None
+    body: str | None = None
+    content_type: str = "text/html"
+
+    @model_validator(mode="after")
+    def _an_error_or_a_body(self) -> Self:
+        if self.body is None and self.status < 400:
+            raise ValueError("an error reply without a raw body needs a 4xx or 5xx status")
+        return self
 
 
 class Rule(_Strict):
@@ -589,6 +599,8 @@ class _Answer:
     payload: dict[str, Any]
     headers: tuple[tuple[str, str], ...] = ()
     delay_s: float = 0.0
+    raw: tuple[bytes, str] | None = None
+    """A verbatim body and its content type, sent instead of ``payload``."""
 
 
 class ScriptedModelServer:
@@ -704,6 +716,9 @@ class ScriptedModelServer:
                     ),
                     headers,
                     delay_s,
+                    None
+                    if error.body is None
+                    else (fill_template(error.body, groups).encode("utf-8"), error.content_type),
                 )
             else:
                 assert rule.reply is not None
@@ -811,7 +826,9 @@ class _Handler(BaseHTTPRequestHandler):
         answer, stream = self._owner._answer_chat(route, body, had_authorization)
         if answer.delay_s > 0:
             time.sleep(answer.delay_s)
-        if stream:
+        if answer.raw is not None:
+            self._send(answer.status, answer.raw[0], answer.raw[1], answer.headers)
+        elif stream:
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
             self._send(200, _sse(answer.payload, include_usage), "text/event-stream", ())
@@ -842,7 +859,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(
         self, status: int, payload: Mapping[str, Any], headers: Sequence[tuple[str, str]] = ()
     ) -> None:
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        try:
+            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate in the playbook: send it as an escape
+            data = json.dumps(payload).encode("ascii")
         self._send(status, data, "application/json", headers)
 
     def _send(
