@@ -10,6 +10,7 @@ checks run from inside the user's project, where the working directory is first 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -26,8 +27,21 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel ``pip install .`` would build (no network: the test extras carry setuptools)."""
+    """The wheel ``pip install .`` would build (no network: the test extras carry setuptools),
+    built from a copy of the sources so the checkout gains no ``build/`` folder."""
     out = tmp_path_factory.mktemp("wheel")
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md", "worker.py"):
+        shutil.copy2(REPO / name, source / name)
+    for name in ("archmax_temporal", "workflows", "activities", "client"):
+        shutil.copytree(
+            REPO / name,
+            source / name,
+            symlinks=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    demo = Path("examples", "support-inbox", "workflows")
+    shutil.copytree(REPO / demo, source / demo, ignore=shutil.ignore_patterns("sessions"))
     subprocess.run(
         [
             sys.executable,
@@ -39,7 +53,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--quiet",
             "--wheel-dir",
             str(out),
-            str(REPO),
+            str(source),
         ],
         check=True,
         cwd=out,
