@@ -561,13 +561,13 @@ async def _start(
                     raise DevServerStartError(
                         f"the dev server of {root} (pid {pid}) serves port "
                         f"{_flag_value(argv, '--port')}, not {address}, and owns "
-                        f"{paths.db_file}; stop it first (stop_dev_server / archmax dev --stop)"
+                        f"{paths.db_file}; stop it first (stop_dev_server / archmax dev stop)"
                     )
                 client = await _await_root_server(pid, address, namespace, deadline)
                 if client is None:
                     raise DevServerStartError(
                         f"the dev server of {root} (pid {pid}) is running but does not answer "
-                        f"at {address}; stop it (stop_dev_server / archmax dev --stop) and "
+                        f"at {address}; stop it (stop_dev_server / archmax dev stop) and "
                         f"retry. Last lines of {paths.log_file}:\n"
                         f"{_log_tail(paths.log_file, 0)}"
                     )
@@ -653,7 +653,7 @@ async def ensure_dev_server(
 def stop_dev_server(root: Path, timeout: float = STOP_TIMEOUT) -> bool:
     """Stop the dev server recorded in ``<root>/.archmax/dev-server.pid``; ``True`` if it ran.
 
-    Why: tests must not leak servers, and ``archmax dev --stop`` needs a way to end the
+    Why: tests must not leak servers, and ``archmax dev stop`` needs a way to end the
     background server. Sends SIGTERM (SIGKILL after ``timeout`` seconds) only to a live
     process that is this root's dev server, then removes the pid file.
     """

@@ -42,6 +42,7 @@ from archmax_temporal.client.runtime import (
     open_runtime,
     translate,
     unavailable,
+    worker_polling,
 )
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import WORKFLOW_NAME
@@ -359,8 +360,10 @@ class SessionsSurface:
         return result.paths
 
     async def get(self, session_id: str, *, timeout: timedelta | None = None) -> SessionSummary:
-        """The session's summary (a query), or :class:`SessionNotFoundError`."""
+        """The session's summary (a query), or :class:`SessionNotFoundError`; with no worker
+        to answer, :class:`SessionUnavailableError` at once (not after the query's timeout)."""
         try:
+            await self._answerable(session_id)
             return await self._agent.handle(session_id).query(
                 ArchmaxSession.summary, rpc_timeout=timeout
             )
@@ -370,9 +373,21 @@ class SessionsSurface:
     async def view(self, session_id: str) -> SessionView:
         """The whole recorded session: summary, transcript and trail."""
         try:
+            await self._answerable(session_id)
             return await self._agent.handle(session_id).query(ArchmaxSession.view)
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
+
+    async def _answerable(self, session_id: str) -> None:
+        """Refuse a query no worker would answer: a running session whose task queue no live
+        worker polls (a finished run answers from its history, and a missing one is
+        :class:`SessionNotFoundError` from ``describe``)."""
+        described = await self._agent.handle(session_id).describe()
+        if described.status is not None and described.status.name != "RUNNING":
+            return
+        queue = described.task_queue
+        if queue and not await worker_polling(self._agent.client, queue, include_commands=True):
+            raise unavailable(session_id, queue)
 
     async def _typed(self, error: Exception, session_id: str) -> BaseException:
         """The typed error a failed query stands for; an unanswered one names the queue."""

@@ -43,6 +43,7 @@ from archmax_temporal.worker import (
 )
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
+    ConfigurationError,
     SessionNotFoundError,
     SessionUnavailableError,
     error_from_type,
@@ -52,7 +53,18 @@ LIVE_POLLER_WINDOW = timedelta(seconds=75)
 """A poller seen this recently counts as a live worker (idle long polls last about a minute)."""
 
 WorkerMode = str
-"""``auto`` (in-process only when none polls), ``inprocess`` (always) or ``external`` (never)."""
+"""Who serves the task queue while a command or host runs:
+
+- ``auto``: an in-process worker when no long-lived worker polls (the library's default);
+- ``inprocess``: always an in-process worker (it serves every session on the queue with this
+  process's configuration);
+- ``external``: never a worker here (read-only commands);
+- ``background``: the CLI's default for commands that run a turn: on a local server, this
+  root's background worker (started, or restarted when the configuration changed); on a
+  remote one, a long-lived worker must already poll (else :class:`SessionUnavailableError`).
+"""
+
+WORKER_MODES = ("auto", "inprocess", "external", "background")
 
 
 def _identity_alive(identity: str) -> bool:
@@ -72,9 +84,12 @@ def _identity_alive(identity: str) -> bool:
     return True
 
 
-async def worker_polling(client: Client, task_queue: str) -> bool:
-    """Whether a long-lived worker polls ``task_queue``: seen within the live window, not a
-    command's own in-process worker, and not a local process that has exited."""
+async def worker_polling(
+    client: Client, task_queue: str, *, include_commands: bool = False
+) -> bool:
+    """Whether a worker polls ``task_queue``: seen within the live window and not a local
+    process that has exited. Only long-lived workers count unless ``include_commands`` (then a
+    command's or host's in-process worker counts too: it can answer a query)."""
     response = await client.workflow_service.describe_task_queue(
         DescribeTaskQueueRequest(
             namespace=client.namespace,
@@ -87,7 +102,7 @@ async def worker_polling(client: Client, task_queue: str) -> bool:
         seen = poller.last_access_time.ToDatetime(tzinfo=UTC)
         if now - seen > LIVE_POLLER_WINDOW:
             continue
-        if poller.identity.startswith(EPHEMERAL_IDENTITY_PREFIX):
+        if poller.identity.startswith(EPHEMERAL_IDENTITY_PREFIX) and not include_commands:
             continue
         if _identity_alive(poller.identity):
             return True
@@ -140,9 +155,22 @@ async def open_runtime(
             )
         client = await connect(config.address, config.namespace)
     mode = worker_mode or env.get("ARCHMAX_WORKER") or "auto"
-    if mode not in ("auto", "inprocess", "external"):
-        raise ValueError(f"ARCHMAX_WORKER must be auto, inprocess or external, not {mode!r}")
+    if mode not in WORKER_MODES:
+        raise ConfigurationError(
+            f"ARCHMAX_WORKER must be one of {', '.join(WORKER_MODES)}, not {mode!r}"
+        )
     worker: Worker | None = None
+    if mode == "background":
+        if is_local_address(config.address):
+            from archmax_temporal.client.background import ensure_background_worker
+
+            await ensure_background_worker(config, config.address, env)
+        elif not await worker_polling(client, config.task_queue):
+            raise SessionUnavailableError(
+                f"no worker polls task queue {config.task_queue!r} at {config.address}: start "
+                "one there (archmax worker); commands never run sessions' work themselves"
+            )
+        return Runtime(client=client, config=config, server=server, worker=None)
     if mode == "inprocess" or (
         mode == "auto" and not await worker_polling(client, config.task_queue)
     ):

@@ -10,12 +10,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from archmax_temporal.client.background import stop_background_worker
 from tests.conftest import EXAMPLES, copy_example, write_workflow
 
 PLAYBOOK = EXAMPLES / "support-inbox" / "workflows" / "support-inbox" / "playbook.yaml"
@@ -42,10 +44,17 @@ def cli(client, scripted, tmp_path: Path):
         "ARCHMAX_MODEL": "scripted",
         "NO_COLOR": "1",
     }
-    environment.pop("ARCHMAX_WORKER", None)
+    environment.pop("ARCHMAX_WORKER", None)  # commands use the root's background worker
 
-    def run(*argv: str, model_url: str | None = None) -> Result:
+    def run(
+        *argv: str, model_url: str | None = None, env_changes: dict[str, str | None] | None = None
+    ) -> Result:
         env = {**environment, "ARCHMAX_API_BASE_URL": model_url or server.url}
+        for name, value in (env_changes or {}).items():
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
         done = subprocess.run(
             [sys.executable, "-m", "archmax_temporal", *argv],
             env=env,
@@ -56,7 +65,8 @@ def cli(client, scripted, tmp_path: Path):
         return Result(done.returncode, done.stdout, done.stderr)
 
     run.root = root  # type: ignore[attr-defined]
-    return run
+    yield run
+    stop_background_worker(root)
 
 
 def _park(cli, conversation: str) -> Result:
@@ -313,3 +323,150 @@ def test_events_prints_a_sessions_events_as_json_lines(cli):
     assert [json.loads(line)["type"] for line in later.stdout.splitlines()] == ["parked"]
     missing = cli("events", "never-ran-2")
     assert missing.code == 1 and "SessionNotFoundError" in missing.stderr
+
+
+def _worker_pid(root: Path) -> int | None:
+    state = root / ".archmax" / "worker.json"
+    return int(json.loads(state.read_text())["pid"]) if state.exists() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+TIMED = """
+states:
+  wait:
+    triggers: { manual: {} }
+    instructions: Park until the timer, then finish.
+    transitions: [{ to: done, description: woke }]
+  done:
+    instructions: Say done.
+"""
+
+
+class TestBackgroundWorker:
+    """Commands that run a turn use the root's background worker; nothing else starts one,
+    and no command serves the queue itself."""
+
+    def test_turn_commands_share_one_background_worker(self, cli):
+        """The first turn starts it, the next reuses it: one worker, one pid."""
+        assert _park(cli, "bg-1").code == 0
+        pid = _worker_pid(cli.root)
+        assert pid is not None and _alive(pid)
+        assert _park(cli, "bg-2").code == 0
+        assert _worker_pid(cli.root) == pid
+
+    def test_a_changed_model_configuration_restarts_it(self, cli):
+        """A new model id (or key, or endpoint) means a new worker: the old one is stopped,
+        so no session runs on the configuration a shell no longer has."""
+        assert _park(cli, "bg-3").code == 0
+        first = _worker_pid(cli.root)
+        assert first is not None
+        again = cli(
+            "deliver",
+            "bg-3",
+            "--trigger",
+            "email_reply",
+            "--variables",
+            json.dumps({"reply_body": "It's ORD-1001."}),
+            env_changes={"ARCHMAX_MODEL": "scripted-2"},
+        )
+        assert again.code == 0, again.stderr
+        second = _worker_pid(cli.root)
+        assert second is not None and second != first
+        assert not _alive(first)
+
+    def test_read_only_commands_start_no_worker(self, cli):
+        """After ``archmax dev stop``, listing, showing and reading events start nothing:
+        events read the history, and a query with no worker says so in one line."""
+        assert _park(cli, "bg-4").code == 0
+        pid = _worker_pid(cli.root)
+        assert pid is not None
+        stopped = cli("dev", "stop")
+        assert stopped.code == 0 and "worker    stopped" in stopped.stderr
+        assert not _alive(pid)
+        assert cli("events", "bg-4").code == 0
+        shown = cli("sessions", "bg-4")
+        assert shown.code == 1 and "SessionUnavailableError" in shown.stderr
+        assert "Traceback" not in shown.stderr
+        assert _worker_pid(cli.root) is None
+
+    def test_no_model_endpoint_is_refused_before_any_session_is_touched(self, cli):
+        """With no endpoint nor key the command refuses in one line, exit 1: no worker
+        starts and no session exists afterwards."""
+        result = _park_with(
+            cli,
+            "bg-5",
+            env_changes={
+                "ARCHMAX_API_BASE_URL": None,
+                "ARCHMAX_API_KEY": None,
+                "OPENAI_API_KEY": None,
+                "OPENAI_BASE_URL": None,
+            },
+        )
+        assert result.code == 1
+        assert result.stderr.strip().splitlines() == [
+            "✖ ConfigurationError: no model endpoint configured: set ARCHMAX_API_KEY (OpenAI) "
+            "or ARCHMAX_API_BASE_URL (any OpenAI-compatible endpoint), or OPENAI_API_KEY / "
+            "OPENAI_BASE_URL"
+        ]
+        assert _worker_pid(cli.root) is None
+        assert "SessionNotFoundError" in cli("events", "bg-5").stderr
+
+    def test_a_read_only_command_never_runs_an_overdue_wake(self, cli, scripted):
+        """A session whose timer is due stays parked while only read-only commands run: no
+        command serves the queue, so nothing runs it with that shell's configuration."""
+        write_workflow(cli.root, "timed", TIMED)
+        server = scripted(
+            json.dumps(
+                {
+                    "rules": [
+                        {
+                            "when": {"state": "wait", "last_tool": "archmax_note"},
+                            "reply": {
+                                "content": "Waiting.",
+                                "tool_calls": [
+                                    {
+                                        "name": "archmax_wait",
+                                        "arguments": {"reason": "r", "until": "6s"},
+                                    }
+                                ],
+                            },
+                        }
+                    ],
+                    "default": {"content": "done"},
+                }
+            )
+        )
+        warm = cli("run", "timed", "--session", "bg-6-warm", model_url=server.url)
+        assert warm.code == 0  # the worker runs with this configuration before the clock starts
+        parked_at = time.monotonic()
+        parked = cli("run", "timed", "--session", "bg-6", model_url=server.url)
+        assert parked.code == 0, parked.stderr
+        assert cli("dev", "stop").code == 0
+        assert time.monotonic() - parked_at < 6.0, "stopped too late to test the wake"
+        time.sleep(max(0.0, 7.0 - (time.monotonic() - parked_at)))
+        for command in (("events", "bg-6"), ("sessions",), ("validate", "timed")):
+            cli(*command, model_url=server.url)
+        events = [json.loads(line) for line in cli("events", "bg-6").stdout.splitlines()]
+        assert events[-1]["type"] == "parked"
+        assert not [e for e in events if e["type"] == "delivered"]
+
+
+def _park_with(cli, conversation: str, env_changes: dict[str, str | None]) -> Result:
+    return cli(
+        "run",
+        "support-inbox",
+        "About my order",
+        "--trigger",
+        "email_received",
+        "--variables",
+        json.dumps({"conversation_id": conversation}),
+        env_changes=env_changes,
+    )

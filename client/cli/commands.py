@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -69,6 +70,45 @@ def _files(specs: Sequence[str]) -> dict[str, tuple[str, bytes]]:
     return files
 
 
+def _turn_worker() -> str:
+    """Who runs the turn a command fires: this root's background worker on a local server
+    (``background``), unless ``ARCHMAX_WORKER`` says otherwise. A command never serves the
+    queue itself by default: its worker would run every due session's work."""
+    return os.environ.get("ARCHMAX_WORKER") or "background"
+
+
+def _check_model_configuration(*, workflow_model: bool = True) -> None:
+    """Refuse, before any session is touched, a turn this shell's configuration cannot run:
+    no endpoint nor key, or no model id anywhere. (A remote worker has its own configuration:
+    then there is nothing to check here.)"""
+    from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.workflows.errors import ConfigurationError
+
+    if _turn_worker() == "external":
+        return
+    model = ModelConfig.from_env()
+    if model.base_url is None and model.api_key is None:
+        raise ConfigurationError(
+            "no model endpoint configured: set ARCHMAX_API_KEY (OpenAI) or "
+            "ARCHMAX_API_BASE_URL (any OpenAI-compatible endpoint), or OPENAI_API_KEY / "
+            "OPENAI_BASE_URL"
+        )
+    if model.default_model is None and not workflow_model:
+        raise ConfigurationError(
+            "no model configured: set ARCHMAX_MODEL, or settings.model in workflow.yaml"
+        )
+
+
+def _spec_names_a_model(config: RuntimeConfig, workflow: str) -> bool:
+    """Whether the workflow's spec names a model (``settings.model`` or a state's)."""
+    from archmax_temporal.client.loader import load_workflow
+
+    spec = load_workflow(config.root, workflow).spec
+    return spec.settings.model is not None or any(
+        state.model is not None for state in spec.states.values()
+    )
+
+
 async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.agent import create_agent
 
@@ -76,7 +116,10 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
     files = _files(args.file)
     workflow, prompt = resolve_workflow(config.root, args.words, "run")
     message = " ".join(prompt).strip() or None
-    async with create_agent(workflow, config=config, worker_cache=0) as agent:
+    _check_model_configuration(workflow_model=_spec_names_a_model(config, workflow))
+    async with create_agent(
+        workflow, config=config, worker=_turn_worker(), worker_cache=0
+    ) as agent:
         loaded = agent.loaded
         if loaded.spec.disabled:
             err(f"✖ Refusing to start: workflow '{loaded.slug}' is disabled.")
@@ -111,7 +154,8 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.agent import create_agent
 
     variables = _json_object(args.variables)
-    async with create_agent(None, config=config, worker_cache=0) as agent:
+    _check_model_configuration()
+    async with create_agent(None, config=config, worker=_turn_worker(), worker_cache=0) as agent:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         err(f"session   {args.session}  (deliver {args.trigger})")
@@ -124,7 +168,8 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
 async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.agent import create_agent
 
-    async with create_agent(None, config=config, worker_cache=0) as agent:
+    _check_model_configuration()
+    async with create_agent(None, config=config, worker=_turn_worker(), worker_cache=0) as agent:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         err(f"session   {args.session}  (decide → {args.to})")
@@ -140,7 +185,8 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
     message = " ".join(args.message).strip()
     if not message:
         raise UsageError("reply needs a non-empty message", "reply")
-    async with create_agent(None, config=config, worker_cache=0) as agent:
+    _check_model_configuration()
+    async with create_agent(None, config=config, worker=_turn_worker(), worker_cache=0) as agent:
         summary = await agent.sessions.get(args.session)
         _check_workflow(args, summary)
         spent = summary.usage
@@ -152,7 +198,7 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
 async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.agent import create_agent
 
-    async with create_agent(None, config=config, worker_cache=0) as agent:
+    async with create_agent(None, config=config, worker="external") as agent:
         if args.session:
             summary = await agent.sessions.get(args.session)
             print(summary.model_dump_json(indent=2) if args.json else summary_detail(summary))
@@ -173,7 +219,7 @@ async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.runtime import translate
 
     check_session_id(args.session)
-    async with create_agent(None, config=config, worker_cache=0) as agent:
+    async with create_agent(None, config=config, worker="external") as agent:
         try:
             async for event in agent.sessions.events(
                 args.session, after=args.after, follow=args.follow
@@ -218,6 +264,17 @@ async def _dev(config: RuntimeConfig) -> int:
             authoring_root=config.root,
             announce=err,
         )
+    return 0
+
+
+def _dev_stop(config: RuntimeConfig) -> int:
+    from archmax_temporal.client.background import stop_background_worker
+    from archmax_temporal.client.devserver import stop_dev_server
+
+    worker = stop_background_worker(config.root)
+    server = stop_dev_server(config.root)
+    err(f"worker    {'stopped' if worker else 'none running'}")
+    err(f"temporal  {'stopped' if server else 'no background dev server of this root'}")
     return 0
 
 
@@ -284,6 +341,8 @@ async def dispatch(args: argparse.Namespace) -> int:
         return await _events(args, config)
     if args.command == "worker":
         return await _worker(config)
+    if args.command == "dev" and args.action == "stop":
+        return _dev_stop(config)
     if args.command == "dev":
         return await _dev(config)
     if args.command == "help":

@@ -106,7 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("workflow", nargs="?", help="optional when workflows/ holds one")
     validate.add_argument("--json", action="store_true", help="the report as one JSON document")
 
-    sub.add_parser("dev", help="dev server + UI + worker in the foreground")
+    dev = sub.add_parser("dev", help="dev server + UI + worker in the foreground")
+    dev.add_argument(
+        "action",
+        nargs="?",
+        choices=["stop"],
+        help="stop: end this root's background dev server and background worker",
+    )
     sub.add_parser("worker", help="a worker against TEMPORAL_ADDRESS (for production)")
 
     helper = sub.add_parser("help", help="this help, or a command's")

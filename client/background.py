@@ -1,0 +1,193 @@
+"""The embedded default's background worker: one per authoring root, beside the dev server.
+
+Why: a timed wait wakes only when a worker polls, and a command that ran its own worker
+in-process would serve *every* session on the queue (an overdue wake of another
+conversation included) with that shell's model configuration, for as long as the command
+happened to run. So commands that run a turn (``run``, ``deliver``, ``decide``, ``reply``)
+never run a worker themselves: with nothing configured they make sure this root has a
+background worker (``archmax worker``, detached like the dev server, its log in
+``<root>/.archmax/worker.log``) started with the configuration the command sees, and restart
+it when that configuration changed (the model endpoint, key or id, the store, the queue).
+Read-only commands (``sessions``, ``events``, ``validate``, ``help``) never start one.
+``archmax dev stop`` stops the worker and the dev server.
+
+The worker's configuration is identified by a fingerprint (hashes only: the key itself is
+never written), kept with its pid in ``<root>/.archmax/worker.json``; a start lock makes
+racing commands start one worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.devserver import (
+    DevServerError,
+    _log_tail,
+    _pid_alive,
+    _process_argv,
+    _signal_and_wait,
+    _start_lock,
+    dev_server_paths,
+)
+
+START_TIMEOUT: Final = 30.0
+"""Seconds a started worker gets to show up polling its queue."""
+
+STOP_TIMEOUT: Final = 30.0
+"""Seconds a worker gets to drain after SIGTERM before SIGKILL (its own grace is 15 s)."""
+
+MODEL_ENV: Final = (
+    "ARCHMAX_API_BASE_URL",
+    "OPENAI_BASE_URL",
+    "ARCHMAX_API_KEY",
+    "OPENAI_API_KEY",
+    "ARCHMAX_MODEL",
+)
+"""The model configuration a worker reads; a change restarts the background worker."""
+
+
+class BackgroundWorkerError(DevServerError):
+    """The background worker could not be started (it exited, or never polled)."""
+
+
+@dataclass(frozen=True)
+class BackgroundWorker:
+    """The background worker of a root: its pid, and whether this command (re)started it."""
+
+    pid: int
+    started: bool
+    log_file: Path
+
+
+def _files(root: Path) -> tuple[Path, Path, Path]:
+    state = dev_server_paths(root).state_dir
+    return state / "worker.json", state / "worker.log", state / "worker.lock"
+
+
+def fingerprint(config: RuntimeConfig, address: str, env: Mapping[str, str]) -> str:
+    """What the worker was started with, hashed: a change means a restart."""
+    facts = {
+        "address": address,
+        "namespace": config.namespace,
+        "task_queue": config.task_queue,
+        "root": str(config.root),
+        "store": str(config.store),
+        "search_attributes": config.search_attributes,
+        **{name: hashlib.sha256(env.get(name, "").encode()).hexdigest() for name in MODEL_ENV},
+    }
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
+
+
+def _recorded(state_file: Path) -> tuple[int, str] | None:
+    """The live background worker recorded for this root: (pid, fingerprint)."""
+    try:
+        data = json.loads(state_file.read_text())
+        pid, print_ = int(data["pid"]), str(data["fingerprint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not _pid_alive(pid):
+        return None
+    argv = _process_argv(pid)
+    if argv is not None and not ("archmax_temporal" in " ".join(argv) and "worker" in argv):
+        return None  # a reused pid: never signal a stranger
+    return pid, print_
+
+
+def _stop(state_file: Path) -> bool:
+    found = _recorded(state_file)
+    if found is not None:
+        _signal_and_wait(found[0], STOP_TIMEOUT)
+    state_file.unlink(missing_ok=True)
+    return found is not None
+
+
+def stop_background_worker(root: Path) -> bool:
+    """Stop this root's background worker; ``True`` if one ran."""
+    state_file, _, _ = _files(root)
+    return _stop(state_file)
+
+
+async def ensure_background_worker(
+    config: RuntimeConfig,
+    address: str,
+    env: Mapping[str, str] | None = None,
+) -> BackgroundWorker:
+    """This root's background worker, started (or restarted) with the configuration in
+    ``env`` unless one already runs with exactly that configuration."""
+    env = os.environ if env is None else env
+    state_file, log_file, lock_file = _files(config.root)
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    wanted = fingerprint(config, address, env)
+    async with _start_lock(lock_file, START_TIMEOUT + STOP_TIMEOUT):
+        found = _recorded(state_file)
+        if found is not None and found[1] == wanted:
+            return BackgroundWorker(found[0], False, log_file)
+        if found is not None:
+            await asyncio.to_thread(_stop, state_file)
+        child_env = {
+            **env,
+            "TEMPORAL_ADDRESS": address,
+            "TEMPORAL_NAMESPACE": config.namespace,
+            "ARCHMAX_TASK_QUEUE": config.task_queue,
+            "ARCHMAX_ROOT": str(config.root),
+            "ARCHMAX_STORE": str(config.store),
+            "ARCHMAX_SEARCH_ATTRIBUTES": "1" if config.search_attributes else "0",
+        }
+        with log_file.open("ab") as log:
+            offset = log.tell()
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+            log.write(f"--- archmax: starting the background worker ({stamp})\n".encode())
+            log.flush()
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "archmax_temporal", "worker"],
+                stdin=subprocess.DEVNULL,
+                stdout=log.fileno(),
+                stderr=log.fileno(),
+                env=child_env,
+                cwd=config.root,
+                start_new_session=True,
+                close_fds=True,
+            )
+        tmp = state_file.with_name(state_file.name + ".tmp")
+        tmp.write_text(json.dumps({"pid": proc.pid, "fingerprint": wanted}))
+        tmp.replace(state_file)
+        await _await_polling(proc, config, address, log_file, offset)
+        return BackgroundWorker(proc.pid, True, log_file)
+
+
+async def _await_polling(
+    proc: subprocess.Popen[bytes], config: RuntimeConfig, address: str, log: Path, offset: int
+) -> None:
+    """Wait until the started worker polls its queue (so the command's firing is served)."""
+    from archmax_temporal.client.runtime import worker_polling
+    from archmax_temporal.worker import connect
+
+    client = await connect(address, config.namespace)
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if proc.poll() is not None:
+            raise BackgroundWorkerError(
+                f"the background worker exited with code {proc.returncode}. Last lines of "
+                f"{log}:\n{_log_tail(log, offset)}"
+            )
+        with contextlib.suppress(Exception):
+            if await worker_polling(client, config.task_queue):
+                return
+        if time.monotonic() >= deadline:
+            raise BackgroundWorkerError(
+                f"the background worker did not poll {config.task_queue!r} within "
+                f"{START_TIMEOUT:.0f}s. Last lines of {log}:\n{_log_tail(log, offset)}"
+            )
+        await asyncio.sleep(0.2)
