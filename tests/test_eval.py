@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from temporalio.client import Client
+
 from archmax_temporal.workflows.sandbox import SANDBOX_ACTIVITY
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 DESK = """
@@ -39,7 +41,9 @@ def _playbook(code: str) -> str:
     )
 
 
-async def _eval(client, task_queue, scripted, root: Path, sid: str, code: str, **send):
+async def _eval(
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str, code: str, **send
+):
     server = scripted(_playbook(code))
     store = root / "sessions"
     (store / sid / "scratchpad").mkdir(parents=True, exist_ok=True)
@@ -52,7 +56,9 @@ async def _eval(client, task_queue, scripted, root: Path, sid: str, code: str, *
     return outcome, answer, server, history
 
 
-async def test_the_value_and_console_output_answer_the_call(client, task_queue, scripted, tmp_path):
+async def test_the_value_and_console_output_answer_the_call(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "sums", DESK)
     outcome, answer, server, history = await _eval(
         client, task_queue, scripted, tmp_path, "eval-1", DOUBLE
@@ -70,8 +76,8 @@ async def test_the_value_and_console_output_answer_the_call(client, task_queue, 
 
 
 async def test_its_tool_calls_are_governed_as_the_agents_own(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "sums", DESK)
     _, answer, _, _ = await _eval(
         client, task_queue, scripted, tmp_path, "eval-2", DOUBLE, trigger="audit"
@@ -83,8 +89,8 @@ async def test_its_tool_calls_are_governed_as_the_agents_own(
 
 
 async def test_a_runaway_snippet_is_an_error_answer_and_the_turn_goes_on(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "sums", DESK + "settings: { timeoutMs: 300 }\n")
     outcome, answer, _, _ = await _eval(
         client, task_queue, scripted, tmp_path, "eval-3", "while (true) {}"

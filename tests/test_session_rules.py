@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
-from archmax_temporal.client.host import ResolvedSession
+from archmax_temporal.client.host import Agent, ResolvedSession
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
     SessionNotAwaitingInputError,
     SessionNotResumableError,
 )
-from tests.conftest import EXAMPLES, running_agent, write_workflow
+from tests.conftest import EXAMPLES, Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as tool
 
 RULES = """
@@ -97,8 +98,8 @@ def _users(view) -> list[str | None]:
 
 class TestContinueAsNew:
     async def test_a_parked_session_survives_continue_as_new_and_resumes(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """Across continue-as-new the session keeps transcript, variables, trail and its park,
         and park counts reset at each turn boundary while maxParks still bounds a turn."""
         ask = tool(WAIT, reason="the order id")
@@ -158,7 +159,9 @@ class TestContinueAsNew:
 
 
 class TestOnError:
-    async def test_exhausted_max_turns_routes_to_on_error(self, client, task_queue, scripted, root):
+    async def test_exhausted_max_turns_routes_to_on_error(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """A looping model exhausts maxTurns; the turn routes to on_error with an [error] note."""
         server = scripted(
             playbook(
@@ -182,7 +185,9 @@ class TestOnError:
         assert "maxTurns (2)" in (notes[1].content or "")
         assert [r.state for r in server.requests] == ["lookup", "lookup", "escalate"]
 
-    async def test_without_on_error_the_turn_is_rejected(self, client, task_queue, scripted, root):
+    async def test_without_on_error_the_turn_is_rejected(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """With no on_error the exhausted budget rejects the turn: no exit, no route."""
         server = scripted(playbook(rule(None, tool("archmax_get_variables"))))
         sid = new_id("noerr")
@@ -201,8 +206,8 @@ class TestOnError:
         ],
     )
     async def test_the_park_beyond_max_parks_routes_to_on_error(
-        self, client, task_queue, scripted, root, siblings
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path, siblings
+    ) -> None:
         """The refused park routes to on_error, and every tool call still gets its result."""
         calls = [tool(WAIT, reason="posting")] + [tool("archmax_get_variables")] * siblings
         server = scripted(
@@ -222,8 +227,8 @@ class TestOnError:
 
 class TestReset:
     async def test_reset_returns_to_the_entry_state_and_is_refused_there(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """A follow-up in a terminal state resets to the entry state; in the entry state the
         reset is refused; only the follow-up turn's prompt carries the Follow-up block."""
         server = scripted(
@@ -268,7 +273,9 @@ class TestReset:
 
 
 class TestDispositions:
-    async def test_resolve_session_follows_the_seed_table(self, client, task_queue, scripted, root):
+    async def test_resolve_session_follows_the_seed_table(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """None yet and finished: turn; parked for input: resume, and send delivers into it."""
         server = scripted(
             playbook(
@@ -293,8 +300,8 @@ class TestDispositions:
         assert steps == [("trigger", "manual"), ("trigger", "chat")]
 
     async def test_a_session_parked_at_a_human_state_resolves_to_reply(
-        self, client, task_queue, scripted
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted
+    ) -> None:
         """A session held at refund-review resolves to the reply disposition."""
         server = scripted(REFUND_PLAYBOOK)
         sid = new_id("disp-human")
@@ -307,7 +314,7 @@ class TestDispositions:
 
 class TestMidTurn:
     @staticmethod
-    async def _mid_turn(agent, server, sid: str) -> asyncio.Task:
+    async def _mid_turn(agent: Agent, server, sid: str) -> asyncio.Task:
         """Start a slow turn and return once its model call is in flight."""
         first = asyncio.create_task(agent.workflow.send(sid, "first"))
 
@@ -319,8 +326,8 @@ class TestMidTurn:
         return first
 
     async def test_firings_during_a_turn_are_refused_and_the_turn_completes(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """Mid-turn, send raises SessionNotResumableError and deliver SessionNotAwaitingInput."""
         server = scripted(playbook(rule("Slow answer."), delay_ms=1500))
         sid = new_id("midturn")
@@ -337,8 +344,8 @@ class TestMidTurn:
         assert len(server.requests) == 1
 
     async def test_resolving_a_mid_turn_session_fails_closed(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """resolve_session on a session mid-turn raises SessionNotResumableError."""
         server = scripted(playbook(rule("Slow answer."), delay_ms=1500))
         sid = new_id("midresolve")
@@ -352,7 +359,9 @@ class TestMidTurn:
 
 
 class TestHostPolling:
-    async def test_host_polling_wakes_a_timed_park_once(self, client, task_queue, scripted, root):
+    async def test_host_polling_wakes_a_timed_park_once(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """The seed's host loop delivers `timer` when resume_at passes; a second firing is
         refused, so the session ran once."""
         server = scripted(
@@ -399,7 +408,9 @@ class TestHostPolling:
 
 
 class TestSessionPaths:
-    async def test_precedence_of_session_sources(self, client, task_queue, scripted, root):
+    async def test_precedence_of_session_sources(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """Explicit id > per-firing path > agent path > trigger declaration > minted id."""
         server = scripted(playbook(rule("Hello.")))
         tag = uuid.uuid4().hex[:8]
@@ -428,8 +439,8 @@ class TestSessionPaths:
         assert sent.session_id == f"firing-{tag}"
 
     async def test_a_malformed_path_is_refused_wherever_it_is_written(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """A malformed per-firing or assembly path raises InvalidSessionIdError."""
         server = scripted(playbook(rule("Hello.")))
         async with running_agent(client, task_queue, root, "rules", server, worker=False) as agent:
