@@ -214,8 +214,8 @@ async def test_a_script_fans_out_to_child_workflows_and_runs_each_earlier_call_o
         and e.activity_task_scheduled_event_attributes.activity_type.name == "archmax.sandbox.run"
     ]
     assert len(sandbox_runs) == 3  # the first run, then one resumption per dispatch
-    children = [(e.type, e.data["childSessionId"]) for e in events if "childSessionId" in e.data]
-    assert children == [
+    linked = [(e.type, e.data["childSessionId"]) for e in events if "childSessionId" in e.data]
+    assert linked == [
         ("sub-workflow-start", f"{sid}.enrich-1"),
         ("sub-workflow-result", f"{sid}.enrich-1"),
         ("sub-workflow-start", f"{sid}.enrich-2"),

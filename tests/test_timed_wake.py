@@ -17,6 +17,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.devserver import find_test_server
+from archmax_temporal.workflows.models import PendingInput
 from tests.conftest import Scripted, running_agent, write_workflow
 
 BANK = """
@@ -84,7 +85,7 @@ async def test_a_three_day_wait_wakes_itself_with_trigger_timer(
     ) as agent:
         parked = await agent.workflow.send("timed-1", "Has the payment posted?")
         assert parked.kind == "parked"
-        assert parked.pending is not None and parked.pending.resume_at is not None
+        assert isinstance(parked.pending, PendingInput) and parked.pending.resume_at is not None
         assert parked.pending.resume_at - parked.pending.parked_at == timedelta(days=3)
         await skipping_env.sleep(timedelta(days=3, minutes=1))
         summary = await agent.sessions.get("timed-1")

@@ -40,7 +40,7 @@ PLAYBOOK = json.dumps(
 
 def test_a_call_replaces_the_plan_and_answers_it() -> None:
     plan, answer = todos.write({"todos": PLAN})
-    assert plan == [Todo(**item) for item in PLAN]  # type: ignore[arg-type]
+    assert plan == [Todo(**item) for item in PLAN]
     assert answer == f"Updated todo list to {json.dumps(PLAN)}"
 
 
@@ -62,7 +62,7 @@ async def test_the_plan_lives_in_the_session_and_a_forbid_removes_the_tool(
         await agent.workflow.send("plan-2", "Quietly.", trigger="quiet")
         quiet = await agent.sessions.view("plan-2")
     assert outcome.reply == "Planned."
-    assert view.todos == [Todo(**item) for item in PLAN]  # type: ignore[arg-type]
+    assert view.todos == [Todo(**item) for item in PLAN]
     assert quiet.todos == []
     [answer] = [m for m in view.transcript if m.role == "tool" and m.name == "write_todos"]
     assert answer.status == "ok" and answer.content == f"Updated todo list to {json.dumps(PLAN)}"
