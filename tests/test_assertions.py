@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import pytest
 
 from archmax_temporal.client.testing import assertions
 from archmax_temporal.client.testing.assertions import TurnView
-from archmax_temporal.client.testing.cases import parse_case
+from archmax_temporal.client.testing.cases import CaseStep, parse_case
+from archmax_temporal.client.testing.results import AssertionRecord
 from archmax_temporal.workflows.models import (
     Message,
     PendingDecision,
@@ -27,7 +28,7 @@ from archmax_temporal.workflows.models import (
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 
 
-def step(yaml_step: str):
+def step(yaml_step: str) -> CaseStep:
     """The one assertion after a ``send`` in a case document."""
     document = parse_case(
         "t.test.yaml",
@@ -36,7 +37,9 @@ def step(yaml_step: str):
     return document.steps[1]
 
 
-def call(name: str, status: str | None = "ok", call_id: str | None = None, **arguments: Any):
+def call(
+    name: str, status: str | None = "ok", call_id: str | None = None, **arguments: Any
+) -> list[Message]:
     cid = call_id or f"c{abs(hash((name, json.dumps(arguments, sort_keys=True)))) % 10**8}"
     messages = [
         Message(
@@ -84,7 +87,7 @@ def turn(
     return TurnView(view=view, turn_start=turn_start)
 
 
-def outcome(records) -> list[str]:
+def outcome(records: list[AssertionRecord]) -> list[str]:
     return [r.status for r in records]
 
 
@@ -99,6 +102,13 @@ def detail(yaml_step: str, view: TurnView) -> str:
 
 INPUT_PARK = PendingInput(state="clarify", reason="order id", parked_at=NOW)
 DECISION_PARK = PendingDecision(state="review", seq=1, transitions=[], created_at=NOW)
+
+
+class Park(TypedDict, total=False):
+    """The park fields of a session summary, as ``turn(**park)`` takes them."""
+
+    pending_input: PendingInput
+    pending_decision: PendingDecision
 
 
 class TestSucceeded:
@@ -159,7 +169,7 @@ class TestParked:
             ),
         ],
     )
-    def test_the_three_forms(self, form, status, park, expected) -> None:
+    def test_the_three_forms(self, form: str, status: str, park: Park, expected: str) -> None:
         assert evaluate(form, turn(status=status, **park)) == [expected]
 
 
@@ -180,7 +190,7 @@ class TestRaised:
             ("raised: { reason: '/^nope$/' }", "failed"),
         ],
     )
-    def test_the_three_forms(self, form, expected) -> None:
+    def test_the_three_forms(self, form: str, expected: str) -> None:
         assert evaluate(form, turn(**self.RAISED)) == [expected]
 
     def test_a_miss_names_the_raised_code_or_says_there_was_none(self) -> None:

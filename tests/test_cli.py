@@ -13,6 +13,7 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, cast
 
 import pytest
 from temporalio.client import Client
@@ -29,8 +30,16 @@ class Result:
     stderr: str
 
 
+class Cli(Protocol):
+    """The ``cli`` fixture: runs ``archmax`` with its arguments; ``root`` is the authoring root."""
+
+    root: Path
+
+    def __call__(self, *argv: str, model_url: str | None = None) -> Result: ...
+
+
 @pytest.fixture
-def cli(client: Client, scripted: Scripted, tmp_path: Path):
+def cli(client: Client, scripted: Scripted, tmp_path: Path) -> Cli:
     root = copy_example("support-inbox", tmp_path)
     server = scripted(PLAYBOOK)
     environment = {
@@ -57,10 +66,10 @@ def cli(client: Client, scripted: Scripted, tmp_path: Path):
         return Result(done.returncode, done.stdout, done.stderr)
 
     run.root = root  # type: ignore[attr-defined]
-    return run
+    return cast(Cli, run)
 
 
-def _park(cli, conversation: str) -> Result:
+def _park(cli: Cli, conversation: str) -> Result:
     return cli(
         "run",
         "support-inbox",
@@ -82,7 +91,7 @@ def _footer(stderr: str) -> tuple[int, int]:
 
 
 class TestRunAndDeliver:
-    def test_a_park_exits_zero_with_the_question_on_stdout(self, cli) -> None:
+    def test_a_park_exits_zero_with_the_question_on_stdout(self, cli: Cli) -> None:
         """Waiting is success: exit 0, the agent's question on stdout, the park on stderr."""
         result = _park(cli, "cli-park-1")
         assert result.code == 0, result.stderr
@@ -91,7 +100,7 @@ class TestRunAndDeliver:
         assert "archmax deliver cli-park-1" in result.stderr
         assert "parked" not in result.stdout
 
-    def test_deliver_resumes_and_prints_the_answer(self, cli) -> None:
+    def test_deliver_resumes_and_prints_the_answer(self, cli: Cli) -> None:
         """`archmax deliver` exits 0 with the resumed reply on stdout."""
         assert _park(cli, "cli-park-2").code == 0
         result = cli(
@@ -106,7 +115,7 @@ class TestRunAndDeliver:
         assert "ORD-1001" in result.stdout
         assert "✔ completed in answer" in result.stderr
 
-    def test_each_command_closes_with_the_tokens_its_turn_spent(self, cli) -> None:
+    def test_each_command_closes_with_the_tokens_its_turn_spent(self, cli: Cli) -> None:
         """The footer of `run` is the first turn's spend, that of `deliver` the second's:
         together they are the session's whole usage as its records hold it."""
         parked = _park(cli, "cli-park-tokens")
@@ -127,7 +136,7 @@ class TestRunAndDeliver:
             usage["completion_tokens"],
         )
 
-    def test_a_second_delivery_exits_one_naming_the_error(self, cli) -> None:
+    def test_a_second_delivery_exits_one_naming_the_error(self, cli: Cli) -> None:
         """A session that is not parked refuses the delivery: exit 1, nothing on stdout."""
         assert _park(cli, "cli-park-3").code == 0
         assert cli("deliver", "cli-park-3", "--trigger", "email_reply").code == 0
@@ -136,7 +145,7 @@ class TestRunAndDeliver:
         assert result.stdout == ""
         assert "SessionNotAwaitingInputError" in result.stderr
 
-    def test_sessions_lists_and_shows_variables_with_locks(self, cli) -> None:
+    def test_sessions_lists_and_shows_variables_with_locks(self, cli: Cli) -> None:
         """`archmax sessions <id>` prints each variable's value and lock."""
         assert _park(cli, "cli-park-4").code == 0
         detail = cli("sessions", "cli-park-4")
@@ -150,7 +159,7 @@ class TestRunAndDeliver:
 
 
 class TestExitCodes:
-    def test_malformed_variables_is_a_usage_error(self, cli) -> None:
+    def test_malformed_variables_is_a_usage_error(self, cli: Cli) -> None:
         """Malformed --variables: exit 2, one line plus the help pointer, nothing on stdout."""
         result = cli("run", "support-inbox", "hi", "--variables", "{not json")
         assert result.code == 2
@@ -158,11 +167,11 @@ class TestExitCodes:
         assert "--variables is not valid JSON" in result.stderr
         assert "try archmax run --help" in result.stderr
 
-    def test_a_missing_required_flag_is_a_usage_error(self, cli) -> None:
+    def test_a_missing_required_flag_is_a_usage_error(self, cli: Cli) -> None:
         """`deliver` without --trigger: exit 2."""
         assert cli("deliver", "someone").code == 2
 
-    def test_an_unknown_trigger_exits_one_listing_the_declared_ones(self, cli) -> None:
+    def test_an_unknown_trigger_exits_one_listing_the_declared_ones(self, cli: Cli) -> None:
         """An undeclared trigger fails before any model call, naming the declared triggers."""
         result = cli("run", "support-inbox", "hi", "--trigger", "sms")
         assert result.code == 1
@@ -170,13 +179,13 @@ class TestExitCodes:
         assert "UnknownTriggerError" in result.stderr
         assert "manual, email_received, email_reply" in result.stderr
 
-    def test_an_unknown_session_exits_one(self, cli) -> None:
+    def test_an_unknown_session_exits_one(self, cli: Cli) -> None:
         """`archmax sessions <id>` for a session that never ran: exit 1."""
         result = cli("sessions", "never-ran-1")
         assert result.code == 1
         assert "SessionNotFoundError" in result.stderr
 
-    def test_an_invalid_workflow_exits_one_naming_key_and_path(self, cli) -> None:
+    def test_an_invalid_workflow_exits_one_naming_key_and_path(self, cli: Cli) -> None:
         """A typo in workflow.yaml is reported with its path before anything runs."""
         write_workflow(
             cli.root,
@@ -187,7 +196,7 @@ class TestExitCodes:
         assert result.code == 1
         assert 'states.review: unknown key "transtions"' in result.stderr
 
-    def test_a_disabled_workflow_refuses_with_one_line(self, cli) -> None:
+    def test_a_disabled_workflow_refuses_with_one_line(self, cli: Cli) -> None:
         """`disabled: true`: one line on stderr, exit 1, nothing on stdout."""
         write_workflow(
             cli.root,
@@ -199,7 +208,7 @@ class TestExitCodes:
         assert result.stdout == ""
         assert "Refusing to start: workflow 'retired' is disabled." in result.stderr
 
-    def test_a_raise_exits_one_with_code_and_reason(self, cli, scripted: Scripted) -> None:
+    def test_a_raise_exits_one_with_code_and_reason(self, cli: Cli, scripted: Scripted) -> None:
         """A session the agent ended with archmax_raise: `✖ failed <code>: <reason>`, exit 1."""
         write_workflow(cli.root, "lookup", "states:\n  only:\n    triggers: {manual: }\n")
         raising = scripted(
@@ -234,7 +243,7 @@ class TestTheWorkflowMayBeOmitted:
     """archmax: `<workflow>` may be omitted when workflows/ holds exactly one; with several,
     the usage error names them."""
 
-    def test_run_with_one_workflow_takes_every_word_as_the_message(self, cli) -> None:
+    def test_run_with_one_workflow_takes_every_word_as_the_message(self, cli: Cli) -> None:
         result = cli(
             "run",
             "About",
@@ -255,13 +264,13 @@ class TestTheWorkflowMayBeOmitted:
         )
         assert "  · model scripted: in " in result.stderr
 
-    def test_validate_and_test_find_the_one_workflow(self, cli) -> None:
+    def test_validate_and_test_find_the_one_workflow(self, cli: Cli) -> None:
         assert cli("validate").stdout == "valid — 0 error(s), 0 warning(s)\n"
         # the one word left is the filter, not a workflow
         done = cli("test", "unusable")
         assert done.stdout.endswith("1 passed, 0 failed, 0 skipped\n"), done.stderr
 
-    def test_with_several_workflows_the_usage_error_names_them(self, cli) -> None:
+    def test_with_several_workflows_the_usage_error_names_them(self, cli: Cli) -> None:
         write_workflow(cli.root, "another", "states:\n  only:\n    triggers: {manual: }\n")
         result = cli("validate")
         assert result.code == 2
@@ -271,19 +280,19 @@ class TestTheWorkflowMayBeOmitted:
 
 
 class TestHelpAndIds:
-    def test_help_prints_the_command_table_and_a_commands_flags(self, cli) -> None:
+    def test_help_prints_the_command_table_and_a_commands_flags(self, cli: Cli) -> None:
         table = cli("help")
         assert table.code == 0 and "validate" in table.stdout and "deliver" in table.stdout
         one = cli("help", "deliver")
         assert one.code == 0 and "--trigger" in one.stdout and "--workflow" in one.stdout
         assert cli("help", "nope").code == 2
 
-    def test_an_unusable_session_id_is_a_usage_error(self, cli) -> None:
+    def test_an_unusable_session_id_is_a_usage_error(self, cli: Cli) -> None:
         result = cli("sessions", "../escape")
         assert result.code == 2
         assert "invalid session id '../escape'" in result.stderr
 
-    def test_workflow_scopes_a_delivery_to_its_own_sessions(self, cli) -> None:
+    def test_workflow_scopes_a_delivery_to_its_own_sessions(self, cli: Cli) -> None:
         assert _park(cli, "cli-scope-1").code == 0
         elsewhere = cli("deliver", "cli-scope-1", "--trigger", "email_reply", "--workflow", "other")
         assert elsewhere.code == 1
@@ -303,7 +312,7 @@ class TestHelpAndIds:
         assert own.code == 0 and "ORD-1001" in own.stdout
 
 
-def test_events_prints_a_sessions_events_as_json_lines(cli) -> None:
+def test_events_prints_a_sessions_events_as_json_lines(cli: Cli) -> None:
     assert _park(cli, "cli-events-1").code == 0
     result = cli("events", "cli-events-1")
     assert result.code == 0, result.stderr

@@ -15,7 +15,7 @@ import sys
 import sysconfig
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -186,12 +186,12 @@ class TestAddresses:
             ("10.0.0.5:7233", False),
         ],
     )
-    def test_is_local_address(self, address, local) -> None:
+    def test_is_local_address(self, address: str, local: bool) -> None:
         """Only loopback addresses count as local."""
         assert is_local_address(address) is local
 
     @pytest.mark.parametrize("address", ["localhost", "localhost:http", ":7233", "[::1]"])
-    def test_rejects_address_without_port(self, address) -> None:
+    def test_rejects_address_without_port(self, address: str) -> None:
         """An address without a numeric port is a usage error, not a silent port 80."""
         with pytest.raises(DevServerError, match="host:port"):
             is_local_address(address)
@@ -314,7 +314,7 @@ class TestEnsureDevServer:
     ) -> None:
         """A non-local address that does not answer raises; no server is ever started."""
 
-        def no_spawn(*args, **kwargs) -> None:
+        def no_spawn(*args: object, **kwargs: object) -> None:
             raise AssertionError("must not spawn a server for a remote address")
 
         monkeypatch.setattr(subprocess, "Popen", no_spawn)
@@ -350,7 +350,7 @@ class TestEnsureDevServer:
 
 class TestRegisterSearchAttributes:
     @pytest.fixture
-    async def bare_server(self, tmp_path: Path):
+    async def bare_server(self, tmp_path: Path) -> AsyncIterator[str]:
         """A dev server started without archmax's attributes, with an extra namespace."""
         port = free_port()
         proc = subprocess.Popen(

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
+from archmax_temporal.workflows.models import Message, Outcome
 from archmax_temporal.workflows.sandbox import SANDBOX_ACTIVITY
 from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
@@ -42,8 +45,14 @@ def _playbook(code: str) -> str:
 
 
 async def _eval(
-    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str, code: str, **send
-):
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    root: Path,
+    sid: str,
+    code: str,
+    **send: Any,
+) -> tuple[Outcome, Message, ScriptedModelServer, WorkflowHistory]:
     server = scripted(_playbook(code))
     store = root / "sessions"
     (store / sid / "scratchpad").mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from tests.conftest import tool_call as call
 HISTORIES = Path(__file__).parent / "histories"
 
 
-def _golden(name: str, **kwargs) -> list[SessionEvent]:
+def _golden(name: str, **kwargs: int) -> list[SessionEvent]:
     history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
     return read_history(history.events, name, pydantic_data_converter, **kwargs)
 

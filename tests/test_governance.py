@@ -73,7 +73,9 @@ def variables(**values: Any) -> dict[str, Variable]:
     return {name: Variable(value=value, locked=True) for name, value in values.items()}
 
 
-def run(spec: WorkflowSpec, tool: str, variables_: dict[str, Variable] | None = None, **args):
+def run(
+    spec: WorkflowSpec, tool: str, variables_: dict[str, Variable] | None = None, **args: object
+) -> Verdict:
     return decide(spec, STATE, tool, args, variables_ or {})
 
 
@@ -138,7 +140,7 @@ class TestClosedByDefault:
         allowed(run(spec, "read_file", file_path="trigger.json"))
 
     @pytest.mark.parametrize("tool", ["task", "archmax_note"])
-    def test_withheld_tools_are_never_grantable(self, tool) -> None:
+    def test_withheld_tools_are_never_grantable(self, tool: str) -> None:
         """``task`` and ``archmax_note`` are refused even when a spec names them."""
         spec = make_spec(state_tools={"allow": [tool]})
         refused(run(spec, tool), "tool.not-allowed")
@@ -381,7 +383,7 @@ class TestVariableGuards:
         refused(run(self.SPEC, "fetch_order", ok, id="ORD-2"), "tool.not-allowed")
 
     @pytest.mark.parametrize("value", ["*", "**", "?", "[a-z]*", "ORD-\\*"])
-    def test_a_glob_valued_variable_matches_only_itself(self, value) -> None:
+    def test_a_glob_valued_variable_matches_only_itself(self, value: str) -> None:
         """A variable holding glob syntax is matched literally: it never widens the guard."""
         seeded = variables(order={"id": value})
         refused(run(self.SPEC, "fetch_order", seeded, id="ORD-1"), "tool.not-allowed")
@@ -499,7 +501,7 @@ class TestSubstitution:
 
 class TestScratchpad:
     @pytest.mark.parametrize("tool", ["read_file", "write_file", "edit_file"])
-    def test_scratchpad_is_read_write_for_always_on_tools(self, tool) -> None:
+    def test_scratchpad_is_read_write_for_always_on_tools(self, tool: str) -> None:
         allowed(run(make_spec(), tool, file_path="scratchpad/a/b.md"), "tool.scratchpad")
 
     def test_scratchpad_is_not_open_to_host_tools(self) -> None:
@@ -513,7 +515,7 @@ class TestScratchpad:
 class TestZones:
     @pytest.mark.parametrize("area", ["artifacts", "_specs", "checkpoints"])
     @pytest.mark.parametrize("tool", ["read_file", "write_file", "ls"])
-    def test_runtime_internal_areas_are_closed(self, area, tool) -> None:
+    def test_runtime_internal_areas_are_closed(self, area: str, tool: str) -> None:
         argument = PATH_ARGS[tool][0][0]
         verdict = decide(make_spec(), STATE, tool, {argument: f"{area}/x.json"}, {})
         refused(verdict, "zone.runtime-internal")
@@ -524,7 +526,7 @@ class TestZones:
         refused(run(spec, "read_file", file_path="checkpoints/cp-1.json"), "zone.runtime-internal")
 
     @pytest.mark.parametrize("path", ["AGENTS.md", "skills/billing/SKILL.md", "", "skills"])
-    def test_read_only_areas(self, path) -> None:
+    def test_read_only_areas(self, path: str) -> None:
         spec = make_spec(skills={"allow_always": ["billing"]})
         refused(run(spec, "write_file", file_path=path), "zone.read-only")
         refused(run(spec, "edit_file", file_path=path), "zone.read-only")
@@ -537,7 +539,7 @@ class TestZones:
     @pytest.mark.parametrize(
         "path", ["../x", "scratchpad/../../x", "/etc/passwd", "scratchpad\\x", "a\x00b"]
     )
-    def test_escapes_are_outside_the_workspace(self, path) -> None:
+    def test_escapes_are_outside_the_workspace(self, path: str) -> None:
         refused(run(make_spec(), "read_file", file_path=path), "zone.outside-workspace")
 
     def test_dotdot_inside_the_workspace_is_applied(self) -> None:
@@ -585,7 +587,7 @@ class TestSkills:
         assert listed(self.SPEC, STATE, "skills")
 
     @pytest.mark.parametrize("slug", ["house-style", "legacy"])
-    def test_forbidden_skill(self, slug) -> None:
+    def test_forbidden_skill(self, slug: str) -> None:
         """A skill a list denies is refused ``skill.forbidden`` and hidden."""
         refused(run(self.SPEC, "read_file", file_path=f"skills/{slug}/x"), "skill.forbidden")
         assert not listed(self.SPEC, STATE, f"skills/{slug}/x")
@@ -604,7 +606,7 @@ class TestScriptSkillOnly:
     @pytest.mark.parametrize(
         "path", ["scratchpad/x.js", "skills/billing/SKILL.md", "skills/billing/scripts", "x.js"]
     )
-    def test_run_outside_a_scripts_bundle(self, path) -> None:
+    def test_run_outside_a_scripts_bundle(self, path: str) -> None:
         refused(run(self.SPEC, "archmax_run", file_path=path), "script.skill-only")
 
     def test_run_in_a_bundle_not_enabled(self) -> None:
@@ -646,7 +648,7 @@ class TestGlobMatch:
             ("\\*", "*"),
         ],
     )
-    def test_matches(self, pattern, path) -> None:
+    def test_matches(self, pattern: str, path: str) -> None:
         assert glob_match(pattern, path)
 
     @pytest.mark.parametrize(
@@ -663,11 +665,11 @@ class TestGlobMatch:
             ("a.md", "a-md"),
         ],
     )
-    def test_does_not_match(self, pattern, path) -> None:
+    def test_does_not_match(self, pattern: str, path: str) -> None:
         assert not glob_match(pattern, path)
 
     @given(st.text())
-    def test_escape_matches_exactly_itself(self, text) -> None:
+    def test_escape_matches_exactly_itself(self, text: str) -> None:
         assert glob_match(glob_escape(text), text)
 
 
@@ -684,11 +686,11 @@ class TestNormalisePath:
             ("a/..", ""),
         ],
     )
-    def test_normalises(self, path, normal) -> None:
+    def test_normalises(self, path: str, normal: str) -> None:
         assert normalise_path(path) == normal
 
     @pytest.mark.parametrize("path", ["..", "a/../..", "/a", "a\\b", "a\x00"])
-    def test_refuses(self, path) -> None:
+    def test_refuses(self, path: str) -> None:
         assert normalise_path(path) is None
 
 
@@ -699,7 +701,7 @@ _SEGMENT = st.sampled_from(["..", ".", "", "a", ".env", "scratchpad", "*", "b c"
 
 class TestProperties:
     @given(st.lists(_SEGMENT | st.text(max_size=4), max_size=8), st.booleans())
-    def test_accepted_paths_never_escape(self, segments, absolute) -> None:
+    def test_accepted_paths_never_escape(self, segments: list[str], absolute: bool) -> None:
         """No path :func:`normalise_path` accepts is absolute or climbs with ``..``."""
         path = ("/" if absolute else "") + "/".join(segments)
         normal = normalise_path(path)
@@ -716,7 +718,9 @@ class TestProperties:
         other=_GLOBBY,
         pick=st.integers(0, 3),
     )
-    def test_no_variable_value_widens_a_guard(self, value, tail, other, pick) -> None:
+    def test_no_variable_value_widens_a_guard(
+        self, value: str, tail: str, other: str, pick: int
+    ) -> None:
         """Allowed under ``scratchpad/${{x}}/*`` ⇒ the literal prefix ``scratchpad/<x>/``."""
         spec = make_spec(
             state_tools={"allow": [{"tool": "fetch_doc", "args": {"path": "scratchpad/${{x}}/*"}}]}
@@ -737,7 +741,7 @@ class TestProperties:
             assert verdict.allowed, verdict
 
     @given(value=_GLOBBY, path=_GLOBBY)
-    def test_resolved_guard_is_literal(self, value, path) -> None:
+    def test_resolved_guard_is_literal(self, value: str, path: str) -> None:
         guard = resolve_guard("${{x}}", variables(x=value))
         assert guard is not None
         assert glob_match(guard, path) == (path == value)

@@ -403,7 +403,9 @@ class TestGradeRecords:
         ("score", "claimed", "status"),
         [(0.82, False, "passed"), (0.7, False, "passed"), (0.69, True, "failed")],
     )
-    def test_the_bar_decides_never_the_models_boolean(self, score, claimed, status) -> None:
+    def test_the_bar_decides_never_the_models_boolean(
+        self, score: float, claimed: bool, status: str
+    ) -> None:
         """score >= atLeast passes; the model's own pass claim is ignored either way."""
         record = grade_record(4, step(at_least=0.7), GradeVerdict(score, claimed, "why"))
         assert record.status == status

@@ -32,7 +32,7 @@ class TestReadingAnswers:
             ({"verdict": "maybe"}, "keys: verdict"),
         ],
     )
-    def test_any_other_value_vetoes_naming_it(self, value, fragment) -> None:
+    def test_any_other_value_vetoes_naming_it(self, value: object, fragment: str) -> None:
         verdict = hooks.script_verdict(value, False)
         assert verdict.verdict == "veto" and fragment in verdict.reason and not verdict.error
 
@@ -74,7 +74,7 @@ class TestIdentity:
     @pytest.mark.parametrize(
         "path", ["/abs/hooks/a.js", "hooks/../x.js", "scripts/a.js", "hooks/a.ts", "hooks"]
     )
-    def test_script_paths_outside_hooks_are_refused(self, path) -> None:
+    def test_script_paths_outside_hooks_are_refused(self, path: str) -> None:
         assert hooks.script_path_problem(path) is not None
 
     def test_a_script_path_under_hooks_is_accepted_in_normal_form(self) -> None:

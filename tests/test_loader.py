@@ -111,7 +111,7 @@ class TestLoadWorkflow:
         assert re.match(r"line 3, column \d+: YAML does not parse: expected ',' or ']'", found[0])
 
     @pytest.mark.parametrize("text", ["", "# only a comment\n", "- a\n- b\n", "just text\n"])
-    def test_non_mapping_documents_are_refused(self, tmp_path: Path, text) -> None:
+    def test_non_mapping_documents_are_refused(self, tmp_path: Path, text: str) -> None:
         """An empty file, a list or a scalar is not a workflow spec."""
         write(tmp_path, spec=text)
         assert load_issues(tmp_path)[1] == ["<root>: a workflow spec must be a mapping"]
@@ -184,7 +184,7 @@ class TestPromptProse:
     @pytest.mark.parametrize(
         "prose", ["---\nstates: {}\n---\nBody", "<!-- header -->\n---\ntitle: x\n---\n"]
     )
-    def test_front_matter_is_a_competing_machine(self, tmp_path: Path, prose) -> None:
+    def test_front_matter_is_a_competing_machine(self, tmp_path: Path, prose: str) -> None:
         """A YAML front matter block in WORKFLOW.md is a load error on WORKFLOW.md."""
         write(tmp_path, **{"WORKFLOW.md": prose})
         source, found = load_issues(tmp_path)
@@ -225,7 +225,7 @@ class TestSpecHash:
         assert hash_of(explicit) == hash_of(BASE)
 
     @given(st.permutations(["title", "instructions", "settings", "states"]), st.booleans())
-    def test_key_order_does_not_matter(self, order, flip_state_keys) -> None:
+    def test_key_order_does_not_matter(self, order: list[str], flip_state_keys: bool) -> None:
         """Reordering mapping keys (root keys, a state's keys) gives the same hash."""
         full = yaml.safe_load(SPEC) | {"instructions": "Be brief.", "settings": {"model": "m"}}
         reordered = {key: full[key] for key in order}

@@ -50,7 +50,7 @@ def status_error(status: int, headers: dict[str, str] | None = None) -> openai.A
 
 class TestTranslateError:
     @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504])
-    def test_transient_statuses_are_retryable(self, status) -> None:
+    def test_transient_statuses_are_retryable(self, status: int) -> None:
         """408, 409, 429 and every 5xx become a retryable ModelUnavailable."""
         error = translate_error(status_error(status))
         assert isinstance(error, ApplicationError)
@@ -59,7 +59,7 @@ class TestTranslateError:
         assert str(status) in error.message and f"endpoint said {status}" in error.message
 
     @pytest.mark.parametrize("status", [400, 422])
-    def test_refusals_of_the_call_are_final(self, status) -> None:
+    def test_refusals_of_the_call_are_final(self, status: int) -> None:
         """A 400 or 422 is the call's fault: the non-retryable ModelCallError."""
         error = translate_error(status_error(status))
         assert error.type == "ModelCallError"
@@ -67,7 +67,7 @@ class TestTranslateError:
         assert f"({status})" in error.message
 
     @pytest.mark.parametrize("status", [401, 403, 404])
-    def test_deployment_errors_wait_for_a_fix(self, status) -> None:
+    def test_deployment_errors_wait_for_a_fix(self, status: int) -> None:
         """A rejected key, a forbidden or unknown model is the deployment's fault: retried
         without end (never a turn failure), the wait growing to a cap."""
         first = translate_error(status_error(status), attempt=1)
@@ -108,7 +108,9 @@ class TestTranslateError:
             ({}, None),
         ],
     )
-    def test_retry_after_becomes_the_next_retry_delay(self, headers, delay) -> None:
+    def test_retry_after_becomes_the_next_retry_delay(
+        self, headers: dict[str, str], delay: timedelta | None
+    ) -> None:
         """A Retry-After (seconds) or retry-after-ms header sets the next retry delay."""
         error = translate_error(status_error(429, headers))
         assert error.next_retry_delay == delay
@@ -151,7 +153,7 @@ class TestRetryAfter:
             ({"retry-after-ms": "700000", "retry-after": "3"}, timedelta(seconds=3)),
         ],
     )
-    def test_header_parsing(self, headers, delay) -> None:
+    def test_header_parsing(self, headers: dict[str, str], delay: timedelta | None) -> None:
         """Only a sane number of seconds (0–600) counts; an unreadable ms header falls back."""
         assert retry_after(httpx.Headers(headers)) == delay
 
@@ -282,7 +284,7 @@ def make(cls: type[errors.ArchmaxError]) -> errors.ArchmaxError:
 
 class TestErrorWireForm:
     @pytest.mark.parametrize("cls", ALL_ERRORS)
-    def test_application_error_is_typed_by_class_name(self, cls) -> None:
+    def test_application_error_is_typed_by_class_name(self, cls: type[errors.ArchmaxError]) -> None:
         """The wire form is a non-retryable ApplicationError whose type is the class name."""
         error = make(cls)
         wire = error.to_application_error()
@@ -290,7 +292,7 @@ class TestErrorWireForm:
         assert errors.application_error(error).type == cls.__name__
 
     @pytest.mark.parametrize("cls", ALL_ERRORS)
-    def test_type_round_trips_to_the_class(self, cls) -> None:
+    def test_type_round_trips_to_the_class(self, cls: type[errors.ArchmaxError]) -> None:
         """``error_from_type`` rebuilds exactly the class the wire type names."""
         wire = make(cls).to_application_error()
         rebuilt = errors.error_from_type(wire.type, wire.message)
@@ -311,7 +313,7 @@ class TestErrorWireForm:
         assert isinstance(rebuilt, errors.SpecValidationError) and rebuilt.issues == ["states: bad"]
 
     @pytest.mark.parametrize("type_name", [None, "", "ModelUnavailable", "ValueError", "object"])
-    def test_foreign_types_are_not_ours(self, type_name) -> None:
+    def test_foreign_types_are_not_ours(self, type_name: str | None) -> None:
         """An unknown or missing type rebuilds nothing."""
         assert errors.error_from_type(type_name, "x") is None
 

@@ -7,12 +7,13 @@ import asyncio
 import json
 import subprocess
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.devserver import find_temporal_cli
@@ -23,7 +24,12 @@ from archmax_temporal.workflows.errors import (
     MissingDeliveryTriggerError,
     SessionNotAwaitingInputError,
 )
-from archmax_temporal.workflows.models import is_runtime_note
+from archmax_temporal.workflows.models import (
+    Outcome,
+    PendingInput,
+    SessionSummary,
+    is_runtime_note,
+)
 from tests.conftest import EXAMPLES, Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as tool
 
@@ -45,7 +51,7 @@ states:
 """
 
 
-async def _park(agent: Agent, session_id: str):
+async def _park(agent: Agent, session_id: str) -> Outcome:
     return await agent.workflow.send(
         None, VAGUE, trigger="email_received", variables={"conversation_id": session_id}
     )
@@ -77,7 +83,7 @@ class TestParkAndDeliver:
             "input",
         )
         assert parked.exit is None
-        assert parked.pending is not None
+        assert isinstance(parked.pending, PendingInput)
         assert parked.pending.state == "clarify"
         assert parked.pending.reason == "the customer's reply naming the order"
         assert parked.pending.resume_at is None
@@ -150,7 +156,13 @@ class TestRefusedDeliveries:
         ],
     )
     async def test_a_refused_delivery_leaves_the_session_parked_and_the_history_unchanged(
-        self, client: Client, task_queue: str, scripted: Scripted, trigger, variables, error
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        trigger: str | None,
+        variables: dict[str, object],
+        error: type[Exception],
     ) -> None:
         """Validators reject before the session is touched: no event is written."""
         server = scripted(PLAYBOOK)
@@ -283,7 +295,7 @@ class TestTimedWaits:
             before = datetime.now(UTC)
             parked = await agent.workflow.send("wait-1", "check it")
             described = await agent.handle("wait-1").describe()
-        assert parked.pending is not None and parked.pending.resume_at is not None
+        assert isinstance(parked.pending, PendingInput) and parked.pending.resume_at is not None
         delta = parked.pending.resume_at - parked.pending.parked_at
         assert delta == timedelta(hours=2)
         assert parked.pending.parked_at >= before - timedelta(seconds=5)
@@ -387,7 +399,12 @@ class TestTimedWaits:
         assert server.requests[1].body["tool_choice"] == "none"
 
 
-async def _wait_for(agent: Agent, session_id, predicate, timeout: float = 20.0):
+async def _wait_for(
+    agent: Agent,
+    session_id: str,
+    predicate: Callable[[SessionSummary], bool],
+    timeout: float = 20.0,
+) -> SessionSummary:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         summary = await agent.sessions.get(session_id)
@@ -396,5 +413,5 @@ async def _wait_for(agent: Agent, session_id, predicate, timeout: float = 20.0):
         await asyncio.sleep(0.1)
 
 
-def _timer_events(history) -> int:
+def _timer_events(history: WorkflowHistory) -> int:
     return sum(1 for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED)

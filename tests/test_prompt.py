@@ -152,7 +152,9 @@ class TestRenderStateBlock:
         ("slug", "follow_up", "entry"),
         list(itertools.product(["intake", "review", "answer", "gate"], [True, False], STARTS)),
     )
-    def test_follow_up_block_appears_exactly_when_it_applies(self, slug, follow_up, entry) -> None:
+    def test_follow_up_block_appears_exactly_when_it_applies(
+        self, slug: str, follow_up: bool, entry: str | None
+    ) -> None:
         """The reset block appears iff follow-up, terminal, and not the entry state."""
         text = block(slug, follow_up=follow_up, entry_state=entry)
         expected = follow_up and SPEC.state(slug).is_terminal and entry is not None
@@ -204,7 +206,7 @@ class TestRuntimeToolSchemas:
         assert self.names("intake") == [ADVANCE, WAIT, RAISE, RESET, GET_VARIABLES, SET_VARIABLES]
 
     @pytest.mark.parametrize("slug", ["answer", "gate"])
-    def test_terminal_state_hides_advance(self, slug) -> None:
+    def test_terminal_state_hides_advance(self, slug: str) -> None:
         """A terminal state hides ``archmax_advance`` and keeps wait, raise and reset."""
         names = self.names(slug)
         assert ADVANCE not in names
@@ -213,14 +215,14 @@ class TestRuntimeToolSchemas:
     @pytest.mark.parametrize(
         ("slug", "targets"), [("intake", ["review", "answer"]), ("review", ["answer", "gate"])]
     )
-    def test_advance_enum_lists_exactly_the_targets(self, slug, targets) -> None:
+    def test_advance_enum_lists_exactly_the_targets(self, slug: str, targets: list[str]) -> None:
         """``to`` is an enum of exactly this state's targets, in declaration order."""
         (advance,) = [s for s in runtime_tool_schemas(SPEC.state(slug)) if s.name == ADVANCE]
         assert advance.parameters["properties"]["to"]["enum"] == targets
         assert advance.parameters["required"] == ["to"]
 
     @pytest.mark.parametrize("slug", ["intake", "review", "answer", "gate"])
-    def test_note_is_never_disclosed(self, slug) -> None:
+    def test_note_is_never_disclosed(self, slug: str) -> None:
         """``archmax_note`` is reserved: no state's tool list names it, nor any schema text."""
         schemas = runtime_tool_schemas(SPEC.state(slug))
         assert NOTE not in [s.name for s in schemas]

@@ -15,6 +15,7 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.worker import workflow_runner
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -86,7 +87,7 @@ async def test_fresh_hook_and_script_histories_replay(
     run = uuid.uuid4().hex[:8]
     async with running_agent(client, task_queue, root, "order-lookup", server) as agent:
 
-        async def target(_workflow: str, _root: Path):
+        async def target(_workflow: str, _root: Path) -> Agent:
             return agent
 
         for case, golden in GOLDEN_CASES.items():
@@ -107,7 +108,7 @@ async def test_fresh_hook_and_script_histories_replay(
 
 
 @pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
-async def test_the_golden_hook_and_script_histories_replay(case) -> None:
+async def test_the_golden_hook_and_script_histories_replay(case: str) -> None:
     """Committed histories of hook vetoes and a script's sub-workflow calls still replay."""
     text = GOLDEN_CASES[case].read_text()
     history = WorkflowHistory.from_json(f"golden-{case}", text)

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client
 
+from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.results import RunTestsResult
 from archmax_temporal.client.testing.runner import run_tests
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.errors import UnsupportedConcurrencyError
 from tests.conftest import Scripted, copy_example, model_config, running_agent, write_workflow
 from tests.conftest import tool_call as call
@@ -22,13 +25,13 @@ async def _suite(
     scripted: Scripted,
     root: Path,
     workflow: str,
-    playbook,
-    **kwargs,
-):
+    playbook: str | Path,
+    **kwargs: Any,
+) -> tuple[RunTestsResult, ScriptedModelServer]:
     server = scripted(playbook)
     async with running_agent(client, task_queue, root, workflow, server) as agent:
 
-        async def target(_workflow: str, _root: Path):
+        async def target(_workflow: str, _root: Path) -> Agent:
             return agent
 
         return (
@@ -56,7 +59,7 @@ def _failures(result: RunTestsResult) -> dict[str, list[str]]:
     ],
 )
 async def test_each_examples_suite_passes_against_its_playbook(
-    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path, example, workflow
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path, example: str, workflow: str
 ) -> None:
     root = copy_example(example, tmp_path)
     playbook = root / "workflows" / workflow / "playbook.yaml"
@@ -142,7 +145,9 @@ async def test_a_structural_miss_halts_and_reports_the_rest_not_executed(
         ("reply", "not-executed", 2),  # one record for an un-run multi-token reply
         ("succeeded", "not-executed", 4),
     ]
-    assert case.verdict.failures == ["reachedState: " + case.records[0].detail]
+    detail = case.records[0].detail
+    assert detail is not None
+    assert case.verdict.failures == ["reachedState: " + detail]
     assert len(server.requests) == 1  # the second send was never driven
     assert result.exit_code == 1
 

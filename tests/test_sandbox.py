@@ -98,7 +98,7 @@ async def test_an_endless_loop_times_out_with_a_clear_error(sandbox: SandboxActi
     ],
     ids=["strings", "objects"],
 )
-async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox: SandboxActivities, bomb) -> None:
+async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox: SandboxActivities, bomb: str) -> None:
     error = await failure(sandbox, bomb)
     assert error.type == "SandboxMemoryError"
     assert "settings.memoryLimitBytes" in error.message

@@ -8,19 +8,23 @@ import asyncio
 import json
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from archmax_temporal.client.host import Agent, ResolvedSession
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
     SessionNotAwaitingInputError,
     SessionNotResumableError,
 )
+from archmax_temporal.workflows.models import Outcome, PendingInput, SessionSummary, SessionView
 from tests.conftest import EXAMPLES, Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as tool
 
@@ -82,7 +86,10 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def _poll(probe, timeout: float = 20.0):
+T = TypeVar("T")
+
+
+async def _poll(probe: Callable[[], Awaitable[T]], timeout: float = 20.0) -> T:
     """Await ``probe()`` until it returns something truthy (or the timeout passes)."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
@@ -92,7 +99,7 @@ async def _poll(probe, timeout: float = 20.0):
         await asyncio.sleep(0.1)
 
 
-def _users(view) -> list[str | None]:
+def _users(view: SessionView) -> list[str | None]:
     return [m.content for m in view.transcript if m.role == "user"]
 
 
@@ -121,7 +128,7 @@ class TestContinueAsNew:
             first_run = (await handle.describe()).run_id
             parked = await agent.workflow.send(sid, "second")
 
-            async def moved_on():
+            async def moved_on() -> bool:
                 return (await handle.describe()).run_id != first_run
 
             assert await _poll(moved_on), "the session never continued as new"
@@ -206,7 +213,7 @@ class TestOnError:
         ],
     )
     async def test_the_park_beyond_max_parks_routes_to_on_error(
-        self, client: Client, task_queue: str, scripted: Scripted, root: Path, siblings
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path, siblings: int
     ) -> None:
         """The refused park routes to on_error, and every tool call still gets its result."""
         calls = [tool(WAIT, reason="posting")] + [tool("archmax_get_variables")] * siblings
@@ -219,9 +226,12 @@ class TestOnError:
             routed = await agent.workflow.deliver(sid, trigger="poll")
             view = await agent.sessions.view(sid)
         assert (parked.kind, routed.kind, routed.state) == ("parked", "completed", "escalate")
-        assert routed.trail[-1].kind == "on_error" and "maxParks (1)" in routed.trail[-1].reason
+        reason = routed.trail[-1].reason
+        assert routed.trail[-1].kind == "on_error" and reason is not None
+        assert "maxParks (1)" in reason
         asked = [c.id for m in view.transcript for c in m.tool_calls]
-        answered = [m.tool_call_id for m in view.transcript if m.role == "tool"]
+        # a tool message without an id ("") answers no call
+        answered = [m.tool_call_id or "" for m in view.transcript if m.role == "tool"]
         assert sorted(asked) == sorted(answered)
 
 
@@ -314,11 +324,13 @@ class TestDispositions:
 
 class TestMidTurn:
     @staticmethod
-    async def _mid_turn(agent: Agent, server, sid: str) -> asyncio.Task:
+    async def _mid_turn(
+        agent: Agent, server: ScriptedModelServer, sid: str
+    ) -> asyncio.Task[Outcome]:
         """Start a slow turn and return once its model call is in flight."""
         first = asyncio.create_task(agent.workflow.send(sid, "first"))
 
-        async def model_called():
+        async def model_called() -> bool:
             return bool(server.requests)
 
         assert await _poll(model_called, timeout=10), "the first turn never called the model"
@@ -374,10 +386,10 @@ class TestHostPolling:
         async with running_agent(client, task_queue, root, "rules", server) as agent:
             parked = await agent.workflow.send(sid, "check the bank")
 
-            async def listed():
+            async def listed() -> list[SessionSummary]:
                 return [s for s in await agent.sessions.list() if s.session_id == sid]
 
-            async def host_loop(now: datetime) -> list:
+            async def host_loop(now: datetime) -> list[Outcome]:
                 outcomes = []
                 for t in await listed():
                     if t.status == "awaiting_input" and t.resume_at and t.resume_at <= now:
@@ -396,7 +408,7 @@ class TestHostPolling:
                 await agent.workflow.deliver(
                     sid, trigger="timer", variables={"now": tomorrow.isoformat()}
                 )
-        assert parked.pending is not None and parked.pending.resume_at is not None
+        assert isinstance(parked.pending, PendingInput) and parked.pending.resume_at is not None
         assert len(found) == 1 and found[0].resume_at == parked.pending.resume_at
         assert found[0].status == "awaiting_input"
         assert (early, len(woken)) == ([], 1)
@@ -415,7 +427,7 @@ class TestSessionPaths:
         server = scripted(playbook(rule("Hello.")))
         tag = uuid.uuid4().hex[:8]
         seeds = {name: {"id": f"{name}-{tag}"} for name in ("chat", "agentpath", "firing")}
-        firing = {"trigger": "chat", "variables": seeds}
+        firing: dict[str, Any] = {"trigger": "chat", "variables": seeds}
         async with (
             running_agent(
                 client, task_queue, root, "rules", server, session_path="agentpath.id"

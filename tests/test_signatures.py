@@ -39,7 +39,9 @@ class TestConforms:
             (None, None, True),
         ],
     )
-    def test_each_type_takes_exactly_its_values(self, value, type_name, expected) -> None:
+    def test_each_type_takes_exactly_its_values(
+        self, value: object, type_name: str | None, expected: bool
+    ) -> None:
         """No coercion, and a typed entry never takes null."""
         assert conforms(value, type_name) is expected
 

@@ -64,7 +64,7 @@ class TestParseSpec:
         assert issues(["states"]) == ["<root>: a workflow spec must be a mapping"]
 
     @pytest.mark.parametrize("states", [None, {}, []])
-    def test_missing_or_empty_states_is_refused(self, states) -> None:
+    def test_missing_or_empty_states_is_refused(self, states: object) -> None:
         """Missing or empty ``states`` fails with archmax's own message."""
         data = base() | {"states": states}
         assert issues(data) == ["states: Machine spec is missing or has empty 'states'"]
@@ -83,7 +83,9 @@ class TestParseSpec:
             ("extensions.metadata", 'extensions: unknown key "metadata"'),
         ],
     )
-    def test_unknown_and_misplaced_keys_are_named_with_their_path(self, path, expected) -> None:
+    def test_unknown_and_misplaced_keys_are_named_with_their_path(
+        self, path: str, expected: str
+    ) -> None:
         """A typo, a retired root key or a key at the wrong level is named with its path."""
         assert expected in issues(with_(path, []))
 
@@ -103,7 +105,7 @@ class TestParseSpec:
             *[("instructions", v) for v in ("", "  ", 5)],
         ],
     )
-    def test_required_strings_are_non_empty_strings(self, path, value) -> None:
+    def test_required_strings_are_non_empty_strings(self, path: str, value: object) -> None:
         """A missing, blank or mistyped description, model or instructions is addressed to it."""
         found = issues(with_(path, value))
         assert found and all(line.startswith(f"{path}: ") for line in found)
@@ -111,13 +113,15 @@ class TestParseSpec:
     @pytest.mark.parametrize(
         ("version", "expected"), [("1", "1"), ("2", "2"), (2, "2"), (2.0, "2")]
     )
-    def test_runtime_version_may_be_string_or_number(self, version, expected) -> None:
+    def test_runtime_version_may_be_string_or_number(
+        self, version: str | int | float, expected: str
+    ) -> None:
         """The contract pin accepts versions 1 and 2 spelled as strings or numbers."""
         spec = parse_spec(base() | {"runtime": {"engine": "archmax-harness", "version": version}})
         assert spec.runtime.version == expected
 
     @pytest.mark.parametrize("runtime", [{"version": 3}, {"version": True}, {"engine": "other"}])
-    def test_unsupported_runtime_pin_is_refused(self, runtime) -> None:
+    def test_unsupported_runtime_pin_is_refused(self, runtime: dict[str, object]) -> None:
         """An unsupported version or engine is an error on ``runtime``."""
         assert any(line.startswith("runtime.") for line in issues(base() | {"runtime": runtime}))
 
@@ -133,13 +137,13 @@ class TestParseSpec:
         assert spec.tests.max_concurrency == 2 and spec.tests.judge is not None
 
     @pytest.mark.parametrize("value", [0, -1, 1.5])
-    def test_budget_values_must_be_positive_integers(self, value) -> None:
+    def test_budget_values_must_be_positive_integers(self, value: int | float) -> None:
         """``budget.maxParks`` of zero, a negative or a fraction is an error."""
         found = issues(with_("states.intake.budget", {"maxParks": value}))
         assert all(line.startswith("states.intake.budget.maxParks: ") for line in found)
 
     @pytest.mark.parametrize("value", [True, "5"])
-    def test_budget_values_are_not_coerced(self, value) -> None:
+    def test_budget_values_are_not_coerced(self, value: str | bool) -> None:
         """A boolean or a quoted number is not a positive integer."""
         issues(with_("states.intake.budget", {"maxParks": value}))
 
@@ -156,7 +160,7 @@ class TestParseSpec:
             ),
         ],
     )
-    def test_other_integers_are_not_coerced(self, path, value, where) -> None:
+    def test_other_integers_are_not_coerced(self, path: str, value: object, where: str) -> None:
         """Settings, tests and hook integers are strict too, addressed to their key."""
         assert issues(with_(path, value)) == [f"{where}: Input should be a valid integer"]
 
@@ -178,19 +182,19 @@ class TestParseSpec:
         assert any(line.startswith("states.intake.triggers.manual: ") for line in found)
 
     @pytest.mark.parametrize("path", ["${{conversation_id}}", "a..b", "", "mail. id"])
-    def test_malformed_session_path_is_refused(self, path) -> None:
+    def test_malformed_session_path_is_refused(self, path: str) -> None:
         """A ``session:`` path that the shared path parser rejects is a load error."""
         found = issues(with_("states.intake.triggers.manual", {"session": path}))
         assert any(line.startswith("states.intake.triggers.manual.session: ") for line in found)
 
     @pytest.mark.parametrize("key", ["description", "connection"])
-    def test_empty_trigger_strings_are_refused(self, key) -> None:
+    def test_empty_trigger_strings_are_refused(self, key: str) -> None:
         """An empty trigger ``description`` or ``connection`` is an error."""
         found = issues(with_("states.intake.triggers.manual", {key: ""}))
         assert f"states.intake.triggers.manual.{key}: must be a non-empty string" in found
 
     @pytest.mark.parametrize("key", ["entry", "name"])
-    def test_trigger_entry_and_name_keys_are_refused(self, key) -> None:
+    def test_trigger_entry_and_name_keys_are_refused(self, key: str) -> None:
         """``entry:`` and ``name:`` in a trigger declaration are load errors."""
         issues(with_("states.intake.triggers.manual", {key: "intake"}))
 
@@ -219,7 +223,9 @@ class TestParseSpec:
         assert parse_spec(base() | {"disabled": True}).disabled is True
 
     @pytest.mark.parametrize(("value", "loads"), [(None, True), ("false", False), (0, False)])
-    def test_disabled_is_strict_and_null_means_enabled(self, value, loads) -> None:
+    def test_disabled_is_strict_and_null_means_enabled(
+        self, value: str | int | None, loads: bool
+    ) -> None:
         """``disabled: null`` means in service; a non-boolean is a schema error."""
         if loads:
             assert parse_spec(base() | {"disabled": value}).disabled is False
@@ -235,7 +241,9 @@ class TestParseSpec:
             ("states.intake.skills", {"allow": ["bill*"]}),
         ],
     )
-    def test_star_grants_and_path_shaped_skills_are_refused(self, path, value) -> None:
+    def test_star_grants_and_path_shaped_skills_are_refused(
+        self, path: str, value: dict[str, object]
+    ) -> None:
         """Only a forbid entry may use ``*``; skill entries are slugs, never paths or globs."""
         issues(with_(path, value))
 
@@ -248,7 +256,9 @@ class TestParseSpec:
             ("states.intake.skills", {"forbid": ["skills/*"]}),
         ],
     )
-    def test_star_grants_are_addressed_to_their_entry(self, path, value) -> None:
+    def test_star_grants_are_addressed_to_their_entry(
+        self, path: str, value: dict[str, object]
+    ) -> None:
         """The error names the offending entry's index."""
         (key,) = value
         (line,) = issues(with_(path, value))
@@ -301,14 +311,14 @@ class TestMachineProblems:
         assert issues(data) == ["states: Workflow has no start state (no state declares a trigger)"]
 
     @pytest.mark.parametrize("slug", ["Review", "re_view", "-x", "a--b"])
-    def test_state_slugs_are_kebab_case(self, slug) -> None:
+    def test_state_slugs_are_kebab_case(self, slug: str) -> None:
         """A state slug outside ``^[a-z0-9]+(-[a-z0-9]+)*$`` is reported."""
         data = base()
         data["states"][slug] = None
         assert f"states.{slug}: state slug must be kebab-case ([a-z0-9-])" in issues(data)
 
     @pytest.mark.parametrize("kind", ["requires", "returns"])
-    def test_signature_names_are_variable_names_and_distinct(self, kind) -> None:
+    def test_signature_names_are_variable_names_and_distinct(self, kind: str) -> None:
         """Signature names must be valid variable names, distinct across both spellings."""
         decl = {kind: ["Order-Id", "a", {"name": "a", "type": "string"}]}
         found = issues(with_("states.intake.triggers.manual", decl))
@@ -326,7 +336,7 @@ class TestMachineProblems:
         )
 
     @pytest.mark.parametrize("name", ["trigger", "title", "note"])
-    def test_reserved_names_are_refused_in_returns(self, name) -> None:
+    def test_reserved_names_are_refused_in_returns(self, name: str) -> None:
         """``returns`` may not name the runtime-owned ``trigger``, ``title`` or ``note``."""
         found = issues(with_("states.intake.triggers.manual", {"returns": [name]}))
         assert any(
@@ -335,7 +345,7 @@ class TestMachineProblems:
         )
 
     @pytest.mark.parametrize("slug", ["review\n", "r\u0661"])
-    def test_state_slug_with_a_trailing_newline_or_non_ascii_is_refused(self, slug) -> None:
+    def test_state_slug_with_a_trailing_newline_or_non_ascii_is_refused(self, slug: str) -> None:
         """``$`` would let ``review\\n`` through; the slug check does not."""
         data = base()
         data["states"][slug] = None

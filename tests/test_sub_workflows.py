@@ -21,7 +21,13 @@ from temporalio.worker import Replayer
 from archmax_temporal.client.host import Agent
 from archmax_temporal.worker import workflow_runner
 from archmax_temporal.workflows.errors import SessionAwaitingSubWorkflowError
-from archmax_temporal.workflows.models import Outcome, PendingInput, SessionSummary, ToolMock
+from archmax_temporal.workflows.models import (
+    Message,
+    Outcome,
+    PendingInput,
+    SessionSummary,
+    ToolMock,
+)
 from archmax_temporal.workflows.session import ArchmaxSession
 from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
@@ -275,7 +281,7 @@ async def _event_types(agent: Agent, session_id: str) -> list[int]:
     return [event.event_type for event in history.events]
 
 
-def _tool_results(transcript, name: str):
+def _tool_results(transcript: list[Message], name: str) -> list[Message]:
     return [m for m in transcript if m.role == "tool" and m.name == name]
 
 

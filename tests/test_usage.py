@@ -54,7 +54,7 @@ def test_the_footer_shows_the_cache_only_when_it_was_used() -> None:
 
 
 @pytest.mark.parametrize("usage", [None, Usage(), Usage(calls=3)])
-def test_nothing_reported_means_no_footer(usage) -> None:
+def test_nothing_reported_means_no_footer(usage: Usage | None) -> None:
     assert footer_line(usage) is None
 
 
@@ -78,7 +78,7 @@ def test_without_prices_no_cost_is_guessed() -> None:
 
 
 @pytest.mark.parametrize("raw", ["cheap", "-1"])
-def test_a_price_that_is_no_number_names_its_variable(raw) -> None:
+def test_a_price_that_is_no_number_names_its_variable(raw: str) -> None:
     with pytest.raises(ConfigurationError, match="ARCHMAX_PRICE_OUTPUT"):
         Pricing.from_env({"ARCHMAX_PRICE_OUTPUT": raw})
 

@@ -25,14 +25,14 @@ HOST = {
 
 class TestInvalidNames:
     @pytest.mark.parametrize("name", ["a", "order_id", "x1", "title", "a_b_c_9"])
-    def test_valid_names(self, name) -> None:
+    def test_valid_names(self, name: str) -> None:
         """Flat lower snake-case names are valid, ``title`` included."""
         assert invalid_names([name]) == []
 
     @pytest.mark.parametrize(
         "name", ["", "Order", "1a", "_a", "a.b", "a-b", "a b", "trigger", "é", 3, None]
     )
-    def test_invalid_names(self, name) -> None:
+    def test_invalid_names(self, name: str | int | None) -> None:
         """Uppercase, dotted, leading digit/underscore, non-strings and ``trigger`` are refused."""
         assert invalid_names([name]) == [name]
 
@@ -41,12 +41,12 @@ class TestInvalidNames:
         assert invalid_names(["ok", "Bad", "fine", "trigger"]) == ["Bad", "trigger"]
 
     @pytest.mark.parametrize("name", ["order_id\n", "trigger\n"])
-    def test_trailing_newline_is_invalid(self, name) -> None:
+    def test_trailing_newline_is_invalid(self, name: str) -> None:
         """A name with a trailing line break does not match ``^[a-z][a-z0-9_]*$``."""
         assert invalid_names([name]) == [name]
 
     @given(st.from_regex(r"[a-z][a-z0-9_]{0,20}", fullmatch=True).filter(lambda n: n != "trigger"))
-    def test_every_conforming_name_is_valid(self, name) -> None:
+    def test_every_conforming_name_is_valid(self, name: str) -> None:
         """Every name matching the pattern, except ``trigger``, is valid."""
         assert invalid_names([name]) == []
 
@@ -106,22 +106,22 @@ class TestSetTrigger:
 
 class TestAgentWriteRefusal:
     @pytest.mark.parametrize("writes", [{}, None, [], "x", [("a", 1)]])
-    def test_writes_must_be_a_non_empty_object(self, writes) -> None:
+    def test_writes_must_be_a_non_empty_object(self, writes: object) -> None:
         """A call naming nothing, or not an object, is refused."""
         assert "non-empty object" in str(agent_write_refusal(HOST, writes, None))
 
     @pytest.mark.parametrize("lock", ["yes", "true", [], {}])
-    def test_lock_must_be_boolean(self, lock) -> None:
+    def test_lock_must_be_boolean(self, lock: object) -> None:
         """``lock`` other than a boolean (or absent) is refused."""
         assert agent_write_refusal(HOST, {"a": 1}, lock) == "`lock` must be a boolean"
 
     @pytest.mark.parametrize("lock", [1, 0, 1.0])
-    def test_numbers_are_not_booleans(self, lock) -> None:
+    def test_numbers_are_not_booleans(self, lock: int | float) -> None:
         """A number is not a boolean ``lock``, even one equal to true or false."""
         assert agent_write_refusal(HOST, {"a": 1}, lock) == "`lock` must be a boolean"
 
     @pytest.mark.parametrize("lock", [None, True, False])
-    def test_booleans_and_absence_are_a_lock(self, lock) -> None:
+    def test_booleans_and_absence_are_a_lock(self, lock: bool | None) -> None:
         """``lock`` absent, true or false lets a valid call through."""
         assert agent_write_refusal(HOST, {"a": 1}, lock) is None
 
@@ -149,13 +149,13 @@ class TestAgentWriteRefusal:
         assert agent_write_refusal(HOST, {"title": "Refund"}, True) == "`title` can never be locked"
 
     @pytest.mark.parametrize("title", ["", "   ", "two\nlines", "x" * 201, 7, None])
-    def test_malformed_title_is_refused(self, title) -> None:
+    def test_malformed_title_is_refused(self, title: object) -> None:
         """A title must be a non-empty single line of at most 200 characters."""
         refusal = agent_write_refusal(HOST, {"title": title}, False)
         assert refusal == "`title` must be a non-empty single line of at most 200 characters"
 
     @pytest.mark.parametrize("title", ["Refund for ORD-1", "x" * 200, "  padded  "])
-    def test_good_title_is_accepted(self, title) -> None:
+    def test_good_title_is_accepted(self, title: str) -> None:
         """A single line up to 200 characters is a valid title."""
         assert agent_write_refusal(HOST, {"title": title}, False) is None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -686,7 +687,9 @@ async def test_remove_deletes_one_file_and_refuses_folders_and_mounts(
 
 
 @pytest.mark.parametrize("make", [MemorySessionStore, lambda: TextOnlyStore(MemorySessionStore())])
-async def test_every_bundled_store_can_delete(authoring: Path, make) -> None:
+async def test_every_bundled_store_can_delete(
+    authoring: Path, make: Callable[[], SessionStore]
+) -> None:
     store = make()
     store.write_text(SID, "scratchpad/a.txt", "x")
     tools = WorkspaceActivities(store, authoring)
@@ -708,7 +711,7 @@ async def test_a_store_without_delete_refuses_a_removal_by_name(authoring: Path)
 
     store = NoDelete()
     store.write_text(SID, "scratchpad/a.txt", "x")
-    tools = WorkspaceActivities(store, authoring)  # type: ignore[arg-type]
+    tools = WorkspaceActivities(store, authoring)
     result = await call(tools, "remove_file", file_path="scratchpad/a.txt")
     assert result.status == "error"
     assert "this session store cannot delete files ('scratchpad/a.txt')" in result.content
