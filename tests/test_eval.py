@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from temporalio.client import Client, WorkflowHistory
+
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
+from archmax_temporal.workflows.models import Message, Outcome
 from archmax_temporal.workflows.sandbox import SANDBOX_ACTIVITY
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 DESK = """
@@ -39,7 +44,15 @@ def _playbook(code: str) -> str:
     )
 
 
-async def _eval(client, task_queue, scripted, root: Path, sid: str, code: str, **send):
+async def _eval(
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    root: Path,
+    sid: str,
+    code: str,
+    **send: Any,
+) -> tuple[Outcome, Message, ScriptedModelServer, WorkflowHistory]:
     server = scripted(_playbook(code))
     store = root / "sessions"
     (store / sid / "scratchpad").mkdir(parents=True, exist_ok=True)
@@ -52,7 +65,9 @@ async def _eval(client, task_queue, scripted, root: Path, sid: str, code: str, *
     return outcome, answer, server, history
 
 
-async def test_the_value_and_console_output_answer_the_call(client, task_queue, scripted, tmp_path):
+async def test_the_value_and_console_output_answer_the_call(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "sums", DESK)
     outcome, answer, server, history = await _eval(
         client, task_queue, scripted, tmp_path, "eval-1", DOUBLE
@@ -70,8 +85,8 @@ async def test_the_value_and_console_output_answer_the_call(client, task_queue, 
 
 
 async def test_its_tool_calls_are_governed_as_the_agents_own(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "sums", DESK)
     _, answer, _, _ = await _eval(
         client, task_queue, scripted, tmp_path, "eval-2", DOUBLE, trigger="audit"
@@ -83,8 +98,8 @@ async def test_its_tool_calls_are_governed_as_the_agents_own(
 
 
 async def test_a_runaway_snippet_is_an_error_answer_and_the_turn_goes_on(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "sums", DESK + "settings: { timeoutMs: 300 }\n")
     outcome, answer, _, _ = await _eval(
         client, task_queue, scripted, tmp_path, "eval-3", "while (true) {}"

@@ -8,22 +8,22 @@ import json
 from pathlib import Path
 
 import pytest
-from temporalio.client import WorkflowHistory
+from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from archmax_temporal.client.events import SessionEvent, read_history
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 HISTORIES = Path(__file__).parent / "histories"
 
 
-def _golden(name: str, **kwargs) -> list[SessionEvent]:
+def _golden(name: str, **kwargs: int) -> list[SessionEvent]:
     history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
     return read_history(history.events, name, pydantic_data_converter, **kwargs)
 
 
-def test_a_park_and_delivery_reads_as_turns_states_and_calls():
+def test_a_park_and_delivery_reads_as_turns_states_and_calls() -> None:
     events = _golden("support-inbox-park-deliver")
     assert [e.type for e in events if e.type in ("turn-start", "delivered", "turn-end")] == [
         "turn-start",
@@ -39,7 +39,7 @@ def test_a_park_and_delivery_reads_as_turns_states_and_calls():
     assert [e.seq for e in events] == sorted(e.seq for e in events)
 
 
-def test_a_before_hook_veto_reads_as_hook_start_and_verdict():
+def test_a_before_hook_veto_reads_as_hook_start_and_verdict() -> None:
     events = _golden("order-lookup-cross-company-veto")
     hooks = [(e.type, e.data["hook"], e.data.get("verdict")) for e in events if "hook" in e.data]
     assert hooks == [
@@ -51,13 +51,13 @@ def test_a_before_hook_veto_reads_as_hook_start_and_verdict():
     assert events[-1].type == "turn-end" and events[-1].level == "error"
 
 
-def test_a_scripts_resumptions_read_as_script_results_naming_each_dispatch():
+def test_a_scripts_resumptions_read_as_script_results_naming_each_dispatch() -> None:
     events = _golden("order-lookup-enrichment-fan-out")
     runs = [e.data["dispatch"] for e in events if e.type == "script-result"]
     assert runs == ["archmax_workflow_enrich-order", "archmax_workflow_enrich-order", None]
 
 
-def test_after_resumes_a_stream_past_the_last_event_seen():
+def test_after_resumes_a_stream_past_the_last_event_seen() -> None:
     events = _golden("support-inbox-park-deliver")
     later = _golden("support-inbox-park-deliver", after=events[4].seq)
     assert later and later[0].seq > events[4].seq
@@ -91,8 +91,8 @@ PLAYBOOK = json.dumps(
 
 
 async def test_following_a_session_streams_its_events_as_they_happen(
-    client, task_queue, scripted, tmp_path: Path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "notes", NOTES)
     async with running_agent(client, task_queue, tmp_path, "notes", scripted(PLAYBOOK)) as agent:
         parked = await agent.workflow.send("events-1", "Write it.")
@@ -120,7 +120,7 @@ async def test_following_a_session_streams_its_events_as_they_happen(
     assert [e.type for e in seen].index("delivered") > [e.type for e in seen].index("parked")
 
 
-def test_calls_that_ran_no_activity_are_read_off_the_next_model_input():
+def test_calls_that_ran_no_activity_are_read_off_the_next_model_input() -> None:
     events = _golden("order-lookup-enrichment-fan-out")
     [named] = [e.data["names"] for e in events if e.type == "variables-set"]
     assert named == ["enrichments"]
@@ -165,8 +165,8 @@ GUARDED_PLAYBOOK = json.dumps(
 
 
 async def test_a_refused_call_is_tool_blocked_with_its_rule(
-    client, task_queue, scripted, tmp_path: Path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "guarded", GUARDED)
     server = scripted(GUARDED_PLAYBOOK)
     async with running_agent(client, task_queue, tmp_path, "guarded", server) as agent:
@@ -184,8 +184,8 @@ async def test_a_refused_call_is_tool_blocked_with_its_rule(
 
 
 async def test_on_event_streams_each_turn_while_send_and_deliver_run(
-    client, task_queue, scripted, tmp_path: Path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "notes", NOTES)
     first: list[SessionEvent] = []
     second: list[SessionEvent] = []
@@ -204,8 +204,8 @@ async def test_on_event_streams_each_turn_while_send_and_deliver_run(
 
 
 async def test_an_error_in_on_event_reaches_the_caller(
-    client, task_queue, scripted, tmp_path: Path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "notes", NOTES)
 
     def broken(event: SessionEvent) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import running_agent, write_workflow
+from temporalio.client import Client
+
+from tests.conftest import Scripted, running_agent, write_workflow
 
 SPEC = """
 states:
@@ -41,8 +43,8 @@ PLAYBOOK = json.dumps(
 
 
 async def test_files_are_placed_seeded_locked_and_readable_by_reference(
-    client, task_queue, scripted, tmp_path: Path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """Each file lands in scratchpad/attachments/ before the turn; its variable is seeded,
     locked, with the placed path; the agent reads it through a ${{invoice}} reference; a
     second file of the same name takes the next free name; bytes arrive exactly."""

@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 SPEC = """
@@ -42,8 +43,8 @@ ORDERS = "skills/order-data/assets/orders.json"
 
 
 async def test_a_skill_is_invisible_in_one_state_and_readable_in_another(
-    client, task_queue, scripted, root
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
     """intake enables no skill: the read is blocked (skill.not-allowed) and the model goes
     on; lookup enables order-data: the same read returns the file."""
     server = scripted(
@@ -87,7 +88,9 @@ async def test_a_skill_is_invisible_in_one_state_and_readable_in_another(
     assert all({"read_file", "write_file", "ls"} <= names for names in surfaces)
 
 
-async def test_scratchpad_files_carry_across_turns(client, task_queue, scripted, root, tmp_path):
+async def test_scratchpad_files_carry_across_turns(
+    client: Client, task_queue: str, scripted: Scripted, root: Path, tmp_path: Path
+) -> None:
     """A file a turn writes to scratchpad/ is there for the next turn at the same path."""
     server = scripted(
         json.dumps(
@@ -136,8 +139,8 @@ async def test_scratchpad_files_carry_across_turns(client, task_queue, scripted,
 
 
 async def test_writes_outside_the_scratchpad_and_escapes_are_blocked(
-    client, task_queue, scripted, root
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
     """A write into the read-only skills mount and a `..` escape are refused; the model
     reads both refusals and finishes the turn."""
     server = scripted(
@@ -171,7 +174,9 @@ async def test_writes_outside_the_scratchpad_and_escapes_are_blocked(
     assert not (root / "skills" / "order-data" / "x.md").exists()
 
 
-async def test_only_enabled_skills_join_the_prompt(client, task_queue, scripted, root):
+async def test_only_enabled_skills_join_the_prompt(
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
     """SKILL.md's description is shown in the state that enables the skill, not elsewhere."""
     server = scripted(
         json.dumps(
@@ -206,8 +211,8 @@ states:
 
 
 async def test_a_state_requires_its_variables_before_it_may_be_left(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """archmax_advance out of a state whose requires are unset is a refusal the model reads;
     once the agent records the variable, the advance commits."""
     write_workflow(tmp_path, "collect", REQUIRES)

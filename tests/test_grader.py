@@ -78,7 +78,7 @@ def record_section(rendered: str) -> list[str]:
 
 
 class TestEvidenceComposition:
-    def test_record_interleaves_messages_notes_and_calls_in_order(self):
+    def test_record_interleaves_messages_notes_and_calls_in_order(self) -> None:
         """Messages, notes and calls appear as they happened; user messages stay out."""
         transcript = [
             Message(role="user", content="refund ORD-1001 please"),
@@ -97,7 +97,7 @@ class TestEvidenceComposition:
         ]
         assert evidence.reply == "Your refund for ORD-1001 is approved."
 
-    def test_statuses_map_ok_error_blocked_and_unanswered(self):
+    def test_statuses_map_ok_error_blocked_and_unanswered(self) -> None:
         """ok → completed, error → failed, blocked → rejected, a call without result → pending."""
         transcript = [
             assistant(
@@ -119,7 +119,7 @@ class TestEvidenceComposition:
             "4. [tool] grep input={} → pending (no output recorded)",
         ]
 
-    def test_a_mocked_output_appears_as_the_agent_saw_it(self):
+    def test_a_mocked_output_appears_as_the_agent_saw_it(self) -> None:
         """A mock's value is the call's output like any other result."""
         transcript = [
             assistant(None, ("m", "read_file", '{"file_path": "orders.json"}')),
@@ -132,7 +132,7 @@ class TestEvidenceComposition:
         ]
         assert rendered.endswith("Final reply to the user:\nNo orders found.")
 
-    def test_a_reply_followed_by_calls_stays_in_the_record(self):
+    def test_a_reply_followed_by_calls_stays_in_the_record(self) -> None:
         """Only a reply that closed the turn leaves the record: 'said, then did' is kept."""
         transcript = [
             assistant("Approved.", ("x", "archmax_advance", '{"to": "done"}')),
@@ -142,14 +142,14 @@ class TestEvidenceComposition:
         assert evidence.record[0] == MessageEntry("Approved.")
         assert evidence.reply == "Approved."
 
-    def test_runtime_notes_render_with_their_kind(self):
+    def test_runtime_notes_render_with_their_kind(self) -> None:
         """A note renders as [runtime:<kind>] with its text, its own prefix not repeated."""
         transcript = [*note("event", "[event] trigger 'email_reply' delivered"), assistant("ok")]
         assert record_section(render_evidence(build_grader_evidence(transcript))) == [
             "1. [runtime:event] trigger 'email_reply' delivered"
         ]
 
-    def test_empty_turn_renders_placeholders(self):
+    def test_empty_turn_renders_placeholders(self) -> None:
         """A turn with nothing said or done still renders both labelled sections."""
         assert render_evidence(build_grader_evidence([])) == (
             "What the assistant did, in order:\n"
@@ -159,7 +159,7 @@ class TestEvidenceComposition:
 
 
 class TestEvidenceBounds:
-    def test_a_value_over_800_chars_is_cut_and_marked(self):
+    def test_a_value_over_800_chars_is_cut_and_marked(self) -> None:
         """Input, output and message values are each cut at 800 with …(+N chars)."""
         big_input = json.dumps({"q": "i" * 1000})
         transcript = [
@@ -178,12 +178,12 @@ class TestEvidenceBounds:
             + "…(+434 chars)"
         )
 
-    def test_cap_leaves_short_text_alone(self):
+    def test_cap_leaves_short_text_alone(self) -> None:
         """Exactly 800 characters is not cut."""
         assert cap("x" * 800) == "x" * 800
         assert cap("x" * 801) == "x" * 800 + "…(+1 chars)"
 
-    def test_record_over_budget_drops_its_oldest_entries_behind_a_marker(self):
+    def test_record_over_budget_drops_its_oldest_entries_behind_a_marker(self) -> None:
         """30 lines of 714 chars: 16 fit the 12,000 budget (16 x 715 = 11,440), 14 go."""
         transcript = [assistant(f"{i:02d}" + "a" * 698) for i in range(1, 31)]
         transcript.append(assistant("Done."))
@@ -194,7 +194,7 @@ class TestEvidenceBounds:
         assert lines[-1] == "30. [message] 30" + "a" * 698
         assert sum(len(line) + 1 for line in lines[1:]) <= 12_000
 
-    def test_one_dropped_entry_is_named_in_the_singular(self):
+    def test_one_dropped_entry_is_named_in_the_singular(self) -> None:
         """The marker counts what it dropped, grammatically."""
         transcript = [assistant(f"{i:02d}" + "a" * 698) for i in range(1, 18)]
         transcript.append(assistant("Done."))
@@ -202,7 +202,7 @@ class TestEvidenceBounds:
         assert lines[0] == "… 1 earlier entry omitted"
         assert lines[1].startswith("2. [message] 02")
 
-    def test_the_final_reply_is_never_cut(self):
+    def test_the_final_reply_is_never_cut(self) -> None:
         """A 50,000-character reply is rendered whole, whatever the record's bounds."""
         reply = "r" * 50_000
         transcript = [assistant("x" * 5000) for _ in range(40)] + [assistant(reply)]
@@ -212,34 +212,34 @@ class TestEvidenceBounds:
 
 
 class TestVerdictExtraction:
-    def test_plain_json(self):
+    def test_plain_json(self) -> None:
         """A bare JSON verdict is read; the model's own pass is kept apart from the score."""
         assert parse_verdict('{"score": 0.82, "pass": true, "reason": "names it"}') == (
             GradeVerdict(0.82, True, "names it")
         )
 
-    def test_json_wrapped_in_prose(self):
+    def test_json_wrapped_in_prose(self) -> None:
         """Prose around the object, even prose holding braces, does not hide it."""
         raw = 'The reply {mentions} it. Verdict: {"score": 0.6, "pass": false, "reason": "r"}.'
         assert parse_verdict(raw) == GradeVerdict(0.6, False, "r")
 
-    def test_json_in_a_code_fence(self):
+    def test_json_in_a_code_fence(self) -> None:
         """A ```json fence is tolerated."""
         raw = 'Here:\n```json\n{"score": 1, "pass": true, "reason": "met {fully}"}\n```'
         assert parse_verdict(raw) == GradeVerdict(1.0, True, "met {fully}")
 
-    def test_no_json_reads_nothing(self):
+    def test_no_json_reads_nothing(self) -> None:
         """Prose alone, broken JSON, or an object without a numeric score is no verdict."""
         assert parse_verdict("I think it passes.") is None
         assert parse_verdict('{"score": 0.5, "reason": ') is None
         assert parse_verdict('{"verdict": "yes"} {"score": "high"}') is None
 
-    def test_the_first_object_with_a_score_wins(self):
+    def test_the_first_object_with_a_score_wins(self) -> None:
         """An object without score before the verdict is skipped."""
         raw = '{"note": "aside"} then {"score": 0.3, "reason": "a"} and {"score": 0.9}'
         assert parse_verdict(raw) == GradeVerdict(0.3, False, "a")
 
-    def test_score_is_clamped_to_unit_interval(self):
+    def test_score_is_clamped_to_unit_interval(self) -> None:
         """Scores outside [0, 1] are clamped; a numeric string is read as a number."""
         assert parse_verdict('{"score": 1.7}') == GradeVerdict(1.0, False, "")
         assert parse_verdict('{"score": -2}') == GradeVerdict(0.0, False, "")
@@ -271,7 +271,7 @@ default:
 
 
 class TestGradingCall:
-    async def test_no_json_is_asked_once_more_then_scores_zero(self, scripted: Scripted):
+    async def test_no_json_is_asked_once_more_then_scores_zero(self, scripted: Scripted) -> None:
         """Two requests exactly; the second carries the first reply and asks for JSON only."""
         server = scripted(PROSE_ONLY)
         evidence = build_grader_evidence([assistant("Your refund is approved.")])
@@ -295,7 +295,9 @@ class TestGradingCall:
         assert second[-1]["content"] == REASK_PROMPT
         assert "JSON only" not in first[-1]["content"]
 
-    async def test_the_reask_reads_a_verdict_given_the_second_time(self, scripted: Scripted):
+    async def test_the_reask_reads_a_verdict_given_the_second_time(
+        self, scripted: Scripted
+    ) -> None:
         """A grader that answers JSON when reminded is scored by that answer."""
         server = scripted(PROSE_THEN_JSON)
         verdict = await grade(
@@ -307,14 +309,16 @@ class TestGradingCall:
         assert verdict == GradeVerdict(0.9, True, "named ORD-1001")
         assert len(server.requests) == 2
 
-    async def test_a_fenced_verdict_needs_no_second_request(self, scripted: Scripted):
+    async def test_a_fenced_verdict_needs_no_second_request(self, scripted: Scripted) -> None:
         """A verdict in a code fence is read from the first reply."""
         server = scripted(FENCED)
         verdict = await grade("x", "evidence", model_config=config_for(server), judge=JudgeSpec())
         assert verdict == GradeVerdict(0.4, True, "vague")
         assert len(server.requests) == 1
 
-    async def test_the_prompt_carries_criterion_evidence_and_weighting(self, scripted: Scripted):
+    async def test_the_prompt_carries_criterion_evidence_and_weighting(
+        self, scripted: Scripted
+    ) -> None:
         """System prompt weighs reply against record; the user message holds both sections."""
         server = scripted(FENCED)
         transcript = [
@@ -339,7 +343,7 @@ class TestGradingCall:
             "Final reply to the user:\nNo such order."
         )
 
-    async def test_judge_model_and_options_are_applied(self, scripted: Scripted):
+    async def test_judge_model_and_options_are_applied(self, scripted: Scripted) -> None:
         """tests.judge.model overrides the env default; temperature and maxTokens are sent."""
         server = scripted(FENCED)
         judge = JudgeSpec.model_validate(
@@ -349,7 +353,7 @@ class TestGradingCall:
         body = server.requests[0].body
         assert (body["model"], body["temperature"], body["max_tokens"]) == ("judge-model", 0, 256)
 
-    async def test_the_env_default_model_serves_an_empty_judge(self, scripted: Scripted):
+    async def test_the_env_default_model_serves_an_empty_judge(self, scripted: Scripted) -> None:
         """judge: {} grades with the environment's model and sends no sampling options."""
         server = scripted(FENCED)
         await grade("x", "e", model_config=config_for(server), judge=JudgeSpec())
@@ -357,14 +361,16 @@ class TestGradingCall:
         assert body["model"] == "env-model"
         assert "temperature" not in body and "max_tokens" not in body
 
-    async def test_no_model_anywhere_scores_zero_without_a_request(self, scripted: Scripted):
+    async def test_no_model_anywhere_scores_zero_without_a_request(
+        self, scripted: Scripted
+    ) -> None:
         """Neither tests.judge.model nor ARCHMAX_MODEL: an actionable 0, no call made."""
         server = scripted(FENCED)
         verdict = await grade("x", "e", model_config=config_for(server, None), judge=JudgeSpec())
         assert verdict.score == 0.0 and "ARCHMAX_MODEL" in verdict.reason
         assert server.requests == []
 
-    async def test_grade_step_records_through_the_bar(self, scripted: Scripted):
+    async def test_grade_step_records_through_the_bar(self, scripted: Scripted) -> None:
         """The end-to-end helper: a 0.4 under a 0.7 bar fails although the model said pass."""
         server = scripted(FENCED)
         record = await grade_step(
@@ -382,7 +388,7 @@ class TestGradingCall:
         )
         assert record.detail == "names the order: vague"
 
-    async def test_grade_step_without_a_judge_makes_no_request(self, scripted: Scripted):
+    async def test_grade_step_without_a_judge_makes_no_request(self, scripted: Scripted) -> None:
         """A suite without tests.judge records the hint and never calls a model."""
         server = scripted(FENCED)
         record = await grade_step(
@@ -397,7 +403,9 @@ class TestGradeRecords:
         ("score", "claimed", "status"),
         [(0.82, False, "passed"), (0.7, False, "passed"), (0.69, True, "failed")],
     )
-    def test_the_bar_decides_never_the_models_boolean(self, score, claimed, status):
+    def test_the_bar_decides_never_the_models_boolean(
+        self, score: float, claimed: bool, status: str
+    ) -> None:
         """score >= atLeast passes; the model's own pass claim is ignored either way."""
         record = grade_record(4, step(at_least=0.7), GradeVerdict(score, claimed, "why"))
         assert record.status == status
@@ -409,14 +417,14 @@ class TestGradeRecords:
         )
         assert record.detail == "names the order: why"
 
-    def test_a_miss_reads_as_a_verdict_failure_with_its_score(self):
+    def test_a_miss_reads_as_a_verdict_failure_with_its_score(self) -> None:
         """The record feeds reduce_verdict's `kind: detail (score s < atLeast)` line."""
         record = grade_record(1, step(at_least=0.7), GradeVerdict(0.5, True, "vague"))
         assert reduce_verdict([record]).failures == [
             "grade.closedQA: names the order: vague (score 0.5 < 0.7)"
         ]
 
-    def test_no_judge_record_fails_with_score_zero_and_the_hint(self):
+    def test_no_judge_record_fails_with_score_zero_and_the_hint(self) -> None:
         """Without tests.judge the grade fails at 0 naming the fix."""
         record = no_judge_record(3, step(at_least=0.6))
         assert (record.status, record.score, record.threshold, record.step) == (

@@ -16,7 +16,7 @@ from tests.conftest import write_workflow
 
 
 class TestReadingAnswers:
-    def test_nothing_is_ok_and_a_helper_object_is_its_verdict(self):
+    def test_nothing_is_ok_and_a_helper_object_is_its_verdict(self) -> None:
         assert hooks.script_verdict(None, True) == hooks.OK
         assert hooks.script_verdict({"verdict": "veto", "reason": "no"}, False) == hooks.veto("no")
         assert (
@@ -32,16 +32,18 @@ class TestReadingAnswers:
             ({"verdict": "maybe"}, "keys: verdict"),
         ],
     )
-    def test_any_other_value_vetoes_naming_it(self, value, fragment):
+    def test_any_other_value_vetoes_naming_it(self, value: object, fragment: str) -> None:
         verdict = hooks.script_verdict(value, False)
         assert verdict.verdict == "veto" and fragment in verdict.reason and not verdict.error
 
-    def test_a_custom_executor_false_vetoes_and_a_non_object_is_no_opinion(self):
+    def test_a_custom_executor_false_vetoes_and_a_non_object_is_no_opinion(self) -> None:
         assert hooks.custom_verdict(False) == hooks.veto("precondition not met")
         assert hooks.custom_verdict(None) == hooks.OK and hooks.custom_verdict("fine") == hooks.OK
         assert hooks.custom_verdict({"status": 200}).verdict == "veto"
 
-    def test_a_rubric_answer_may_be_fenced_or_wrapped_and_garbage_vetoes_with_a_snippet(self):
+    def test_a_rubric_answer_may_be_fenced_or_wrapped_and_garbage_vetoes_with_a_snippet(
+        self,
+    ) -> None:
         fenced = hooks.rubric_verdict('```json\n{"verdict": "ok", "reason": "fine"}\n```')
         assert fenced == hooks.HookVerdict(verdict="ok", reason="fine")
         wrapped = hooks.rubric_verdict('Sure! {"verdict": "correct", "reason": "cite"} done')
@@ -49,12 +51,12 @@ class TestReadingAnswers:
         garbage = hooks.rubric_verdict("I think it is fine")
         assert garbage.verdict == "veto" and "I think it is fine" in garbage.reason
 
-    def test_a_before_hook_correct_is_a_veto(self):
+    def test_a_before_hook_correct_is_a_veto(self) -> None:
         assert hooks.on_entry(hooks.HookVerdict(verdict="correct", reason="r")) == hooks.veto("r")
 
 
 class TestIdentity:
-    def test_labels_kinds_and_budgets(self):
+    def test_labels_kinds_and_budgets(self) -> None:
         script = HookSpec(script="hooks/a.js", max_iterations=2)
         rubric = HookSpec.model_validate({"rubric": {"instructions": "x", "max_iterations": 3}})
         custom = HookSpec.model_validate({"webhook": "https://x"})
@@ -72,15 +74,15 @@ class TestIdentity:
     @pytest.mark.parametrize(
         "path", ["/abs/hooks/a.js", "hooks/../x.js", "scripts/a.js", "hooks/a.ts", "hooks"]
     )
-    def test_script_paths_outside_hooks_are_refused(self, path):
+    def test_script_paths_outside_hooks_are_refused(self, path: str) -> None:
         assert hooks.script_path_problem(path) is not None
 
-    def test_a_script_path_under_hooks_is_accepted_in_normal_form(self):
+    def test_a_script_path_under_hooks_is_accepted_in_normal_form(self) -> None:
         assert hooks.script_path_problem("./hooks/sub/a.mjs") is None
         assert hooks.source_key("./hooks//sub/a.mjs") == "hooks/sub/a.mjs"
 
 
-def test_hook_args_show_the_recent_transcript_and_plain_variables():
+def test_hook_args_show_the_recent_transcript_and_plain_variables() -> None:
     transcript = [
         Message(role="user", content="hi"),
         Message(role="assistant", tool_calls=[ToolCall(id="1", name="ls", arguments="{}")]),
@@ -103,7 +105,7 @@ def test_hook_args_show_the_recent_transcript_and_plain_variables():
     assert (args["from"], args["to"]) == ("review", "done") and "reason" not in args
 
 
-def test_the_state_block_names_only_the_hook_kinds():
+def test_the_state_block_names_only_the_hook_kinds() -> None:
     spec = parse_spec(
         {
             "extensions": {"hooks": ["webhook"]},
@@ -144,7 +146,7 @@ states:
 """
 
 
-def test_validate_reports_hook_problems(tmp_path: Path):
+def test_validate_reports_hook_problems(tmp_path: Path) -> None:
     directory = write_workflow(tmp_path, "lint", SPEC)
     (directory / "hooks").mkdir()
     (directory / "hooks" / "ok.js").write_text(

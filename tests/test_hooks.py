@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
 from archmax_temporal.workflows.models import ToolMock
 from archmax_temporal.workflows.sandbox import SANDBOX_ACTIVITY
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 
@@ -65,8 +66,8 @@ export default function gate({ variables, from, to }) {
 
 
 async def test_a_before_veto_on_advance_commits_nothing_and_runs_once_per_entry(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "gated", GATED)
     hook(tmp_path, "gated", "gate.js", GATE)
     server = scripted(
@@ -142,8 +143,8 @@ def orders_root(tmp_path: Path) -> Path:
 
 
 async def test_a_start_state_before_veto_rejects_the_session_before_any_model_call(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """The hook reads a skill bundle the state does not enable (runtime authority)."""
     root = orders_root(tmp_path)
     server = scripted(playbook({"reply": {"content": "never"}}))
@@ -156,7 +157,9 @@ async def test_a_start_state_before_veto_rejects_the_session_before_any_model_ca
     assert server.requests == []
 
 
-async def test_a_hook_reading_a_mocked_file_sees_the_mock(client, task_queue, scripted, tmp_path):
+async def test_a_hook_reading_a_mocked_file_sees_the_mock(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """The real file lists ann; the case's mock says nobody is on file, and the hook sees it."""
     root = orders_root(tmp_path)
     server = scripted(playbook({"reply": {"content": "Hello Ann."}}))
@@ -185,8 +188,8 @@ states:
 
 
 async def test_a_hook_that_times_out_is_a_turn_failure_routed_by_on_error(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "routed", ROUTED)
     hook(tmp_path, "routed", "spin.js", "export default () => { while (true) {} };\n")
     server = scripted(
@@ -223,8 +226,8 @@ ALWAYS_CORRECT = """export default ({ from, to, reason }) =>
 
 
 async def test_an_after_correct_allows_max_iterations_retries_then_fails_the_turn(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "draft", DRAFT)
     hook(tmp_path, "draft", "check.js", ALWAYS_CORRECT)
     server = scripted(
@@ -265,8 +268,8 @@ CITES = """export default ({ messages }) => {
 
 
 async def test_a_terminal_after_veto_notes_it_and_calls_the_model_again(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "answer", ANSWER)
     hook(tmp_path, "answer", "cites.js", CITES)
     server = scripted(
@@ -301,8 +304,8 @@ states:
 
 
 async def test_a_rubric_verdict_gates_the_advance_out_of_the_transcript(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "rubric", RUBRIC)
     server = scripted(
         playbook(
@@ -358,7 +361,9 @@ states:
 """
 
 
-async def test_a_custom_kind_runs_the_host_executor(client, task_queue, scripted, tmp_path):
+async def test_a_custom_kind_runs_the_host_executor(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "custom", CUSTOM)
     seen: list[tuple[Any, str]] = []
 
@@ -396,8 +401,8 @@ export default async ({ tools, args }) => {
 
 
 async def test_archmax_run_returns_a_script_result_read_from_a_skill_asset(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "scripts", SCRIPTED)
     skill = tmp_path / "skills" / "orders"
     (skill / "assets").mkdir(parents=True)
@@ -436,8 +441,8 @@ async def test_archmax_run_returns_a_script_result_read_from_a_skill_asset(
 
 
 async def test_archmax_run_outside_a_skill_bundle_is_blocked(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "scripts", SCRIPTED)
     server = scripted(
         playbook(
@@ -463,8 +468,8 @@ states:
 
 
 async def test_a_delivery_after_continue_as_new_does_not_rerun_the_before_hook(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """before_done is carried: resuming a parked visit is no new entry, even in a new run."""
     write_workflow(tmp_path, "parked", PARKED)
     hook(tmp_path, "parked", "gate.js", "export default () => ok();\n")
@@ -497,8 +502,8 @@ async def test_a_delivery_after_continue_as_new_does_not_rerun_the_before_hook(
 
 
 async def test_an_after_hook_that_throws_vetoes_the_advance_and_the_agent_goes_on(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "draft", DRAFT)
     hook(
         tmp_path,

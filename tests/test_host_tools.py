@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
+from temporalio.client import Client
 
 from archmax_temporal.activities.host_tools import host_tool
 from archmax_temporal.workflows.errors import ReservedToolNameError
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 SPEC = """
@@ -69,7 +70,9 @@ PLAYBOOK = json.dumps(
 )
 
 
-async def test_a_granted_host_tool_runs_on_the_worker(client, task_queue, scripted, tmp_path: Path):
+async def test_a_granted_host_tool_runs_on_the_worker(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """The tool's schema reaches the model where it is granted; its result comes back as JSON;
     a terminal state without the grant does not disclose it."""
     write_workflow(tmp_path, "orders", SPEC)
@@ -93,8 +96,8 @@ async def test_a_granted_host_tool_runs_on_the_worker(client, task_queue, script
 
 
 async def test_guards_block_and_a_raising_tool_is_an_error_result(
-    client, task_queue, scripted, tmp_path: Path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """An argument outside the guard is blocked by governance; a tool that raises answers
     an error the model reads, and the turn goes on."""
     write_workflow(tmp_path, "orders", SPEC)
@@ -111,7 +114,7 @@ async def test_guards_block_and_a_raising_tool_is_an_error_result(
     assert outcome.kind == "completed" and outcome.reply == "checked"
 
 
-def test_runtime_names_are_reserved():
+def test_runtime_names_are_reserved() -> None:
     """A host tool cannot take an archmax_* or built-in tool name."""
 
     def read_file(query: OrderQuery) -> str:

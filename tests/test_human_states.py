@@ -7,7 +7,9 @@ import asyncio
 import uuid
 
 import pytest
+from temporalio.client import Client
 
+from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import (
     EmptyMessageError,
@@ -16,7 +18,7 @@ from archmax_temporal.workflows.errors import (
     SessionNotParkedError,
 )
 from archmax_temporal.workflows.models import PendingDecision, is_runtime_note
-from tests.conftest import EXAMPLES, running_agent
+from tests.conftest import EXAMPLES, Scripted, running_agent
 
 ROOT = EXAMPLES / "refund-review"
 PLAYBOOK = ROOT / "workflows" / "refund-review" / "playbook.yaml"
@@ -28,14 +30,14 @@ def sid() -> str:
     return f"refund-{uuid.uuid4().hex[:8]}"
 
 
-async def _events(agent, session_id: str) -> int:
+async def _events(agent: Agent, session_id: str) -> int:
     return len((await agent.handle(session_id).fetch_history()).events)
 
 
 class TestParkAtHumanState:
     async def test_advancing_into_a_human_state_parks_awaiting_decision(
-        self, client, task_queue, scripted, sid
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """The pending decision names the state, its title and its edges; one handoff call
         tells the person what happened."""
         server = scripted(PLAYBOOK)
@@ -71,8 +73,8 @@ class TestParkAtHumanState:
         assert attributes.get(sa.PARKED_CHANNEL) == "decision"
 
     async def test_visibility_finds_parked_reviews_by_status(
-        self, client, task_queue, scripted, sid
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """`ArchmaxStatus='awaiting_decision'` lists the session (as `temporal workflow list
         --query` does)."""
         server = scripted(PLAYBOOK)
@@ -93,8 +95,8 @@ class TestParkAtHumanState:
 
 class TestDecide:
     async def test_a_decision_routes_along_its_edge_and_completes(
-        self, client, task_queue, scripted, sid
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """decide commits a human trail step with the comment and a [decision] note; the
         session continues in the target, a terminal state, and completes there."""
         server = scripted(PLAYBOOK)
@@ -118,8 +120,8 @@ class TestDecide:
         assert "Verified against refund policy." in (notes[-1].content or "")
 
     async def test_a_refine_loop_reenters_review_and_counts_it_twice(
-        self, client, task_queue, scripted, sid
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """Sent back for refinement, the agent resubmits: refund-review is entered twice."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "refund-review", server) as agent:
@@ -134,8 +136,8 @@ class TestDecide:
         assert closed.kind == "completed"
 
     async def test_an_undeclared_target_is_refused_listing_the_valid_ones(
-        self, client, task_queue, scripted, sid
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """A decision naming no edge writes nothing to the history."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "refund-review", server) as agent:
@@ -146,8 +148,8 @@ class TestDecide:
             assert await _events(agent, sid) == before
 
     async def test_decide_on_a_session_not_at_a_human_state_is_refused(
-        self, client, task_queue, scripted, sid
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """After the decision the session is finished: a second decide is SessionNotParked."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "refund-review", server) as agent:
@@ -156,7 +158,9 @@ class TestDecide:
             with pytest.raises(SessionNotParkedError):
                 await agent.workflow.decide(sid, to="refund-closed")
 
-    async def test_a_delivery_to_a_human_park_is_refused(self, client, task_queue, scripted, sid):
+    async def test_a_delivery_to_a_human_park_is_refused(
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """A human park awaits a decision, not input."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "refund-review", server) as agent:
@@ -167,8 +171,8 @@ class TestDecide:
 
 class TestReply:
     async def test_a_reply_is_answered_and_the_session_stays_parked_unchanged(
-        self, client, task_queue, scripted, sid
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """The same pending record (seq, created_at), the same trail; one tool-less call."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "refund-review", server) as agent:
@@ -186,7 +190,9 @@ class TestReply:
         assert via_send.pending == parked.pending
         assert [r.handoff for r in server.requests[calls:]] == [True, True]
 
-    async def test_an_empty_reply_is_refused(self, client, task_queue, scripted, sid):
+    async def test_an_empty_reply_is_refused(
+        self, client: Client, task_queue: str, scripted: Scripted, sid: str
+    ) -> None:
         """EmptyMessageError, before the session is touched."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "refund-review", server) as agent:

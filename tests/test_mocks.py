@@ -8,9 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
+from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows.models import ToolMock
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 SPEC = """
@@ -49,12 +51,14 @@ def _reads_then_answer(*paths: str) -> str:
     )
 
 
-async def _tool_results(agent, session_id: str) -> list[tuple[str | None, str | None]]:
+async def _tool_results(agent: Agent, session_id: str) -> list[tuple[str | None, str | None]]:
     view = await agent.sessions.view(session_id)
     return [(m.status, m.content) for m in view.transcript if m.role == "tool"]
 
 
-async def test_a_matching_mock_answers_and_others_run_the_tool(client, task_queue, scripted, root):
+async def test_a_matching_mock_answers_and_others_run_the_tool(
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
     server = scripted(_reads_then_answer(ORDERS, OTHER))
     mocks = [
         ToolMock(tool="read_file", when_input={"file_path": "/orders\\.json$/"}, result="[]"),
@@ -68,8 +72,8 @@ async def test_a_matching_mock_answers_and_others_run_the_tool(client, task_queu
 
 
 async def test_a_structured_result_is_json_and_an_error_result_fails_the_call(
-    client, task_queue, scripted, root
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
     server = scripted(_reads_then_answer(ORDERS, OTHER))
     mocks = [
         ToolMock(tool="read_file", when_input={"file_path": ORDERS}, result={"total": 3}),
@@ -81,7 +85,9 @@ async def test_a_structured_result_is_json_and_an_error_result_fails_the_call(
     assert results == [("ok", '{"total": 3}'), ("error", "disk on fire")]
 
 
-async def test_a_mock_never_masks_a_governance_refusal(client, task_queue, scripted, root):
+async def test_a_mock_never_masks_a_governance_refusal(
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
     server = scripted(_reads_then_answer("../escape.json"))
     mocks = [ToolMock(tool="read_file", result="x")]
     async with running_agent(client, task_queue, root, "orders", server) as agent:

@@ -50,7 +50,7 @@ def status_error(status: int, headers: dict[str, str] | None = None) -> openai.A
 
 class TestTranslateError:
     @pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504])
-    def test_transient_statuses_are_retryable(self, status):
+    def test_transient_statuses_are_retryable(self, status: int) -> None:
         """408, 409, 429 and every 5xx become a retryable ModelUnavailable."""
         error = translate_error(status_error(status))
         assert isinstance(error, ApplicationError)
@@ -59,7 +59,7 @@ class TestTranslateError:
         assert str(status) in error.message and f"endpoint said {status}" in error.message
 
     @pytest.mark.parametrize("status", [400, 422])
-    def test_refusals_of_the_call_are_final(self, status):
+    def test_refusals_of_the_call_are_final(self, status: int) -> None:
         """A 400 or 422 is the call's fault: the non-retryable ModelCallError."""
         error = translate_error(status_error(status))
         assert error.type == "ModelCallError"
@@ -67,7 +67,7 @@ class TestTranslateError:
         assert f"({status})" in error.message
 
     @pytest.mark.parametrize("status", [401, 403, 404])
-    def test_deployment_errors_wait_for_a_fix(self, status):
+    def test_deployment_errors_wait_for_a_fix(self, status: int) -> None:
         """A rejected key, a forbidden or unknown model is the deployment's fault: retried
         without end (never a turn failure), the wait growing to a cap."""
         first = translate_error(status_error(status), attempt=1)
@@ -77,14 +77,14 @@ class TestTranslateError:
         assert first.next_retry_delay == timedelta(seconds=2)
         assert late.next_retry_delay == timedelta(seconds=60)
 
-    def test_transient_failures_give_up_after_their_attempts(self):
+    def test_transient_failures_give_up_after_their_attempts(self) -> None:
         """A 5xx retries for TRANSIENT_ATTEMPTS attempts, then fails the turn for good."""
         assert translate_error(status_error(503), attempt=5).type == "ModelUnavailable"
         final = translate_error(status_error(503), attempt=TRANSIENT_ATTEMPTS)
         assert (final.type, final.non_retryable) == ("ModelCallError", True)
         assert f"gave up after {TRANSIENT_ATTEMPTS} attempts" in final.message
 
-    def test_provider_text_is_scrubbed_of_keys(self):
+    def test_provider_text_is_scrubbed_of_keys(self) -> None:
         """A gateway that echoes the key never puts it in an error (or a history)."""
         key = "sk-live-abcdef0123456789"
         response = httpx.Response(401, request=REQUEST)
@@ -108,28 +108,30 @@ class TestTranslateError:
             ({}, None),
         ],
     )
-    def test_retry_after_becomes_the_next_retry_delay(self, headers, delay):
+    def test_retry_after_becomes_the_next_retry_delay(
+        self, headers: dict[str, str], delay: timedelta | None
+    ) -> None:
         """A Retry-After (seconds) or retry-after-ms header sets the next retry delay."""
         error = translate_error(status_error(429, headers))
         assert error.next_retry_delay == delay
 
-    def test_refusals_carry_no_retry_delay(self):
+    def test_refusals_carry_no_retry_delay(self) -> None:
         """A final error ignores Retry-After: there is no next attempt."""
         assert translate_error(status_error(400, {"Retry-After": "5"})).next_retry_delay is None
 
-    def test_a_timed_out_request_is_transient(self):
+    def test_a_timed_out_request_is_transient(self) -> None:
         """A hung endpoint is retried like a 5xx (a fresh attempt, bounded)."""
         error = translate_error(openai.APITimeoutError(request=REQUEST))
         assert (error.type, error.non_retryable) == ("ModelUnavailable", False)
 
-    def test_an_unreachable_endpoint_waits_for_a_fix(self):
+    def test_an_unreachable_endpoint_waits_for_a_fix(self) -> None:
         """A refused connection is the deployment's: retried without end."""
         exc = openai.APIConnectionError(message="connection refused", request=REQUEST)
         error = translate_error(exc, attempt=3)
         assert (error.type, error.non_retryable) == ("ModelConfigurationError", False)
         assert error.message.startswith("model endpoint unreachable: ")
 
-    def test_other_openai_errors_are_final(self):
+    def test_other_openai_errors_are_final(self) -> None:
         """An OpenAIError outside the HTTP taxonomy is a final ModelCallError."""
         error = translate_error(openai.OpenAIError("no key"))
         assert (error.type, error.non_retryable) == ("ModelCallError", True)
@@ -151,17 +153,17 @@ class TestRetryAfter:
             ({"retry-after-ms": "700000", "retry-after": "3"}, timedelta(seconds=3)),
         ],
     )
-    def test_header_parsing(self, headers, delay):
+    def test_header_parsing(self, headers: dict[str, str], delay: timedelta | None) -> None:
         """Only a sane number of seconds (0–600) counts; an unreadable ms header falls back."""
         assert retry_after(httpx.Headers(headers)) == delay
 
-    def test_header_names_are_case_insensitive(self):
+    def test_header_names_are_case_insensitive(self) -> None:
         """Header lookup ignores case, as HTTP does."""
         assert retry_after(httpx.Headers({"RETRY-AFTER-MS": "20"})) == timedelta(milliseconds=20)
 
 
 class TestToOpenAIMessage:
-    def test_user_and_system_messages(self):
+    def test_user_and_system_messages(self) -> None:
         """User and system entries carry role and content, a missing content as ``""``."""
         assert to_openai_message(Message(role="user", content="hi")) == {
             "role": "user",
@@ -169,12 +171,12 @@ class TestToOpenAIMessage:
         }
         assert to_openai_message(Message(role="system")) == {"role": "system", "content": ""}
 
-    def test_archmax_markers_stay_behind(self):
+    def test_archmax_markers_stay_behind(self) -> None:
         """``note``, ``status``, ``state`` and ``name`` never reach the provider."""
         message = Message(role="user", content="x", note="event", status="ok", state="a", name="n")
         assert to_openai_message(message) == {"role": "user", "content": "x"}
 
-    def test_assistant_with_tool_calls(self):
+    def test_assistant_with_tool_calls(self) -> None:
         """An assistant turn lists its calls as function calls with raw argument text."""
         call = ToolCall(id="c1", name="archmax_advance", arguments='{"to": "answer"}')
         shaped = to_openai_message(Message(role="assistant", content=None, tool_calls=[call]))
@@ -190,21 +192,21 @@ class TestToOpenAIMessage:
             ],
         }
 
-    def test_assistant_without_tool_calls_has_no_tool_calls_key(self):
+    def test_assistant_without_tool_calls_has_no_tool_calls_key(self) -> None:
         """A plain assistant reply sends no empty ``tool_calls`` list."""
         assert to_openai_message(Message(role="assistant", content="done")) == {
             "role": "assistant",
             "content": "done",
         }
 
-    def test_tool_result(self):
+    def test_tool_result(self) -> None:
         """A tool result names its call; a missing content is sent as ``""``."""
         message = Message(role="tool", tool_call_id="c1", name="archmax_note", note="event")
         assert to_openai_message(message) == {"role": "tool", "tool_call_id": "c1", "content": ""}
 
 
 class TestModelConfigFromEnv:
-    def test_archmax_names_win(self):
+    def test_archmax_names_win(self) -> None:
         """ARCHMAX_* settings take precedence over OPENAI_*."""
         config = ModelConfig.from_env(
             {
@@ -221,18 +223,18 @@ class TestModelConfigFromEnv:
             "m1",
         )
 
-    def test_openai_names_are_the_fallback(self):
+    def test_openai_names_are_the_fallback(self) -> None:
         """OPENAI_BASE_URL / OPENAI_API_KEY apply when archmax's are unset or empty."""
         env = {"ARCHMAX_API_KEY": "", "OPENAI_BASE_URL": "http://o", "OPENAI_API_KEY": "k"}
         config = ModelConfig.from_env(env)
         assert (config.base_url, config.api_key) == ("http://o", "k")
 
-    def test_empty_environment(self):
+    def test_empty_environment(self) -> None:
         """Nothing set means no endpoint, key or model, and OPENAI_MODEL is not read."""
         config = ModelConfig.from_env({"OPENAI_MODEL": "gpt-x", "ARCHMAX_MODEL": ""})
         assert config == ModelConfig()
 
-    def test_describe_never_shows_the_key(self):
+    def test_describe_never_shows_the_key(self) -> None:
         """The narration line names model and endpoint, never the key."""
         config = ModelConfig(base_url="http://b", api_key="sk-secret", default_model="m")
         assert config.describe() == "m @ http://b"
@@ -282,7 +284,7 @@ def make(cls: type[errors.ArchmaxError]) -> errors.ArchmaxError:
 
 class TestErrorWireForm:
     @pytest.mark.parametrize("cls", ALL_ERRORS)
-    def test_application_error_is_typed_by_class_name(self, cls):
+    def test_application_error_is_typed_by_class_name(self, cls: type[errors.ArchmaxError]) -> None:
         """The wire form is a non-retryable ApplicationError whose type is the class name."""
         error = make(cls)
         wire = error.to_application_error()
@@ -290,7 +292,7 @@ class TestErrorWireForm:
         assert errors.application_error(error).type == cls.__name__
 
     @pytest.mark.parametrize("cls", ALL_ERRORS)
-    def test_type_round_trips_to_the_class(self, cls):
+    def test_type_round_trips_to_the_class(self, cls: type[errors.ArchmaxError]) -> None:
         """``error_from_type`` rebuilds exactly the class the wire type names."""
         wire = make(cls).to_application_error()
         rebuilt = errors.error_from_type(wire.type, wire.message)
@@ -298,36 +300,36 @@ class TestErrorWireForm:
         assert wire.message in str(rebuilt)
         assert rebuilt.to_application_error().type == cls.__name__
 
-    def test_messages_survive_the_round_trip(self):
+    def test_messages_survive_the_round_trip(self) -> None:
         """A rebuilt error says what the original said."""
         wire = errors.SessionNotAwaitingInputError(
             "session 'x' is completed"
         ).to_application_error()
         assert str(errors.error_from_type(wire.type, wire.message)) == "session 'x' is completed"
 
-    def test_spec_errors_keep_the_text_as_their_issue(self):
+    def test_spec_errors_keep_the_text_as_their_issue(self) -> None:
         """A rebuilt SpecValidationError carries the wire text as its one issue."""
         rebuilt = errors.error_from_type("SpecValidationError", "states: bad")
         assert isinstance(rebuilt, errors.SpecValidationError) and rebuilt.issues == ["states: bad"]
 
     @pytest.mark.parametrize("type_name", [None, "", "ModelUnavailable", "ValueError", "object"])
-    def test_foreign_types_are_not_ours(self, type_name):
+    def test_foreign_types_are_not_ours(self, type_name: str | None) -> None:
         """An unknown or missing type rebuilds nothing."""
         assert errors.error_from_type(type_name, "x") is None
 
-    def test_spec_error_lists_every_issue(self):
+    def test_spec_error_lists_every_issue(self) -> None:
         """A SpecValidationError's message names its source and each issue on its own line."""
         error = errors.SpecValidationError("wf.yaml", ["a: one", "b: two"])
         assert str(error) == "wf.yaml: invalid workflow spec\n  - a: one\n  - b: two"
 
-    def test_session_errors_share_a_base(self):
+    def test_session_errors_share_a_base(self) -> None:
         """Every session-shape error is a SessionError, and every error an ArchmaxError."""
         assert issubclass(errors.SessionNotResumableError, errors.SessionError)
         assert issubclass(errors.MissingDeliveryTriggerError, errors.SessionError)
         assert all(issubclass(cls, errors.ArchmaxError) for cls in ALL_ERRORS)
         assert not any(cls.retryable for cls in ALL_ERRORS)
 
-    def test_every_declared_error_class_is_mapped(self):
+    def test_every_declared_error_class_is_mapped(self) -> None:
         """No ArchmaxError subclass in workflows.errors is missing from the type mapping."""
         declared = {
             value

@@ -7,21 +7,30 @@ import asyncio
 import json
 import subprocess
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import (
     InvalidVariableNameError,
     MissingDeliveryTriggerError,
     SessionNotAwaitingInputError,
 )
-from archmax_temporal.workflows.models import is_runtime_note
-from tests.conftest import EXAMPLES, running_agent, write_workflow
+from archmax_temporal.workflows.models import (
+    Outcome,
+    PendingInput,
+    SessionSummary,
+    is_runtime_note,
+)
+from tests.conftest import EXAMPLES, Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as tool
 
 ROOT = EXAMPLES / "support-inbox"
@@ -42,20 +51,20 @@ states:
 """
 
 
-async def _park(agent, session_id: str):
+async def _park(agent: Agent, session_id: str) -> Outcome:
     return await agent.workflow.send(
         None, VAGUE, trigger="email_received", variables={"conversation_id": session_id}
     )
 
 
-async def _event_count(agent, session_id: str) -> int:
+async def _event_count(agent: Agent, session_id: str) -> int:
     return len((await agent.handle(session_id).fetch_history()).events)
 
 
 class TestParkAndDeliver:
     async def test_session_parks_in_clarify_then_answers_after_delivery(
-        self, client, task_queue, scripted, tmp_path: Path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """A vague email parks the session awaiting input; the delivered reply resumes it."""
         server = scripted(PLAYBOOK)
         async with running_agent(
@@ -74,7 +83,7 @@ class TestParkAndDeliver:
             "input",
         )
         assert parked.exit is None
-        assert parked.pending is not None
+        assert isinstance(parked.pending, PendingInput)
         assert parked.pending.state == "clarify"
         assert parked.pending.reason == "the customer's reply naming the order"
         assert parked.pending.resume_at is None
@@ -105,8 +114,8 @@ class TestParkAndDeliver:
         assert len(server.requests) == 3
 
     async def test_artifacts_are_rewritten_on_park_and_after_resume(
-        self, client, task_queue, scripted, tmp_path: Path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """variables.json and trail.json exist after the park and change after the delivery."""
         server = scripted(PLAYBOOK)
         store = tmp_path / "store"
@@ -147,8 +156,14 @@ class TestRefusedDeliveries:
         ],
     )
     async def test_a_refused_delivery_leaves_the_session_parked_and_the_history_unchanged(
-        self, client, task_queue, scripted, trigger, variables, error
-    ):
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        trigger: str | None,
+        variables: dict[str, object],
+        error: type[Exception],
+    ) -> None:
         """Validators reject before the session is touched: no event is written."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "support-inbox", server) as agent:
@@ -164,8 +179,8 @@ class TestRefusedDeliveries:
         assert summary.pending_input is not None
 
     async def test_a_double_fired_delivery_runs_the_session_once(
-        self, client, task_queue, scripted
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted
+    ) -> None:
         """The second delivery after the session resumed: SessionNotAwaitingInputError."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "support-inbox", server) as agent:
@@ -182,7 +197,9 @@ class TestRefusedDeliveries:
             assert await _event_count(agent, "double-1") == events
         assert len(server.requests) == calls
 
-    async def test_concurrent_deliveries_resume_once(self, client, task_queue, scripted):
+    async def test_concurrent_deliveries_resume_once(
+        self, client: Client, task_queue: str, scripted: Scripted
+    ) -> None:
         """Two deliveries racing for one park: exactly one is accepted."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "support-inbox", server) as agent:
@@ -204,7 +221,9 @@ class TestRefusedDeliveries:
 
 
 class TestSignalDelivery:
-    async def test_temporal_cli_signal_resumes_the_session(self, client, task_queue, scripted, env):
+    async def test_temporal_cli_signal_resumes_the_session(
+        self, client: Client, task_queue: str, scripted: Scripted, env: WorkflowEnvironment
+    ) -> None:
         """`temporal workflow signal --name deliver` is a delivery external systems can send."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "support-inbox", server) as agent:
@@ -234,8 +253,8 @@ class TestSignalDelivery:
         assert summary.variables["reply_body"].value == "ORD-77"
 
     async def test_an_invalid_signal_is_dropped_and_the_session_stays_parked(
-        self, client, task_queue, scripted
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted
+    ) -> None:
         """A signal cannot be refused, so a trigger-less one is logged and ignored."""
         server = scripted(PLAYBOOK)
         async with running_agent(client, task_queue, ROOT, "support-inbox", server) as agent:
@@ -252,8 +271,8 @@ class TestSignalDelivery:
 
 class TestTimedWaits:
     async def test_until_is_normalised_to_an_absolute_resume_at(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """`until: 2h` becomes resume_at two hours after the park, in the summary and the
         ArchmaxResumeAt search attribute."""
         write_workflow(tmp_path, "bank", WAITER)
@@ -276,7 +295,7 @@ class TestTimedWaits:
             before = datetime.now(UTC)
             parked = await agent.workflow.send("wait-1", "check it")
             described = await agent.handle("wait-1").describe()
-        assert parked.pending is not None and parked.pending.resume_at is not None
+        assert isinstance(parked.pending, PendingInput) and parked.pending.resume_at is not None
         delta = parked.pending.resume_at - parked.pending.parked_at
         assert delta == timedelta(hours=2)
         assert parked.pending.parked_at >= before - timedelta(seconds=5)
@@ -287,8 +306,8 @@ class TestTimedWaits:
         assert described.typed_search_attributes.get(sa.PARKED_CHANNEL) == "input"
 
     async def test_an_unreadable_until_refuses_the_park(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """A garbage `until` is a tool error: the session does not park, the model reads why."""
         write_workflow(tmp_path, "bank", WAITER)
         server = scripted(
@@ -321,8 +340,8 @@ class TestTimedWaits:
         assert outcome.reply == "I could not schedule the check."
 
     async def test_the_park_beyond_max_parks_is_a_turn_failure(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """budget.maxParks counts parks per state per turn; the one beyond it rejects."""
         write_workflow(tmp_path, "bank", WAITER)
         server = scripted(
@@ -349,8 +368,8 @@ class TestTimedWaits:
         assert third.rejected is not None and "maxParks (2)" in third.rejected
 
     async def test_a_park_with_nothing_said_spends_one_handoff_call(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """When the agent has said nothing since the person's message, the park spends one
         tool-less model call whose text lands in the transcript."""
         write_workflow(tmp_path, "bank", WAITER)
@@ -380,7 +399,12 @@ class TestTimedWaits:
         assert server.requests[1].body["tool_choice"] == "none"
 
 
-async def _wait_for(agent, session_id, predicate, timeout: float = 20.0):
+async def _wait_for(
+    agent: Agent,
+    session_id: str,
+    predicate: Callable[[SessionSummary], bool],
+    timeout: float = 20.0,
+) -> SessionSummary:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         summary = await agent.sessions.get(session_id)
@@ -389,5 +413,5 @@ async def _wait_for(agent, session_id, predicate, timeout: float = 20.0):
         await asyncio.sleep(0.1)
 
 
-def _timer_events(history) -> int:
+def _timer_events(history: WorkflowHistory) -> int:
     return sum(1 for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED)

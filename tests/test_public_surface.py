@@ -20,7 +20,7 @@ from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.testing import assertions, cases
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import errors
-from tests.conftest import EXAMPLES, copy_example
+from tests.conftest import EXAMPLES, Scripted, copy_example
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -54,7 +54,7 @@ class TestPackageRoot:
     def test_an_unknown_name_is_an_attribute_error(self) -> None:
         """A typo fails like any module attribute, naming the package."""
         try:
-            archmax_temporal.create_agnet  # type: ignore[attr-defined]  # noqa: B018
+            archmax_temporal.create_agnet  # noqa: B018
         except AttributeError as exc:
             assert "archmax_temporal" in str(exc)
         else:  # pragma: no cover
@@ -101,7 +101,7 @@ class TestLazyImports:
 
 
 async def test_async_with_create_agent_opens_and_closes_the_agent(
-    client: Client, task_queue: str, scripted, tmp_path: Path
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
     """``async with create_agent(...) as agent`` (no ``await``) opens the agent, runs a turn and
     closes it; ``await create_agent(...)`` still returns an agent too."""

@@ -11,14 +11,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-from temporalio.client import WorkflowHistory
+from temporalio.client import Client, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.worker import workflow_runner
 from archmax_temporal.workflows.session import ArchmaxSession
-from tests.conftest import EXAMPLES, copy_example, model_config, running_agent
+from tests.conftest import EXAMPLES, Scripted, copy_example, model_config, running_agent
 
 HISTORIES = Path(__file__).parent / "histories"
 GOLDEN = HISTORIES / "support-inbox-park-deliver.json"
@@ -34,7 +35,9 @@ def _replayer() -> Replayer:
     )
 
 
-async def test_a_fresh_park_and_deliver_history_replays(client, task_queue, scripted, tmp_path):
+async def test_a_fresh_park_and_deliver_history_replays(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """A session that parked, was delivered to and answered replays without divergence."""
     server = scripted(PLAYBOOK)
     async with running_agent(
@@ -56,7 +59,7 @@ async def test_a_fresh_park_and_deliver_history_replays(client, task_queue, scri
     assert result.replay_failure is None
 
 
-async def test_the_golden_history_replays():
+async def test_the_golden_history_replays() -> None:
     """The committed history of an earlier version still replays on this code."""
     history = WorkflowHistory.from_json("replay-1", GOLDEN.read_text())
     assert len(history.events) > 20
@@ -75,14 +78,16 @@ GOLDEN_CASES = {
 }
 
 
-async def test_fresh_hook_and_script_histories_replay(client, task_queue, scripted, tmp_path):
+async def test_fresh_hook_and_script_histories_replay(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """Sessions that ran hooks and a script's sub-workflow calls replay without divergence."""
     root = copy_example(SUPPORT, tmp_path)
     server = scripted(root / "workflows" / "order-lookup" / "playbook.yaml")
     run = uuid.uuid4().hex[:8]
     async with running_agent(client, task_queue, root, "order-lookup", server) as agent:
 
-        async def target(_workflow: str, _root: Path):
+        async def target(_workflow: str, _root: Path) -> Agent:
             return agent
 
         for case, golden in GOLDEN_CASES.items():
@@ -103,7 +108,7 @@ async def test_fresh_hook_and_script_histories_replay(client, task_queue, script
 
 
 @pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
-async def test_the_golden_hook_and_script_histories_replay(case):
+async def test_the_golden_hook_and_script_histories_replay(case: str) -> None:
     """Committed histories of hook vetoes and a script's sub-workflow calls still replay."""
     text = GOLDEN_CASES[case].read_text()
     history = WorkflowHistory.from_json(f"golden-{case}", text)

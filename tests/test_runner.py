@@ -5,21 +5,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from temporalio.client import Client
 
+from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.results import RunTestsResult
 from archmax_temporal.client.testing.runner import run_tests
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.errors import UnsupportedConcurrencyError
-from tests.conftest import copy_example, model_config, running_agent, write_workflow
+from tests.conftest import Scripted, copy_example, model_config, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 
-async def _suite(client, task_queue, scripted, root: Path, workflow: str, playbook, **kwargs):
+async def _suite(
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    root: Path,
+    workflow: str,
+    playbook: str | Path,
+    **kwargs: Any,
+) -> tuple[RunTestsResult, ScriptedModelServer]:
     server = scripted(playbook)
     async with running_agent(client, task_queue, root, workflow, server) as agent:
 
-        async def target(_workflow: str, _root: Path):
+        async def target(_workflow: str, _root: Path) -> Agent:
             return agent
 
         return (
@@ -47,8 +59,8 @@ def _failures(result: RunTestsResult) -> dict[str, list[str]]:
     ],
 )
 async def test_each_examples_suite_passes_against_its_playbook(
-    client, task_queue, scripted, tmp_path, example, workflow
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path, example: str, workflow: str
+) -> None:
     root = copy_example(example, tmp_path)
     playbook = root / "workflows" / workflow / "playbook.yaml"
     result, _ = await _suite(client, task_queue, scripted, root, workflow, playbook)
@@ -116,8 +128,8 @@ HEAD = "title: {title}\ndescription: A rule of the runner.\n"
 
 
 async def test_a_structural_miss_halts_and_reports_the_rest_not_executed(
-    client, task_queue, scripted, desk
-):
+    client: Client, task_queue: str, scripted: Scripted, desk: Path
+) -> None:
     _case(
         desk,
         "halt.test.yaml",
@@ -133,12 +145,16 @@ async def test_a_structural_miss_halts_and_reports_the_rest_not_executed(
         ("reply", "not-executed", 2),  # one record for an un-run multi-token reply
         ("succeeded", "not-executed", 4),
     ]
-    assert case.verdict.failures == ["reachedState: " + case.records[0].detail]
+    detail = case.records[0].detail
+    assert detail is not None
+    assert case.verdict.failures == ["reachedState: " + detail]
     assert len(server.requests) == 1  # the second send was never driven
     assert result.exit_code == 1
 
 
-async def test_a_content_miss_lets_the_case_carry_on(client, task_queue, scripted, desk):
+async def test_a_content_miss_lets_the_case_carry_on(
+    client: Client, task_queue: str, scripted: Scripted, desk: Path
+) -> None:
     _case(
         desk,
         "content.test.yaml",
@@ -157,8 +173,8 @@ async def test_a_content_miss_lets_the_case_carry_on(client, task_queue, scripte
 
 
 async def test_a_delivery_to_a_session_not_parked_kills_the_case_error_first(
-    client, task_queue, scripted, desk
-):
+    client: Client, task_queue: str, scripted: Scripted, desk: Path
+) -> None:
     _case(
         desk,
         "died.test.yaml",
@@ -173,7 +189,9 @@ async def test_a_delivery_to_a_session_not_parked_kills_the_case_error_first(
     assert [(r.status, r.step) for r in case.records] == [("failed", 1), ("not-executed", 3)]
 
 
-async def test_skip_unknown_trigger_and_an_invalid_document(client, task_queue, scripted, desk):
+async def test_skip_unknown_trigger_and_an_invalid_document(
+    client: Client, task_queue: str, scripted: Scripted, desk: Path
+) -> None:
     _case(desk, "a-skipped.test.yaml", HEAD.format(title="s") + "skip: flaky upstream\n")
     _case(
         desk,
@@ -201,7 +219,9 @@ async def test_skip_unknown_trigger_and_an_invalid_document(client, task_queue, 
     assert result.model_dump(by_alias=True)["exitCode"] == 1
 
 
-async def test_mocks_workspace_and_locked_variables(client, task_queue, scripted, desk):
+async def test_mocks_workspace_and_locked_variables(
+    client: Client, task_queue: str, scripted: Scripted, desk: Path
+) -> None:
     fixtures = desk / "workflows" / "desk" / "tests" / "fixtures"
     fixtures.mkdir(parents=True)
     (fixtures / "trigger.json").write_text('{"from": "file"}')
@@ -231,7 +251,9 @@ async def test_mocks_workspace_and_locked_variables(client, task_queue, scripted
     assert trigger_file.read_text() == '{"from": "file"}'
 
 
-async def test_filter_disabled_and_concurrency(client, task_queue, scripted, desk):
+async def test_filter_disabled_and_concurrency(
+    client: Client, task_queue: str, scripted: Scripted, desk: Path
+) -> None:
     _case(desk, "one.test.yaml", HEAD.format(title="one") + "steps:\n  - send: hi\n")
     result, _ = await _suite(
         client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK, filter="zzz"
@@ -250,8 +272,8 @@ async def test_filter_disabled_and_concurrency(client, task_queue, scripted, des
 
 
 async def test_case_timeout_kills_the_case_and_keeps_its_records(
-    client, task_queue, scripted, desk
-):
+    client: Client, task_queue: str, scripted: Scripted, desk: Path
+) -> None:
     spec = desk / "workflows" / "desk" / "workflow.yaml"
     spec.write_text(DESK + "tests: { caseTimeoutMs: 1500 }\n")
     _case(
@@ -275,7 +297,7 @@ async def test_case_timeout_kills_the_case_and_keeps_its_records(
     assert [(r.status, r.step) for r in case.records] == [("passed", 1), ("not-executed", 3)]
 
 
-def test_the_host_api_exports_the_runner_and_the_shared_matcher():
+def test_the_host_api_exports_the_runner_and_the_shared_matcher() -> None:
     """DESIGN §4: a host imports the case runner's halves and ``partial_match`` from the
     package root; the matcher is the one mocks use."""
     import archmax_temporal as client

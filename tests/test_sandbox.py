@@ -79,7 +79,7 @@ async def failure(sandbox: SandboxActivities, source: str, **overrides: Any) -> 
 # --- limits -------------------------------------------------------------------------------
 
 
-async def test_an_endless_loop_times_out_with_a_clear_error(sandbox):
+async def test_an_endless_loop_times_out_with_a_clear_error(sandbox: SandboxActivities) -> None:
     started = time.monotonic()
     error = await failure(
         sandbox, "while (true) {}", limits=SandboxLimits(timeout_ms=300, memory_limit_bytes=2**25)
@@ -98,30 +98,32 @@ async def test_an_endless_loop_times_out_with_a_clear_error(sandbox):
     ],
     ids=["strings", "objects"],
 )
-async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox, bomb):
+async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox: SandboxActivities, bomb: str) -> None:
     error = await failure(sandbox, bomb)
     assert error.type == "SandboxMemoryError"
     assert "settings.memoryLimitBytes" in error.message
 
 
-async def test_a_throw_is_a_script_error_naming_its_message(sandbox):
+async def test_a_throw_is_a_script_error_naming_its_message(sandbox: SandboxActivities) -> None:
     source = 'export default () => {\n  throw new Error("refund.json is missing");\n};\n'
     error = await failure(sandbox, source)
     assert error.type == "SandboxScriptError"
     assert error.message == "hooks/test.js (line 2): Error: refund.json is missing"
 
 
-async def test_a_script_throwing_null_is_a_script_error_not_a_memory_error(sandbox):
+async def test_a_script_throwing_null_is_a_script_error_not_a_memory_error(
+    sandbox: SandboxActivities,
+) -> None:
     error = await failure(sandbox, "throw null;")
     assert error.type == "SandboxScriptError" and "null" in error.message
 
 
-async def test_runaway_recursion_is_a_script_error_not_a_crash(sandbox):
+async def test_runaway_recursion_is_a_script_error_not_a_crash(sandbox: SandboxActivities) -> None:
     error = await failure(sandbox, "function f() { return f(); } f();")
     assert error.type == "SandboxScriptError" and "stack overflow" in error.message
 
 
-async def test_the_worker_survives_and_serves_the_next_run(sandbox):
+async def test_the_worker_survives_and_serves_the_next_run(sandbox: SandboxActivities) -> None:
     """Bombs running side by side end on their own; a healthy run beside them still answers."""
     limits = SandboxLimits(timeout_ms=500, memory_limit_bytes=2**24)
     results = await asyncio.gather(
@@ -137,13 +139,13 @@ async def test_the_worker_survives_and_serves_the_next_run(sandbox):
     assert isinstance(results[2], SandboxRunResult) and results[2].value == {"verdict": "ok"}
 
 
-async def test_a_result_longer_than_max_result_chars_is_refused(sandbox):
+async def test_a_result_longer_than_max_result_chars_is_refused(sandbox: SandboxActivities) -> None:
     limits = SandboxLimits(timeout_ms=2000, max_result_chars=100)
     error = await failure(sandbox, "'x'.repeat(500)", limits=limits)
     assert error.type == "SandboxResultTooLargeError"
 
 
-async def test_tool_calls_beyond_max_ptc_calls_are_refused(sandbox):
+async def test_tool_calls_beyond_max_ptc_calls_are_refused(sandbox: SandboxActivities) -> None:
     source = """export default async ({ tools }) => {
       const file_path = "skills/orders/assets/data.json";
       for (let i = 0; i < 3; i++) await tools.readFile({ file_path });
@@ -155,14 +157,14 @@ async def test_tool_calls_beyond_max_ptc_calls_are_refused(sandbox):
 # --- imports ------------------------------------------------------------------------------
 
 
-def test_the_harness_import_is_stripped_keeping_line_numbers():
+def test_the_harness_import_is_stripped_keeping_line_numbers() -> None:
     source = 'import { ok, veto } from "@archmax-ai/harness/sandbox";\nexport default () => ok();\n'
     prepared = prepare(source, "hooks/a.js")
     assert prepared.count("\n") == source.count("\n")
     assert "import" not in prepared and "globalThis.__archmax_default = () => ok()" in prepared
 
 
-def test_any_other_import_is_forbidden():
+def test_any_other_import_is_forbidden() -> None:
     assert forbidden_imports('import fs from "node:fs";\nconst x = require("child_process");') == [
         "node:fs",
         "child_process",
@@ -171,7 +173,7 @@ def test_any_other_import_is_forbidden():
         prepare('import fs from "node:fs";', "hooks/a.js")
 
 
-async def test_a_forbidden_import_fails_the_run_typed(sandbox):
+async def test_a_forbidden_import_fails_the_run_typed(sandbox: SandboxActivities) -> None:
     error = await failure(sandbox, 'import { readFileSync } from "fs";\nexport default () => ok();')
     assert error.type == "ForbiddenSandboxImportError" and "'fs'" in error.message
 
@@ -179,7 +181,9 @@ async def test_a_forbidden_import_fails_the_run_typed(sandbox):
 # --- the contract -------------------------------------------------------------------------
 
 
-async def test_the_default_export_receives_args_and_returns_a_verdict(sandbox):
+async def test_the_default_export_receives_args_and_returns_a_verdict(
+    sandbox: SandboxActivities,
+) -> None:
     source = """import { veto, defineHook } from "@archmax-ai/harness/sandbox";
     export default defineHook(async ({ state, phase, variables }) =>
       veto(`${phase} ${state}: ${variables.order_id}`));"""
@@ -189,7 +193,9 @@ async def test_the_default_export_receives_args_and_returns_a_verdict(sandbox):
     assert result.value == {"verdict": "veto", "reason": "before intake: 7"}
 
 
-async def test_a_plain_script_completion_value_is_the_result_and_args_is_global(sandbox):
+async def test_a_plain_script_completion_value_is_the_result_and_args_is_global(
+    sandbox: SandboxActivities,
+) -> None:
     result = await run(
         sandbox,
         "console.log('checking', args.state);\nargs.state === 'intake' ? correct('again') : ok()",
@@ -199,7 +205,7 @@ async def test_a_plain_script_completion_value_is_the_result_and_args_is_global(
     assert result.logs == ["log checking intake"]
 
 
-async def test_returning_nothing_is_marked(sandbox):
+async def test_returning_nothing_is_marked(sandbox: SandboxActivities) -> None:
     result = await run(sandbox, "export default async () => {}")
     assert result.returned_nothing and result.value is None
 
@@ -207,7 +213,9 @@ async def test_returning_nothing_is_marked(sandbox):
 # --- tools --------------------------------------------------------------------------------
 
 
-async def test_read_file_returns_the_raw_text_on_runtime_authority(sandbox):
+async def test_read_file_returns_the_raw_text_on_runtime_authority(
+    sandbox: SandboxActivities,
+) -> None:
     """The state forbids read_file and enables no skill; a hook reads a bundle anyway."""
     source = """export default async ({ tools }) => {
       const file_path = "skills/orders/assets/data.json";
@@ -218,7 +226,9 @@ async def test_read_file_returns_the_raw_text_on_runtime_authority(sandbox):
     assert [(c.tool, c.status) for c in result.calls] == [("read_file", "ok")]
 
 
-async def test_workflow_wide_denials_and_zones_still_bind_a_hook(sandbox):
+async def test_workflow_wide_denials_and_zones_still_bind_a_hook(
+    sandbox: SandboxActivities,
+) -> None:
     source = """export default async ({ tools }) => {
       const out = [];
       for (const file_path of ["skills/secret/assets/data.json", "scratchpad/private/key.txt",
@@ -238,7 +248,7 @@ async def test_workflow_wide_denials_and_zones_still_bind_a_hook(sandbox):
     assert "hunter2" not in json.dumps(result.value)
 
 
-async def test_a_script_is_governed_as_the_agent(sandbox):
+async def test_a_script_is_governed_as_the_agent(sandbox: SandboxActivities) -> None:
     """On the agent's authority the state's skill set binds: the same read is blocked."""
     source = """export default async ({ tools }) => {
       try { return await tools.readFile({ file_path: "skills/orders/assets/data.json" }); }
@@ -248,7 +258,9 @@ async def test_a_script_is_governed_as_the_agent(sandbox):
     assert "skill.not-allowed" in result.value
 
 
-async def test_a_mock_answers_a_hook_call_and_an_error_mock_fails_it(sandbox):
+async def test_a_mock_answers_a_hook_call_and_an_error_mock_fails_it(
+    sandbox: SandboxActivities,
+) -> None:
     source = """export default async ({ tools }) => {
       const first = await tools.readFile({ file_path: "skills/orders/assets/data.json" });
       let second;
@@ -265,7 +277,9 @@ async def test_a_mock_answers_a_hook_call_and_an_error_mock_fails_it(sandbox):
     assert [c.tool for c in result.failed_calls] == ["ls"]
 
 
-async def test_write_file_goes_to_the_session_scratchpad(sandbox, tmp_path):
+async def test_write_file_goes_to_the_session_scratchpad(
+    sandbox: SandboxActivities, tmp_path: Path
+) -> None:
     source = """export default async ({ tools }) =>
       tools.writeFile({ file_path: "scratchpad/out.txt", content: "from a hook" })"""
     result = await run(sandbox, source)
@@ -274,7 +288,9 @@ async def test_write_file_goes_to_the_session_scratchpad(sandbox, tmp_path):
     assert store.read_text("sb-1", "scratchpad/out.txt") == "from a hook"
 
 
-async def test_a_tool_the_bridge_does_not_offer_rejects_naming_what_it_offers(sandbox):
+async def test_a_tool_the_bridge_does_not_offer_rejects_naming_what_it_offers(
+    sandbox: SandboxActivities,
+) -> None:
     source = (
         "export default async ({ tools }) => {\n"
         "  try { await tools.archmaxWorkflowNowhere({}); } catch (e) { return e.message; }\n"
@@ -296,7 +312,9 @@ DISPATCHING = """export default async ({ tools }) => {
 """
 
 
-async def test_a_stopped_run_keeps_its_journal_in_the_store_not_in_its_result(sandbox):
+async def test_a_stopped_run_keeps_its_journal_in_the_store_not_in_its_result(
+    sandbox: SandboxActivities,
+) -> None:
     """The result that goes into the history names the journal; the file contents the script
     read stay in the session store, and a resumption replays them from there."""
     sandbox._workspace.store.write_text("sb-1", "scratchpad/notes.txt", "hunter2")
@@ -315,7 +333,9 @@ async def test_a_stopped_run_keeps_its_journal_in_the_store_not_in_its_result(sa
     assert [c.replayed for c in resumed.calls] == [True, True]
 
 
-async def test_a_journal_altered_in_the_store_fails_the_resumption(sandbox):
+async def test_a_journal_altered_in_the_store_fails_the_resumption(
+    sandbox: SandboxActivities,
+) -> None:
     sandbox._workspace.store.write_text("sb-1", "scratchpad/notes.txt", "hunter2")
     overrides = {"kind": "script", "workflow_tools": ["archmax_workflow_enrich"]}
     stopped = await run(sandbox, DISPATCHING, **overrides)
@@ -325,7 +345,9 @@ async def test_a_journal_altered_in_the_store_fails_the_resumption(sandbox):
     assert error.type == "SandboxScriptError" and "was altered" in error.message
 
 
-async def test_a_results_calls_keep_only_the_answers_of_failed_calls(sandbox):
+async def test_a_results_calls_keep_only_the_answers_of_failed_calls(
+    sandbox: SandboxActivities,
+) -> None:
     source = """export default async ({ tools }) => {
   await tools.readFile({ file_path: "scratchpad/notes.txt" });
   try { await tools.readFile({ file_path: "scratchpad/none.txt" }); } catch (e) {}
@@ -338,7 +360,7 @@ async def test_a_results_calls_keep_only_the_answers_of_failed_calls(sandbox):
     assert result.calls[1].status == "error" and "none.txt" in result.calls[1].content
 
 
-async def test_a_script_copies_and_removes_through_the_bridge(sandbox):
+async def test_a_script_copies_and_removes_through_the_bridge(sandbox: SandboxActivities) -> None:
     sandbox._workspace.store.write_text("sb-1", "scratchpad/a.txt", "alpha")
     source = """export default async ({ tools }) => {
   await tools.copyFile({ source: "scratchpad/a.txt", destination: "scratchpad/b.txt" });
@@ -357,7 +379,9 @@ async def test_a_script_copies_and_removes_through_the_bridge(sandbox):
     assert not store.exists("sb-1", "scratchpad/a.txt")
 
 
-async def test_an_eval_returns_its_completion_value_without_calling_it(sandbox):
+async def test_an_eval_returns_its_completion_value_without_calling_it(
+    sandbox: SandboxActivities,
+) -> None:
     function_valued = await run(sandbox, "(() => 'called')", kind="eval")
     assert function_valued.value is None or function_valued.value != "called"
     promised = await run(sandbox, "Promise.resolve(6 * 7)", kind="eval")

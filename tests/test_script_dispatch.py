@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 BATCH = """
@@ -177,8 +178,8 @@ def _script_answer(view: Any) -> Any:
 
 
 async def test_a_script_fans_out_to_child_workflows_and_runs_each_earlier_call_once(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     store = root / "sessions"
     (store / sid / "scratchpad").mkdir(parents=True)
     (store / sid / "scratchpad" / "count.txt").write_text("n=0")
@@ -213,8 +214,8 @@ async def test_a_script_fans_out_to_child_workflows_and_runs_each_earlier_call_o
         and e.activity_task_scheduled_event_attributes.activity_type.name == "archmax.sandbox.run"
     ]
     assert len(sandbox_runs) == 3  # the first run, then one resumption per dispatch
-    children = [(e.type, e.data["childSessionId"]) for e in events if "childSessionId" in e.data]
-    assert children == [
+    linked = [(e.type, e.data["childSessionId"]) for e in events if "childSessionId" in e.data]
+    assert linked == [
         ("sub-workflow-start", f"{sid}.enrich-1"),
         ("sub-workflow-result", f"{sid}.enrich-1"),
         ("sub-workflow-start", f"{sid}.enrich-2"),
@@ -225,8 +226,8 @@ async def test_a_script_fans_out_to_child_workflows_and_runs_each_earlier_call_o
 
 
 async def test_a_script_that_changes_course_on_resumption_fails_with_a_clear_error(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     async with running_agent(client, task_queue, root, "batch", scripted(PLAYBOOK)) as agent:
         await agent.workflow.send(sid, "random")
         view = await agent.sessions.view(sid)
@@ -237,8 +238,8 @@ async def test_a_script_that_changes_course_on_resumption_fails_with_a_clear_err
 
 
 async def test_a_parked_child_parks_the_scripts_session_and_its_end_runs_the_script_on(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """The script's first child waits for a person: the caller parks with it, its
     archmax_run unanswered. Delivering to the child finishes it; the script runs on from its
     journal (the edit is not made again), dispatches its second child, and its result
@@ -275,8 +276,8 @@ async def test_a_parked_child_parks_the_scripts_session_and_its_end_runs_the_scr
 
 
 async def test_a_script_calling_a_workflow_its_state_does_not_allow_is_blocked(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     async with running_agent(client, task_queue, root, "batch", scripted(PLAYBOOK)) as agent:
         await agent.workflow.send(sid, "elsewhere")
         view = await agent.sessions.view(sid)
@@ -287,8 +288,8 @@ async def test_a_script_calling_a_workflow_its_state_does_not_allow_is_blocked(
 
 
 async def test_a_script_parked_on_a_child_resumes_on_another_worker(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """The worker that ran the script is gone by the time the child is answered: a new
     worker (no cache, same store) resumes the script from its stored journal."""
     store = root / "sessions"

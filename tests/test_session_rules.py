@@ -8,19 +8,24 @@ import asyncio
 import json
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
-from archmax_temporal.client.host import ResolvedSession
+from archmax_temporal.client.host import Agent, ResolvedSession
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
     SessionNotAwaitingInputError,
     SessionNotResumableError,
 )
-from tests.conftest import EXAMPLES, running_agent, write_workflow
+from archmax_temporal.workflows.models import Outcome, PendingInput, SessionSummary, SessionView
+from tests.conftest import EXAMPLES, Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as tool
 
 RULES = """
@@ -81,7 +86,10 @@ def root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def _poll(probe, timeout: float = 20.0):
+T = TypeVar("T")
+
+
+async def _poll(probe: Callable[[], Awaitable[T]], timeout: float = 20.0) -> T:
     """Await ``probe()`` until it returns something truthy (or the timeout passes)."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
@@ -91,14 +99,14 @@ async def _poll(probe, timeout: float = 20.0):
         await asyncio.sleep(0.1)
 
 
-def _users(view) -> list[str | None]:
+def _users(view: SessionView) -> list[str | None]:
     return [m.content for m in view.transcript if m.role == "user"]
 
 
 class TestContinueAsNew:
     async def test_a_parked_session_survives_continue_as_new_and_resumes(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """Across continue-as-new the session keeps transcript, variables, trail and its park,
         and park counts reset at each turn boundary while maxParks still bounds a turn."""
         ask = tool(WAIT, reason="the order id")
@@ -120,7 +128,7 @@ class TestContinueAsNew:
             first_run = (await handle.describe()).run_id
             parked = await agent.workflow.send(sid, "second")
 
-            async def moved_on():
+            async def moved_on() -> bool:
                 return (await handle.describe()).run_id != first_run
 
             assert await _poll(moved_on), "the session never continued as new"
@@ -158,7 +166,9 @@ class TestContinueAsNew:
 
 
 class TestOnError:
-    async def test_exhausted_max_turns_routes_to_on_error(self, client, task_queue, scripted, root):
+    async def test_exhausted_max_turns_routes_to_on_error(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """A looping model exhausts maxTurns; the turn routes to on_error with an [error] note."""
         server = scripted(
             playbook(
@@ -182,7 +192,9 @@ class TestOnError:
         assert "maxTurns (2)" in (notes[1].content or "")
         assert [r.state for r in server.requests] == ["lookup", "lookup", "escalate"]
 
-    async def test_without_on_error_the_turn_is_rejected(self, client, task_queue, scripted, root):
+    async def test_without_on_error_the_turn_is_rejected(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """With no on_error the exhausted budget rejects the turn: no exit, no route."""
         server = scripted(playbook(rule(None, tool("archmax_get_variables"))))
         sid = new_id("noerr")
@@ -201,8 +213,8 @@ class TestOnError:
         ],
     )
     async def test_the_park_beyond_max_parks_routes_to_on_error(
-        self, client, task_queue, scripted, root, siblings
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path, siblings: int
+    ) -> None:
         """The refused park routes to on_error, and every tool call still gets its result."""
         calls = [tool(WAIT, reason="posting")] + [tool("archmax_get_variables")] * siblings
         server = scripted(
@@ -214,16 +226,19 @@ class TestOnError:
             routed = await agent.workflow.deliver(sid, trigger="poll")
             view = await agent.sessions.view(sid)
         assert (parked.kind, routed.kind, routed.state) == ("parked", "completed", "escalate")
-        assert routed.trail[-1].kind == "on_error" and "maxParks (1)" in routed.trail[-1].reason
+        reason = routed.trail[-1].reason
+        assert routed.trail[-1].kind == "on_error" and reason is not None
+        assert "maxParks (1)" in reason
         asked = [c.id for m in view.transcript for c in m.tool_calls]
-        answered = [m.tool_call_id for m in view.transcript if m.role == "tool"]
+        # a tool message without an id ("") answers no call
+        answered = [m.tool_call_id or "" for m in view.transcript if m.role == "tool"]
         assert sorted(asked) == sorted(answered)
 
 
 class TestReset:
     async def test_reset_returns_to_the_entry_state_and_is_refused_there(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """A follow-up in a terminal state resets to the entry state; in the entry state the
         reset is refused; only the follow-up turn's prompt carries the Follow-up block."""
         server = scripted(
@@ -268,7 +283,9 @@ class TestReset:
 
 
 class TestDispositions:
-    async def test_resolve_session_follows_the_seed_table(self, client, task_queue, scripted, root):
+    async def test_resolve_session_follows_the_seed_table(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """None yet and finished: turn; parked for input: resume, and send delivers into it."""
         server = scripted(
             playbook(
@@ -293,8 +310,8 @@ class TestDispositions:
         assert steps == [("trigger", "manual"), ("trigger", "chat")]
 
     async def test_a_session_parked_at_a_human_state_resolves_to_reply(
-        self, client, task_queue, scripted
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted
+    ) -> None:
         """A session held at refund-review resolves to the reply disposition."""
         server = scripted(REFUND_PLAYBOOK)
         sid = new_id("disp-human")
@@ -307,11 +324,13 @@ class TestDispositions:
 
 class TestMidTurn:
     @staticmethod
-    async def _mid_turn(agent, server, sid: str) -> asyncio.Task:
+    async def _mid_turn(
+        agent: Agent, server: ScriptedModelServer, sid: str
+    ) -> asyncio.Task[Outcome]:
         """Start a slow turn and return once its model call is in flight."""
         first = asyncio.create_task(agent.workflow.send(sid, "first"))
 
-        async def model_called():
+        async def model_called() -> bool:
             return bool(server.requests)
 
         assert await _poll(model_called, timeout=10), "the first turn never called the model"
@@ -319,8 +338,8 @@ class TestMidTurn:
         return first
 
     async def test_firings_during_a_turn_are_refused_and_the_turn_completes(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """Mid-turn, send raises SessionNotResumableError and deliver SessionNotAwaitingInput."""
         server = scripted(playbook(rule("Slow answer."), delay_ms=1500))
         sid = new_id("midturn")
@@ -337,8 +356,8 @@ class TestMidTurn:
         assert len(server.requests) == 1
 
     async def test_resolving_a_mid_turn_session_fails_closed(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """resolve_session on a session mid-turn raises SessionNotResumableError."""
         server = scripted(playbook(rule("Slow answer."), delay_ms=1500))
         sid = new_id("midresolve")
@@ -352,7 +371,9 @@ class TestMidTurn:
 
 
 class TestHostPolling:
-    async def test_host_polling_wakes_a_timed_park_once(self, client, task_queue, scripted, root):
+    async def test_host_polling_wakes_a_timed_park_once(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """The seed's host loop delivers `timer` when resume_at passes; a second firing is
         refused, so the session ran once."""
         server = scripted(
@@ -365,10 +386,10 @@ class TestHostPolling:
         async with running_agent(client, task_queue, root, "rules", server) as agent:
             parked = await agent.workflow.send(sid, "check the bank")
 
-            async def listed():
+            async def listed() -> list[SessionSummary]:
                 return [s for s in await agent.sessions.list() if s.session_id == sid]
 
-            async def host_loop(now: datetime) -> list:
+            async def host_loop(now: datetime) -> list[Outcome]:
                 outcomes = []
                 for t in await listed():
                     if t.status == "awaiting_input" and t.resume_at and t.resume_at <= now:
@@ -387,7 +408,7 @@ class TestHostPolling:
                 await agent.workflow.deliver(
                     sid, trigger="timer", variables={"now": tomorrow.isoformat()}
                 )
-        assert parked.pending is not None and parked.pending.resume_at is not None
+        assert isinstance(parked.pending, PendingInput) and parked.pending.resume_at is not None
         assert len(found) == 1 and found[0].resume_at == parked.pending.resume_at
         assert found[0].status == "awaiting_input"
         assert (early, len(woken)) == ([], 1)
@@ -399,12 +420,14 @@ class TestHostPolling:
 
 
 class TestSessionPaths:
-    async def test_precedence_of_session_sources(self, client, task_queue, scripted, root):
+    async def test_precedence_of_session_sources(
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """Explicit id > per-firing path > agent path > trigger declaration > minted id."""
         server = scripted(playbook(rule("Hello.")))
         tag = uuid.uuid4().hex[:8]
         seeds = {name: {"id": f"{name}-{tag}"} for name in ("chat", "agentpath", "firing")}
-        firing = {"trigger": "chat", "variables": seeds}
+        firing: dict[str, Any] = {"trigger": "chat", "variables": seeds}
         async with (
             running_agent(
                 client, task_queue, root, "rules", server, session_path="agentpath.id"
@@ -428,8 +451,8 @@ class TestSessionPaths:
         assert sent.session_id == f"firing-{tag}"
 
     async def test_a_malformed_path_is_refused_wherever_it_is_written(
-        self, client, task_queue, scripted, root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, root: Path
+    ) -> None:
         """A malformed per-firing or assembly path raises InvalidSessionIdError."""
         server = scripted(playbook(rule("Hello.")))
         async with running_agent(client, task_queue, root, "rules", server, worker=False) as agent:

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
+from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import (
@@ -17,7 +19,7 @@ from archmax_temporal.workflows.errors import (
     SessionNotAwaitingInputError,
     UnknownTriggerError,
 )
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as tool
 
 ORDERS = """
@@ -51,7 +53,7 @@ def orders_root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def _model_calls(agent, session_id: str) -> int:
+async def _model_calls(agent: Agent, session_id: str) -> int:
     history = await agent.handle(session_id).fetch_history()
     return sum(
         1
@@ -63,8 +65,8 @@ async def _model_calls(agent, session_id: str) -> int:
 
 class TestAdvance:
     async def test_advance_along_declared_edges_completes_in_the_terminal_state(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """Each archmax_advance commits an agent trail step; text alone in `done` completes."""
         server = scripted(
             playbook(
@@ -92,8 +94,8 @@ class TestAdvance:
         assert outcome.reply == "ORD-1 is on its way."
 
     async def test_an_invalid_target_is_a_refusal_the_model_reads(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """Advancing to a state that is not an edge commits nothing; the model reads why."""
         server = scripted(
             playbook(
@@ -119,8 +121,8 @@ class TestAdvance:
         assert "Valid targets: lookup" in (refusal.content or "")
 
     async def test_terminal_state_hides_advance_from_the_model(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """The tools a model call discloses in a terminal state do not include archmax_advance."""
         server = scripted(
             playbook(
@@ -145,8 +147,8 @@ class TestAdvance:
 
 class TestRaise:
     async def test_raise_ends_the_turn_failed_without_another_model_call(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """archmax_raise: status failed, exit carries code and reason, one model call in all."""
         server = scripted(
             playbook(
@@ -178,8 +180,8 @@ class TestRaise:
         assert len(server.requests) == 1
 
     async def test_raise_beside_another_call_is_refused(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """archmax_raise must be the only call of its message; otherwise nothing is raised."""
         server = scripted(
             playbook(
@@ -205,8 +207,8 @@ class TestRaise:
 
 class TestVariables:
     async def test_host_seeds_are_locked_and_the_agent_cannot_overwrite_them(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """Start variables and `trigger` are locked; a write naming one is refused whole."""
         server = scripted(
             playbook(
@@ -246,7 +248,9 @@ class TestVariables:
         assert variables["note"].value == "agent wrote this"
         assert variables["note"].locked is False
 
-    async def test_get_variables_reads_a_path(self, client, task_queue, scripted, orders_root):
+    async def test_get_variables_reads_a_path(
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """archmax_get_variables with a dotted path and a negative index returns that value."""
         server = scripted(
             playbook(
@@ -274,8 +278,8 @@ class TestVariables:
         assert outcome.reply == "last item is SKU-2"
 
     async def test_an_invalid_seed_name_is_refused_before_the_session_exists(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """A variable named like no variable can be never reaches the workflow."""
         server = scripted(playbook({"when": {}, "reply": {"content": "x"}}))
         async with running_agent(client, task_queue, orders_root, "orders", server) as agent:
@@ -286,8 +290,8 @@ class TestVariables:
 
 class TestTriggersAndIds:
     async def test_unknown_trigger_fails_before_any_model_call_listing_declared_ones(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """An undeclared trigger id: UnknownTriggerError naming the declared triggers."""
         server = scripted(playbook({"when": {}, "reply": {"content": "x"}}))
         async with running_agent(client, task_queue, orders_root, "orders", server) as agent:
@@ -296,8 +300,8 @@ class TestTriggersAndIds:
         assert server.requests == []
 
     async def test_trigger_session_path_names_the_session(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """`session: chat.id` reads the id from the firing's variables."""
         server = scripted(playbook({"when": {}, "reply": {"content": "hello"}}))
         async with running_agent(client, task_queue, orders_root, "orders", server) as agent:
@@ -312,8 +316,8 @@ class TestTriggersAndIds:
         assert (resolved.session_id, resolved.disposition) == ("chat-42", "turn")
 
     async def test_an_unusable_session_id_is_refused(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """A session id that cannot name a folder is refused before anything starts."""
         server = scripted(playbook({"when": {}, "reply": {"content": "x"}}))
         async with running_agent(client, task_queue, orders_root, "orders", server) as agent:
@@ -321,8 +325,8 @@ class TestTriggersAndIds:
                 await agent.workflow.send("../escape", "hi")
 
     async def test_a_follow_up_continues_in_the_state_the_last_turn_ended_in(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """A finished session's next message is its next turn on the same id and position."""
         server = scripted(
             playbook(
@@ -350,8 +354,8 @@ class TestTriggersAndIds:
 
 class TestBudgetsAndModelErrors:
     async def test_max_turns_exhausted_without_on_error_rejects(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """budget.maxTurns bounds model calls per visit; with no on_error the turn is rejected."""
         server = scripted(
             playbook(
@@ -369,8 +373,8 @@ class TestBudgetsAndModelErrors:
         assert len(server.requests) == 3
 
     async def test_a_model_call_over_budget_timeout_ms_routes_through_on_error(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """budget.timeoutMs races each model call; expiry is a turn failure routed by on_error
         with an [error] note and an on_error trail step."""
         write_workflow(
@@ -410,8 +414,8 @@ states:
         )
 
     async def test_rate_limits_are_retried_by_temporal(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """A 429 with Retry-After is retried as a new activity attempt, then succeeds."""
         server = scripted(
             playbook(
@@ -429,8 +433,8 @@ states:
         assert len(server.requests) == 3
 
     async def test_a_400_is_not_retried_and_rejects_the_turn(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """A 4xx other than 408/409/429 is final: one attempt, the turn ends rejected."""
         server = scripted(
             playbook({"when": {}, "error": {"status": 400, "message": "bad request"}})
@@ -441,7 +445,9 @@ states:
         assert outcome.rejected is not None and "400" in outcome.rejected
         assert len(server.requests) == 1
 
-    async def test_no_api_key_reaches_the_history(self, client, task_queue, scripted, orders_root):
+    async def test_no_api_key_reaches_the_history(
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """The worker's key is sent to the endpoint but never written to the workflow history."""
         server = scripted(playbook({"when": {}, "reply": {"content": "hi"}}))
         async with running_agent(client, task_queue, orders_root, "orders", server) as agent:
@@ -453,8 +459,8 @@ states:
 
 class TestVisibility:
     async def test_search_attributes_follow_the_session(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """ArchmaxWorkflow, ArchmaxStatus and ArchmaxState are kept current."""
         server = scripted(
             playbook(
@@ -475,8 +481,8 @@ class TestVisibility:
         assert attributes.get(sa.RESUME_AT) is None
 
     async def test_delivery_to_a_session_that_never_parked_is_refused(
-        self, client, task_queue, scripted, orders_root
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path
+    ) -> None:
         """A completed session is not awaiting input."""
         server = scripted(playbook({"when": {}, "reply": {"content": "hi"}}))
         async with running_agent(client, task_queue, orders_root, "orders", server) as agent:

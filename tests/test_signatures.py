@@ -4,12 +4,14 @@ completion (pure checks, then the workflow on the real dev server)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from temporalio.client import Client
 
 from archmax_temporal.workflows.errors import TriggerInputError, WorkflowDisabledError
 from archmax_temporal.workflows.signatures import conforms
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 
 
 class TestConforms:
@@ -37,7 +39,9 @@ class TestConforms:
             (None, None, True),
         ],
     )
-    def test_each_type_takes_exactly_its_values(self, value, type_name, expected):
+    def test_each_type_takes_exactly_its_values(
+        self, value: object, type_name: str | None, expected: bool
+    ) -> None:
         """No coercion, and a typed entry never takes null."""
         assert conforms(value, type_name) is expected
 
@@ -86,8 +90,8 @@ def _playbook(value: object) -> str:
 
 class TestSignaturesOnTheWorkflow:
     async def test_a_mistyped_required_input_is_refused_before_any_model_call(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """The refusal names the trigger, the variable, the type and what arrived."""
         write_workflow(tmp_path, "report", REPORT)
         server = scripted(_playbook(1.5))
@@ -109,8 +113,8 @@ class TestSignaturesOnTheWorkflow:
         assert server.requests == []
 
     async def test_returns_are_checked_at_the_write_and_at_completion(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """A mistyped return is a correctable refusal; completing without it rejects."""
         write_workflow(tmp_path, "report", REPORT)
         server = scripted(_playbook("lots"))
@@ -128,8 +132,8 @@ class TestSignaturesOnTheWorkflow:
         assert outcome.exit is None
 
     async def test_a_session_with_its_returns_completes(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """With the typed return set, the terminal state completes."""
         write_workflow(tmp_path, "report", REPORT)
         server = scripted(_playbook(412.5))
@@ -142,8 +146,8 @@ class TestSignaturesOnTheWorkflow:
         assert outcome.variables["total"].value == 412.5
 
     async def test_a_disabled_workflow_starts_no_new_turn(
-        self, client, task_queue, scripted, tmp_path
-    ):
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
         """disabled: true refuses a new turn through the API as well as the CLI."""
         write_workflow(tmp_path, "report", "disabled: true\n" + REPORT)
         server = scripted(_playbook(1))
@@ -162,8 +166,8 @@ states:
 
 
 async def test_a_workflow_disabled_after_a_park_still_drains_but_starts_no_new_turn(
-    client, task_queue, scripted, tmp_path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """Disabling keeps parked sessions deliverable; the next new turn is refused."""
     directory = write_workflow(tmp_path, "drain", DRAINING)
     server = scripted(

@@ -14,14 +14,22 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
+from archmax_temporal.client.host import Agent
 from archmax_temporal.worker import workflow_runner
 from archmax_temporal.workflows.errors import SessionAwaitingSubWorkflowError
-from archmax_temporal.workflows.models import Outcome, PendingInput, SessionSummary, ToolMock
+from archmax_temporal.workflows.models import (
+    Message,
+    Outcome,
+    PendingInput,
+    SessionSummary,
+    ToolMock,
+)
 from archmax_temporal.workflows.session import ArchmaxSession
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 DESK = """
@@ -268,16 +276,16 @@ def sid() -> str:
     return f"subwf-{uuid.uuid4().hex[:8]}"
 
 
-async def _event_types(agent, session_id: str) -> list[int]:
+async def _event_types(agent: Agent, session_id: str) -> list[int]:
     history = await agent.handle(session_id).fetch_history()
     return [event.event_type for event in history.events]
 
 
-def _tool_results(transcript, name: str):
+def _tool_results(transcript: list[Message], name: str) -> list[Message]:
     return [m for m in transcript if m.role == "tool" and m.name == name]
 
 
-async def _settled(agent, session_id: str, status: str) -> SessionSummary:
+async def _settled(agent: Agent, session_id: str, status: str) -> SessionSummary:
     """The session's summary once its status is ``status`` (the caller resumes on its own)."""
     summary = await agent.sessions.get(session_id)
     for _ in range(100):
@@ -289,8 +297,8 @@ async def _settled(agent, session_id: str, status: str) -> SessionSummary:
 
 
 async def test_a_child_reads_a_file_argument_and_returns_a_file(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """The file argument lands in the child's attachments; the child's file return lands in
     the caller's, and the call answers {message, returns} with the caller's path; the caller's
     trail records the dispatch and its history the child's start and completion."""
@@ -347,8 +355,8 @@ async def test_a_child_reads_a_file_argument_and_returns_a_file(
 
 
 async def test_the_callers_workflow_wide_denials_hold_in_the_child(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """The caller forbids grep workflow-wide; the child's spec does not, yet its grep is
     blocked by the inherited tools.forbidden (and grep is off its surface)."""
     server = scripted(PLAYBOOK)
@@ -368,8 +376,8 @@ async def test_the_callers_workflow_wide_denials_hold_in_the_child(
 
 
 async def test_a_missing_required_argument_is_blocked_and_starts_no_child(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     server = scripted(PLAYBOOK)
     async with running_agent(client, task_queue, root, "desk", server) as agent:
         outcome = await agent.workflow.send(sid, "There is no document, just enrich.")
@@ -384,8 +392,8 @@ async def test_a_missing_required_argument_is_blocked_and_starts_no_child(
 
 
 async def test_a_disabled_target_is_blocked_even_when_mocked(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     server = scripted(PLAYBOOK)
     mocks = [ToolMock(tool="archmax_workflow_dormant", result="never")]
     async with running_agent(client, task_queue, root, "desk", server) as agent:
@@ -399,8 +407,8 @@ async def test_a_disabled_target_is_blocked_even_when_mocked(
 
 
 async def test_a_mocked_call_starts_no_child_and_is_on_the_trail(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """A mock answers with its message and returns; the file return names a file of the
     caller's own session and arrives in its attachments; the trail still records it."""
     server = scripted(PLAYBOOK)
@@ -428,7 +436,9 @@ async def test_a_mocked_call_starts_no_child_and_is_on_the_trail(
     assert steps == [("sub-workflow", "enrich", "ok")]
 
 
-async def test_an_error_mock_records_a_failed_dispatch(client, task_queue, scripted, root, sid):
+async def test_an_error_mock_records_a_failed_dispatch(
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     server = scripted(PLAYBOOK)
     mocks = [ToolMock(tool="archmax_workflow_enrich", result={"error": "enrich is down"})]
     async with running_agent(client, task_queue, root, "desk", server) as agent:
@@ -440,8 +450,8 @@ async def test_an_error_mock_records_a_failed_dispatch(client, task_queue, scrip
 
 
 async def test_a_parked_child_parks_the_caller_and_delivering_to_it_resumes_both(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """The child waits for input: the caller's send returns parked, mirroring the child and
     naming it; the caller refuses firings; a delivery to the child finishes it, and the
     caller's pending call gets the child's answer and its turn goes on to completion."""
@@ -481,8 +491,8 @@ async def test_a_parked_child_parks_the_caller_and_delivering_to_it_resumes_both
 
 
 async def test_a_child_at_a_human_state_parks_the_caller_until_it_is_decided(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """The child parks awaiting a decision: so does the caller; the caller refuses a
     decision (it belongs to the child), deciding on the child finishes both."""
     server = scripted(PLAYBOOK)
@@ -506,7 +516,7 @@ async def test_a_child_at_a_human_state_parks_the_caller_until_it_is_decided(
     assert view.transcript[-1].content == "The sign-off is in."
 
 
-async def test_the_loader_pins_every_reachable_workflow_once(root):
+async def test_the_loader_pins_every_reachable_workflow_once(root: Path) -> None:
     """Targets are resolved transitively and cycle-safe; an absent target stays out."""
     from archmax_temporal.client.loader import load_delegates, load_workflow
 
@@ -528,7 +538,7 @@ async def test_the_loader_pins_every_reachable_workflow_once(root):
     assert enrich.spec is not None and enrich.spec_hash
 
 
-def test_validate_reports_what_a_dispatch_would_refuse(root):
+def test_validate_reports_what_a_dispatch_would_refuse(root: Path) -> None:
     """An unknown target, a cycle and an over-deep chain are errors; a disabled target is a
     warning."""
     from archmax_temporal.client.testing.validate import validate_workflow
@@ -556,7 +566,7 @@ def test_validate_reports_what_a_dispatch_would_refuse(root):
     assert validate_workflow(root, "deep-2").errors == []
 
 
-def test_the_tool_takes_the_targets_manual_requires_typed_as_declared():
+def test_the_tool_takes_the_targets_manual_requires_typed_as_declared() -> None:
     """Every entry is required; ``date`` is a formatted string, ``file`` a workspace path
     (a non-empty string), an untyped entry accepts anything."""
     from archmax_temporal.workflows import signatures
@@ -575,8 +585,8 @@ def test_the_tool_takes_the_targets_manual_requires_typed_as_declared():
 
 
 async def test_a_child_calling_its_caller_is_refused_as_a_cycle(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """echo grants archmax_workflow_desk, but desk is already in the chain: blocked, no
     grandchild starts, and echo's closing message answers desk's call."""
     server = scripted(PLAYBOOK)
@@ -594,8 +604,8 @@ async def test_a_child_calling_its_caller_is_refused_as_a_cycle(
 
 
 async def test_a_child_that_raises_fails_the_call_and_the_dispatch(
-    client, task_queue, scripted, root, sid
-):
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
     """The child's raise is a tool error naming its code; the trail step is an error."""
     server = scripted(PLAYBOOK)
     async with running_agent(client, task_queue, root, "desk", server) as agent:

@@ -106,20 +106,20 @@ def run_of(*results: CaseResult, discovered: int | None = None) -> RunTestsResul
 
 
 class TestColour:
-    def test_plain_when_the_stream_is_not_a_tty(self):
+    def test_plain_when_the_stream_is_not_a_tty(self) -> None:
         """A pipe or file gets no escape codes."""
         assert use_color(io.StringIO(), env={}) is False
 
-    def test_colour_on_a_tty(self):
+    def test_colour_on_a_tty(self) -> None:
         """A TTY with NO_COLOR unset gets colour."""
         assert use_color(TTY(), env={}) is True
 
-    def test_no_color_wins_over_a_tty(self):
+    def test_no_color_wins_over_a_tty(self) -> None:
         """NO_COLOR with any non-empty value turns colour off; an empty one does not."""
         assert use_color(TTY(), env={"NO_COLOR": "1"}) is False
         assert use_color(TTY(), env={"NO_COLOR": ""}) is True
 
-    def test_a_tty_view_writes_escape_codes_and_a_plain_one_none(self):
+    def test_a_tty_view_writes_escape_codes_and_a_plain_one_none(self) -> None:
         """The view picks its style from its stderr stream."""
         coloured, plain = TTY(), io.StringIO()
         TestView(coloured, io.StringIO(), env={}).case_finished(PASSED)
@@ -129,7 +129,7 @@ class TestColour:
 
 
 class TestStateFlow:
-    def test_trigger_arrival_and_transitions_read_like_archmax_run(self):
+    def test_trigger_arrival_and_transitions_read_like_archmax_run(self) -> None:
         """▸ for a trigger arrival, → for committed steps, kind in parentheses."""
         assert flow_line(None, "refund-request", "trigger", reason="manual") == (
             "  ▸ refund-request  (trigger manual)"
@@ -142,12 +142,12 @@ class TestStateFlow:
         )
         assert flow_line(None, "triage", "on_error") == "  → triage  (on_error)"
 
-    def test_coloured_flow_line(self):
+    def test_coloured_flow_line(self) -> None:
         """In colour the target state is bold and the arrow and kind dimmed."""
         line = flow_line("a", "b", "agent", Style(color=True))
         assert line == "  \x1b[2ma\x1b[0m \x1b[2m→\x1b[0m \x1b[1mb\x1b[0m  \x1b[2m(agent)\x1b[0m"
 
-    def test_the_hook_draws_only_the_current_cases_flow(self):
+    def test_the_hook_draws_only_the_current_cases_flow(self) -> None:
         """A late state event of a case that already ended never paints under the next one."""
         err = io.StringIO()
         view = TestView(err, io.StringIO(), style=PLAIN)
@@ -170,14 +170,14 @@ class TestStateFlow:
 
 
 class TestVerdicts:
-    def test_passed_case_shows_its_grade_score(self):
+    def test_passed_case_shows_its_grade_score(self) -> None:
         """A passing grade is otherwise invisible: its score is printed under the verdict."""
         assert verdict_lines(PASSED) == [
             "✔ Refund approved after human review",
             "    grade 0.82 ≥ 0.7",
         ]
 
-    def test_failed_case_lists_failures_grades_and_not_executed(self):
+    def test_failed_case_lists_failures_grades_and_not_executed(self) -> None:
         """Failures in verdict order, then grade scores, then the not-executed count."""
         assert verdict_lines(FAILED) == [
             "✖ Refund rejected then resubmitted",
@@ -188,11 +188,11 @@ class TestVerdicts:
             "    ○ 2 assertions not executed",
         ]
 
-    def test_skipped_case_names_its_reason(self):
+    def test_skipped_case_names_its_reason(self) -> None:
         """○ <title> (skipped: reason)."""
         assert verdict_lines(SKIPPED) == ["○ Work in progress (skipped: waiting on the API)"]
 
-    def test_a_died_case_leads_with_its_error_kept_on_its_lines(self):
+    def test_a_died_case_leads_with_its_error_kept_on_its_lines(self) -> None:
         """The terminating error comes first; a multi-line one stays indented together."""
         died = case(
             "bad-trigger",
@@ -207,7 +207,7 @@ class TestVerdicts:
             "    ○ 1 assertion not executed",
         ]
 
-    def test_an_unrun_grade_prints_no_score(self):
+    def test_an_unrun_grade_prints_no_score(self) -> None:
         """A not-executed grade has no score to show; only the count covers it."""
         halted = case(
             "halted",
@@ -225,7 +225,7 @@ class TestVerdicts:
 
 
 class TestSuiteOutput:
-    def test_a_whole_run_on_both_streams(self):
+    def test_a_whole_run_on_both_streams(self) -> None:
         """stderr: header, cases, summary naming each case; stdout: the one counts line."""
         err, out = io.StringIO(), io.StringIO()
         view = TestView(err, out, style=PLAIN)
@@ -254,13 +254,13 @@ class TestSuiteOutput:
             "",
         ]
 
-    def test_session_header_names_the_model(self):
+    def test_session_header_names_the_model(self) -> None:
         """The configured model is named; only its absence reads unset."""
         err = io.StringIO()
         TestView(err, io.StringIO(), style=PLAIN).session_started("wf", "/r", "gpt-x")
         assert err.getvalue() == "workflow  wf  ·  root /r  ·  model gpt-x\n"
 
-    def test_disabled_suite_is_one_line_on_each_stream(self):
+    def test_disabled_suite_is_one_line_on_each_stream(self) -> None:
         """A disabled workflow: stdout says suite skipped — disabled, stderr one line."""
         err, out = io.StringIO(), io.StringIO()
         run = RunTestsResult(exit_code=0, discovered=3, skipped="disabled")
@@ -269,19 +269,19 @@ class TestSuiteOutput:
         assert err.getvalue() == "○ suite skipped — workflow 'retired' is disabled; no case ran\n"
         assert summary_line(run) == "suite skipped — disabled"
 
-    def test_no_match_is_named_with_the_discovered_count(self):
+    def test_no_match_is_named_with_the_discovered_count(self) -> None:
         """A filter matching nothing says what it looked through."""
         err = io.StringIO()
         TestView(err, io.StringIO(), style=PLAIN).no_match("requester", 13)
         assert err.getvalue() == "✖ no cases matched 'requester' (13 discovered)\n"
 
-    def test_empty_run_counts_zero(self):
+    def test_empty_run_counts_zero(self) -> None:
         """An empty suite still prints its counts line."""
         assert summary_line(run_of()) == "0 passed, 0 failed, 0 skipped"
 
 
 class TestJsonDocument:
-    def test_document_shape(self):
+    def test_document_shape(self) -> None:
         """{workflow, results, exitCode, discovered}; no skipped key when the suite ran."""
         out = io.StringIO()
         run = run_of(PASSED, FAILED, discovered=5)
@@ -296,7 +296,7 @@ class TestJsonDocument:
         )
         assert [r["id"] for r in document["results"]] == ["refund-approved", "refund-rejected"]
 
-    def test_skipped_is_present_only_for_a_disabled_suite(self):
+    def test_skipped_is_present_only_for_a_disabled_suite(self) -> None:
         """skipped: "disabled" with no results."""
         run = RunTestsResult(exit_code=0, discovered=2, skipped="disabled")
         assert json_document("wf", run) == {
@@ -307,7 +307,7 @@ class TestJsonDocument:
             "skipped": "disabled",
         }
 
-    def test_case_fields_are_camel_case_and_unset_ones_absent(self):
+    def test_case_fields_are_camel_case_and_unset_ones_absent(self) -> None:
         """sessionId/skipReason/error appear only when set; threshold is always on a record."""
         assert case_json(PASSED) == {
             "id": "refund-approved",
@@ -332,7 +332,7 @@ class TestJsonDocument:
         assert "sessionId" not in skipped and "error" not in skipped
         assert skipped["verdict"] == {"status": "skipped", "failures": []}
 
-    def test_record_keys_keep_the_record_shapes_order(self):
+    def test_record_keys_keep_the_record_shapes_order(self) -> None:
         """kind, status, threshold, score?, detail?, step: in the order the shape lists them."""
         dumped = case_json(FAILED)["records"]
         assert list(dumped[0]) == ["kind", "status", "threshold", "step"]

@@ -17,7 +17,8 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.devserver import find_test_server
-from tests.conftest import running_agent, write_workflow
+from archmax_temporal.workflows.models import PendingInput
+from tests.conftest import Scripted, running_agent, write_workflow
 
 BANK = """
 title: Bank check
@@ -72,8 +73,8 @@ async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
 
 
 async def test_a_three_day_wait_wakes_itself_with_trigger_timer(
-    skipping_env: WorkflowEnvironment, task_queue: str, scripted, tmp_path: Path
-):
+    skipping_env: WorkflowEnvironment, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """When resume_at passes, the session delivers itself trigger `timer` with variable `now`
     and continues in the parked state."""
     write_workflow(tmp_path, "bank", BANK)
@@ -84,7 +85,7 @@ async def test_a_three_day_wait_wakes_itself_with_trigger_timer(
     ) as agent:
         parked = await agent.workflow.send("timed-1", "Has the payment posted?")
         assert parked.kind == "parked"
-        assert parked.pending is not None and parked.pending.resume_at is not None
+        assert isinstance(parked.pending, PendingInput) and parked.pending.resume_at is not None
         assert parked.pending.resume_at - parked.pending.parked_at == timedelta(days=3)
         await skipping_env.sleep(timedelta(days=3, minutes=1))
         summary = await agent.sessions.get("timed-1")
@@ -111,8 +112,8 @@ async def test_a_three_day_wait_wakes_itself_with_trigger_timer(
 
 
 async def test_a_delivery_before_resume_at_wins_and_the_timer_never_fires(
-    skipping_env: WorkflowEnvironment, task_queue: str, scripted, tmp_path: Path
-):
+    skipping_env: WorkflowEnvironment, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """resume_at is advice: an event arriving first resumes the session, and the cancelled
     timer does not wake it a second time."""
     write_workflow(tmp_path, "bank", BANK)
@@ -156,8 +157,8 @@ RECONCILE_JS = """export default async ({ tools }) => {
 
 
 async def test_a_scripts_sub_workflow_that_waits_days_wakes_and_the_script_runs_on(
-    skipping_env: WorkflowEnvironment, task_queue: str, scripted, tmp_path: Path
-):
+    skipping_env: WorkflowEnvironment, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """A script dispatches the bank check, which parks on a 3-day timer: the caller parks
     with it, the child wakes itself three days on, and its answer resumes the script."""
     write_workflow(tmp_path, "bank", BANK)

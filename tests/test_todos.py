@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from temporalio.client import Client
+
 from archmax_temporal.workflows import todos
 from archmax_temporal.workflows.models import Todo
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 PLAN = [
@@ -36,13 +38,13 @@ PLAYBOOK = json.dumps(
 )
 
 
-def test_a_call_replaces_the_plan_and_answers_it():
+def test_a_call_replaces_the_plan_and_answers_it() -> None:
     plan, answer = todos.write({"todos": PLAN})
-    assert plan == [Todo(**item) for item in PLAN]  # type: ignore[arg-type]
+    assert plan == [Todo(**item) for item in PLAN]
     assert answer == f"Updated todo list to {json.dumps(PLAN)}"
 
 
-def test_a_malformed_plan_is_refused_naming_the_problem():
+def test_a_malformed_plan_is_refused_naming_the_problem() -> None:
     plan, answer = todos.write({"todos": [{"content": "x", "status": "done"}]})
     assert plan is None and answer.startswith("write_todos refused: todos.0.status")
     blank, why = todos.write({"todos": [{"content": "  ", "status": "pending"}]})
@@ -50,8 +52,8 @@ def test_a_malformed_plan_is_refused_naming_the_problem():
 
 
 async def test_the_plan_lives_in_the_session_and_a_forbid_removes_the_tool(
-    client, task_queue, scripted, tmp_path: Path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "planner", DESK)
     server = scripted(PLAYBOOK)
     async with running_agent(client, task_queue, tmp_path, "planner", server) as agent:
@@ -60,7 +62,7 @@ async def test_the_plan_lives_in_the_session_and_a_forbid_removes_the_tool(
         await agent.workflow.send("plan-2", "Quietly.", trigger="quiet")
         quiet = await agent.sessions.view("plan-2")
     assert outcome.reply == "Planned."
-    assert view.todos == [Todo(**item) for item in PLAN]  # type: ignore[arg-type]
+    assert view.todos == [Todo(**item) for item in PLAN]
     assert quiet.todos == []
     [answer] = [m for m in view.transcript if m.role == "tool" and m.name == "write_todos"]
     assert answer.status == "ok" and answer.content == f"Updated todo list to {json.dumps(PLAN)}"

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from temporalio.client import Client
+
 from archmax_temporal.workflows.workspace_tools import (
     COPY_FILE_ACTIVITY,
     MOVE_FILE_ACTIVITY,
     REMOVE_FILE_ACTIVITY,
 )
-from tests.conftest import running_agent, write_workflow
+from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
 DESK = """
@@ -80,8 +82,8 @@ PLAYBOOK = json.dumps(
 
 
 async def test_the_agent_copies_moves_and_removes_within_the_scratchpad(
-    client, task_queue, scripted, tmp_path: Path
-):
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     write_workflow(tmp_path, "filing", DESK)
     server = scripted(PLAYBOOK)
     store = tmp_path / "sessions"

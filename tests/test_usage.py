@@ -13,7 +13,7 @@ from archmax_temporal.workflows.models import Usage
 SPENT = Usage(calls=2, prompt_tokens=1200, completion_tokens=300, total_tokens=1500)
 
 
-def test_a_reported_usage_keeps_cache_reads_and_writes():
+def test_a_reported_usage_keeps_cache_reads_and_writes() -> None:
     reported = CompletionUsage.model_validate(
         {
             "prompt_tokens": 100,
@@ -33,32 +33,32 @@ def test_a_reported_usage_keeps_cache_reads_and_writes():
     )
 
 
-def test_an_endpoint_that_reports_nothing_still_counts_the_call():
+def test_an_endpoint_that_reports_nothing_still_counts_the_call() -> None:
     assert usage_of(None) == Usage(calls=1)
 
 
-def test_since_is_what_a_later_snapshot_added():
+def test_since_is_what_a_later_snapshot_added() -> None:
     later = SPENT.plus(Usage(calls=1, prompt_tokens=50, completion_tokens=5, total_tokens=55))
     assert later.since(SPENT) == Usage(
         calls=1, prompt_tokens=50, completion_tokens=5, total_tokens=55
     )
 
 
-def test_the_footer_names_in_and_out():
+def test_the_footer_names_in_and_out() -> None:
     assert footer_line(SPENT) == "tokens     in 1200 · out 300"
 
 
-def test_the_footer_shows_the_cache_only_when_it_was_used():
+def test_the_footer_shows_the_cache_only_when_it_was_used() -> None:
     cached = SPENT.model_copy(update={"cache_read_tokens": 800, "cache_write_tokens": 100})
     assert footer_line(cached) == "tokens     in 1200 · out 300 · cache r 800/w 100"
 
 
 @pytest.mark.parametrize("usage", [None, Usage(), Usage(calls=3)])
-def test_nothing_reported_means_no_footer(usage):
+def test_nothing_reported_means_no_footer(usage: Usage | None) -> None:
     assert footer_line(usage) is None
 
 
-def test_cost_prices_uncached_input_cache_and_output_per_million():
+def test_cost_prices_uncached_input_cache_and_output_per_million() -> None:
     pricing = Pricing.from_env(
         {"ARCHMAX_PRICE_INPUT": "2", "ARCHMAX_PRICE_OUTPUT": "8", "ARCHMAX_PRICE_CACHE_READ": "0.5"}
     )
@@ -72,18 +72,20 @@ def test_cost_prices_uncached_input_cache_and_output_per_million():
     )
 
 
-def test_without_prices_no_cost_is_guessed():
+def test_without_prices_no_cost_is_guessed() -> None:
     assert Pricing.from_env({}) is None
     assert Pricing.from_env({"ARCHMAX_PRICE_CACHE_READ": "1"}) is None
 
 
 @pytest.mark.parametrize("raw", ["cheap", "-1"])
-def test_a_price_that_is_no_number_names_its_variable(raw):
+def test_a_price_that_is_no_number_names_its_variable(raw: str) -> None:
     with pytest.raises(ConfigurationError, match="ARCHMAX_PRICE_OUTPUT"):
         Pricing.from_env({"ARCHMAX_PRICE_OUTPUT": raw})
 
 
-def test_a_malformed_price_is_warned_about_and_the_cost_left_out(monkeypatch):
+def test_a_malformed_price_is_warned_about_and_the_cost_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("ARCHMAX_PRICE_INPUT", "lots")
     warnings: list[str] = []
     assert configured_pricing(warnings.append) is None

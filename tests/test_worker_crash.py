@@ -11,13 +11,17 @@ import sys
 import time
 from pathlib import Path
 
-from tests.conftest import EXAMPLES, running_agent
+from temporalio.client import Client
+
+from tests.conftest import EXAMPLES, Scripted, running_agent
 
 ROOT = EXAMPLES / "support-inbox"
 PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"
 
 
-def _worker_process(client, task_queue: str, model_url: str, store: Path) -> subprocess.Popen[str]:
+def _worker_process(
+    client: Client, task_queue: str, model_url: str, store: Path
+) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "TEMPORAL_ADDRESS": client.service_client.config.target_host,
@@ -45,7 +49,9 @@ def _worker_process(client, task_queue: str, model_url: str, store: Path) -> sub
     raise AssertionError(f"worker did not start (rc={process.poll()})")
 
 
-async def test_a_killed_worker_loses_nothing(client, task_queue, scripted, tmp_path):
+async def test_a_killed_worker_loses_nothing(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
     """Park on worker A, SIGKILL it, deliver: worker B resumes the session where it parked."""
     server = scripted(PLAYBOOK)
     store = tmp_path / "store"

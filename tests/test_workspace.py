@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -599,7 +600,9 @@ class TestSeedFiles:
 # --- copy_file, move_file, remove_file (archmax 0.4) -----------------------------------------
 
 
-async def test_copy_is_byte_exact_and_creates_the_destinations_folders(ws, fs_store):
+async def test_copy_is_byte_exact_and_creates_the_destinations_folders(
+    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+) -> None:
     fs_store.write_bytes(SID, "scratchpad/in/logo.png", PNG)
     result = await call(
         ws, "copy_file", source="scratchpad/in/logo.png", destination="scratchpad/out/a/logo.png"
@@ -610,7 +613,9 @@ async def test_copy_is_byte_exact_and_creates_the_destinations_folders(ws, fs_st
     assert fs_store.read_bytes(SID, "scratchpad/in/logo.png") == PNG
 
 
-async def test_copy_reads_a_skill_asset_into_the_scratchpad(ws, fs_store):
+async def test_copy_reads_a_skill_asset_into_the_scratchpad(
+    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+) -> None:
     result = await call(
         ws, "copy_file", source="skills/pricing/scripts/calc.js", destination="scratchpad/calc.js"
     )
@@ -618,7 +623,9 @@ async def test_copy_reads_a_skill_asset_into_the_scratchpad(ws, fs_store):
     assert fs_store.read_text(SID, "scratchpad/calc.js") == "return 1;\n"
 
 
-async def test_an_existing_destination_needs_overwrite(ws, fs_store):
+async def test_an_existing_destination_needs_overwrite(
+    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+) -> None:
     fs_store.write_text(SID, "scratchpad/a.txt", "new")
     fs_store.write_text(SID, "scratchpad/b.txt", "old")
     refused = await call(ws, "copy_file", source="scratchpad/a.txt", destination="scratchpad/b.txt")
@@ -631,7 +638,9 @@ async def test_an_existing_destination_needs_overwrite(ws, fs_store):
     assert done.status == "ok" and fs_store.read_text(SID, "scratchpad/b.txt") == "new"
 
 
-async def test_a_copy_onto_itself_and_into_a_read_only_area_are_refused(ws, fs_store):
+async def test_a_copy_onto_itself_and_into_a_read_only_area_are_refused(
+    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+) -> None:
     fs_store.write_text(SID, "scratchpad/a.txt", "x")
     same = await call(ws, "copy_file", source="scratchpad/a.txt", destination="scratchpad/a.txt")
     assert same.status == "error" and "both source and destination" in same.content
@@ -639,7 +648,9 @@ async def test_a_copy_onto_itself_and_into_a_read_only_area_are_refused(ws, fs_s
     assert mount.status == "error" and "read-only" in mount.content
 
 
-async def test_move_writes_the_destination_then_removes_the_source(ws, fs_store):
+async def test_move_writes_the_destination_then_removes_the_source(
+    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+) -> None:
     fs_store.write_text(SID, "scratchpad/draft.md", "# Draft")
     result = await call(
         ws, "move_file", source="scratchpad/draft.md", destination="scratchpad/final/report.md"
@@ -650,7 +661,9 @@ async def test_move_writes_the_destination_then_removes_the_source(ws, fs_store)
     assert not fs_store.exists(SID, "scratchpad/draft.md")
 
 
-async def test_a_move_out_of_a_read_only_area_is_refused_and_moves_nothing(ws, fs_store):
+async def test_a_move_out_of_a_read_only_area_is_refused_and_moves_nothing(
+    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+) -> None:
     result = await call(
         ws, "move_file", source="skills/pricing/SKILL.md", destination="scratchpad/SKILL.md"
     )
@@ -658,7 +671,9 @@ async def test_a_move_out_of_a_read_only_area_is_refused_and_moves_nothing(ws, f
     assert not fs_store.exists(SID, "scratchpad/SKILL.md")
 
 
-async def test_remove_deletes_one_file_and_refuses_folders_and_mounts(ws, fs_store):
+async def test_remove_deletes_one_file_and_refuses_folders_and_mounts(
+    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+) -> None:
     fs_store.write_text(SID, "scratchpad/tmp/a.txt", "x")
     assert (await call(ws, "remove_file", file_path="scratchpad/tmp/a.txt")).status == "ok"
     assert not fs_store.exists(SID, "scratchpad/tmp/a.txt")
@@ -672,7 +687,9 @@ async def test_remove_deletes_one_file_and_refuses_folders_and_mounts(ws, fs_sto
 
 
 @pytest.mark.parametrize("make", [MemorySessionStore, lambda: TextOnlyStore(MemorySessionStore())])
-async def test_every_bundled_store_can_delete(authoring, make):
+async def test_every_bundled_store_can_delete(
+    authoring: Path, make: Callable[[], SessionStore]
+) -> None:
     store = make()
     store.write_text(SID, "scratchpad/a.txt", "x")
     tools = WorkspaceActivities(store, authoring)
@@ -680,7 +697,7 @@ async def test_every_bundled_store_can_delete(authoring, make):
     assert not store.exists(SID, "scratchpad/a.txt")
 
 
-async def test_a_store_without_delete_refuses_a_removal_by_name(authoring):
+async def test_a_store_without_delete_refuses_a_removal_by_name(authoring: Path) -> None:
     class NoDelete:
         """A store that implements the minimal protocol only."""
 
@@ -694,14 +711,14 @@ async def test_a_store_without_delete_refuses_a_removal_by_name(authoring):
 
     store = NoDelete()
     store.write_text(SID, "scratchpad/a.txt", "x")
-    tools = WorkspaceActivities(store, authoring)  # type: ignore[arg-type]
+    tools = WorkspaceActivities(store, authoring)
     result = await call(tools, "remove_file", file_path="scratchpad/a.txt")
     assert result.status == "error"
     assert "this session store cannot delete files ('scratchpad/a.txt')" in result.content
     assert store.exists(SID, "scratchpad/a.txt")
 
 
-async def test_a_text_only_store_refuses_a_binary_copy(authoring):
+async def test_a_text_only_store_refuses_a_binary_copy(authoring: Path) -> None:
     store = TextOnlyStore(MemorySessionStore())
     MemorySessionStore.write_bytes(store._inner, SID, "scratchpad/logo.png", PNG)  # type: ignore[arg-type]
     tools = WorkspaceActivities(store, authoring)
