@@ -15,6 +15,7 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     ├── ReservedToolNameError          a host tool takes a runtime or built-in tool's name
     ├── InvalidVariableNameError       a seeded or delivered variable name is illegal
     ├── InvalidSessionIdError          a session id cannot address a session
+    ├── PayloadTooLargeError           a firing, variable, message or file over its limit
     ├── SessionError
     │   ├── SessionNotFoundError       no session with that id
     │   ├── SessionNotAwaitingInputError   deliver to a session not parked by archmax_wait
@@ -24,8 +25,10 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── InvalidDecisionTargetError a decision naming no edge of the parked state
     │   ├── EmptyMessageError          a reply (or send) with an empty message
     │   ├── SessionAwaitingSubWorkflowError  a firing for a session parked on its child
-    │   └── SessionUnavailableError    the session exists but no worker polls its queue
+    │   ├── SessionUnavailableError    the session exists but no worker polls its queue
+    │   └── SessionBusyError           too many firings in flight at once (retryable)
     ├── ConfigurationError             an environment variable holds an unusable value
+    ├── TemporalUnavailableError       the Temporal server did not answer (retryable)
     ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
     ├── SandboxError                   a hook or script could not give a result
     │   ├── ForbiddenSandboxImportError    it imports a specifier outside @archmax-ai/harness
@@ -104,6 +107,12 @@ class InvalidSessionIdError(ArchmaxError):
     """A session id is empty, too long or contains characters that cannot name a folder."""
 
 
+class PayloadTooLargeError(ArchmaxError):
+    """A firing (or one of its variables, its message or a file) is over the configured
+    limit: refused before anything is written; the message names the field, its size and
+    the limit."""
+
+
 class SessionError(ArchmaxError):
     """A session exists (or not) in a shape the request cannot be applied to."""
 
@@ -145,8 +154,22 @@ class SessionUnavailableError(SessionError):
     """The session exists but cannot answer: no worker polls its task queue."""
 
 
+class SessionBusyError(SessionError):
+    """The session has as many firings in flight as Temporal allows (its per-workflow update
+    limit): nothing was applied; retry shortly."""
+
+    retryable: ClassVar[bool] = True
+
+
 class ConfigurationError(ArchmaxError):
     """An environment variable holds a value the runtime cannot use (it names the variable)."""
+
+
+class TemporalUnavailableError(ArchmaxError):
+    """The Temporal server did not answer within the client's patience (a restart longer
+    than it waits out): nothing is known to be lost; retry."""
+
+    retryable: ClassVar[bool] = True
 
 
 class ModelCallError(ArchmaxError):
