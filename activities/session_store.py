@@ -28,7 +28,7 @@ from typing import Protocol, runtime_checkable
 from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.store import atomic_write
-from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.identity import check_session_id, folder_name
 
 # --- errors -------------------------------------------------------------------------------
 
@@ -203,7 +203,7 @@ class FilesystemSessionStore:
 
     def _base(self, session_id: str) -> Path:
         root = self._root.resolve()
-        base = (root / check_session_id(session_id)).resolve()
+        base = (root / folder_name(session_id)).resolve()
         if base.parent != root:
             raise PathEscapeError(f"session folder of {session_id!r} leaves the store", "")
         return base

@@ -21,7 +21,7 @@ from typing import Any
 from temporalio import activity
 
 from archmax_temporal.workflows.contracts import PERSIST_ACTIVITY
-from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PersistTurnInput
 from archmax_temporal.workflows.spec import WorkflowSpec
 
@@ -94,7 +94,7 @@ class StoreActivities:
         snapshot = self._dir / "_specs" / f"{turn.spec_hash}.json"
         if not snapshot.exists():
             atomic_write(snapshot, _json(spec_snapshot(turn.spec)))
-        session_dir = self._dir / check_session_id(turn.session_id)
+        session_dir = self._dir / folder_name(turn.session_id)
         (session_dir / "scratchpad").mkdir(parents=True, exist_ok=True)
         artifacts = session_dir / "artifacts"
         head = {"sessionId": turn.session_id, "workflow": turn.workflow}

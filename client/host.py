@@ -133,7 +133,7 @@ class WorkflowSurface:
             except InvalidPathError as exc:
                 raise InvalidSessionIdError(f"malformed session path {path!r}: {exc}") from None
             if value is not MISSING and isinstance(value, str | int) and str(value):
-                return check_session_id(str(value)), False
+                return check_session_id(str(value), source=f"session path {path!r}"), False
             break
         return mint_session_id(), True
 

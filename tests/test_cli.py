@@ -304,9 +304,32 @@ class TestHelpAndIds:
         assert cli("help", "nope").code == 2
 
     def test_an_unusable_session_id_is_a_usage_error(self, cli: Cli) -> None:
-        result = cli("sessions", "../escape")
+        """An id typed on the command line that can name no session is a usage error."""
+        result = cli("sessions", "bad\nid")
         assert result.code == 2
-        assert "invalid session id '../escape'" in result.stderr
+        assert "invalid session id 'bad\\nid'" in result.stderr
+
+    def test_an_opaque_session_id_is_just_an_id(self, cli: Cli) -> None:
+        """A mail Message-ID or ``CASE #12`` names a session like any other id."""
+        for opaque in ("<CAF+x=1@mail.gmail.com>", "CASE #12", "../escape"):
+            result = cli("sessions", opaque)
+            assert result.code == 1 and "SessionNotFoundError" in result.stderr, result.stderr
+
+    def test_a_bad_id_from_a_payload_names_its_path_and_exits_one(self, cli: Cli) -> None:
+        """An id read through the trigger's ``session:`` path that breaks the rules is the
+        typed error naming that path (exit 1), not a usage error."""
+        result = cli(
+            "run",
+            "support-inbox",
+            "About my order",
+            "--trigger",
+            "email_received",
+            "--variables",
+            json.dumps({"conversation_id": "line\nbreak"}),
+        )
+        assert result.code == 1
+        assert "InvalidSessionIdError" in result.stderr
+        assert "from session path 'conversation_id'" in result.stderr
 
     def test_workflow_scopes_a_delivery_to_its_own_sessions(self, cli: Cli) -> None:
         assert _park(cli, "cli-scope-1").code == 0

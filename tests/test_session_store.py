@@ -114,9 +114,16 @@ class TestParity:
         assert store.read_text(SID, "scratchpad/a.txt") == "x"
 
     def test_invalid_session_id(self, store: SessionStore) -> None:
-        for bad in ("../x", "_specs", "", "a/b"):
+        for bad in ("", "a\nb", "x" * 256, "nul\x00"):
             with pytest.raises(InvalidSessionIdError):
                 store.read_bytes(bad, "x")
+
+    def test_opaque_ids_stay_inside_their_own_folder(self, store: SessionStore) -> None:
+        """Ids that look like paths are only ids: each keeps its own files, apart."""
+        for opaque in ("../x", "_specs", "a/b", "<CAF@mail>", "CASE #12", "."):
+            store.write_text(opaque, "scratchpad/own.txt", opaque)
+        for opaque in ("../x", "_specs", "a/b", "<CAF@mail>", "CASE #12", "."):
+            assert store.read_text(opaque, "scratchpad/own.txt") == opaque
 
     def test_read_text_of_binary(self, store: SessionStore) -> None:
         if not store.supports_bytes:

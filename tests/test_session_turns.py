@@ -322,7 +322,7 @@ class TestTriggersAndIds:
         server = scripted(playbook({"when": {}, "reply": {"content": "x"}}))
         async with running_agent(client, task_queue, orders_root, "orders", server) as agent:
             with pytest.raises(InvalidSessionIdError):
-                await agent.workflow.send("../escape", "hi")
+                await agent.workflow.send("bad\x07id", "hi")
 
     async def test_a_follow_up_continues_in_the_state_the_last_turn_ended_in(
         self, client: Client, task_queue: str, scripted: Scripted, orders_root: Path

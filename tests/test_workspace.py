@@ -397,7 +397,7 @@ class TestInfrastructure:
 
     async def test_invalid_session_id_fails_the_activity(self, ws: WorkspaceActivities) -> None:
         with pytest.raises(ApplicationError) as caught:
-            await ws.ls(WorkspaceToolInput(session_id="../x", tool="ls"))
+            await ws.ls(WorkspaceToolInput(session_id="a\x00b", tool="ls"))
         assert caught.value.type == "InvalidSessionIdError"
         assert caught.value.non_retryable
 

@@ -22,7 +22,6 @@ from archmax_temporal.client.cli.render import (
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.workflows.errors import ArchmaxError, SessionNotFoundError
-from archmax_temporal.workflows.identity import check_session_id
 from archmax_temporal.workflows.models import SessionSummary, Usage
 
 
@@ -218,7 +217,6 @@ async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.agent import create_agent
     from archmax_temporal.client.runtime import translate
 
-    check_session_id(args.session)
     async with create_agent(None, config=config, worker="external") as agent:
         try:
             async for event in agent.sessions.events(
@@ -321,7 +319,20 @@ def _check_workflow(args: argparse.Namespace, summary: SessionSummary) -> None:
         )
 
 
+def _check_id_arguments(args: argparse.Namespace) -> None:
+    """A session id typed on the command line that cannot name a session is a usage error
+    (exit 2); one read from a payload is the typed error, exit 1."""
+    from archmax_temporal.workflows.identity import session_id_problem
+
+    value = getattr(args, "session", None)
+    if value is not None:
+        problem = session_id_problem(value)
+        if problem is not None:
+            raise UsageError(f"invalid session id {value!r}: {problem}")
+
+
 async def dispatch(args: argparse.Namespace) -> int:
+    _check_id_arguments(args)
     config = RuntimeConfig.from_env(root=args.root)
     if args.command == "validate":
         return _validate(args, config)

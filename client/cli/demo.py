@@ -18,6 +18,7 @@ from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PendingInput
 
 WORKFLOW = "support-inbox"
@@ -98,6 +99,6 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
                 f"See it in the Temporal UI: {ui}/namespaces/{config.namespace}/workflows/"
                 f"{conversation_id}"
             )
-            _say(f"Artifacts: {config.store / conversation_id / 'artifacts'}")
+            _say(f"Artifacts: {config.store / folder_name(conversation_id) / 'artifacts'}")
             ok = resumed.kind == "completed" and "ORD-1001" in resumed.reply
             return 0 if ok else 1

@@ -48,15 +48,11 @@ def _run_command(args: argparse.Namespace) -> int:
     from archmax_temporal.client.cli.commands import dispatch
     from archmax_temporal.client.devserver import DevServerError
     from archmax_temporal.client.logs import configure_logging
-    from archmax_temporal.workflows.errors import ArchmaxError, InvalidSessionIdError
+    from archmax_temporal.workflows.errors import ArchmaxError
 
     try:
         configure_logging(verbose=args.verbose or args.command in ("worker", "dev"))
         return asyncio.run(dispatch(args))
-    except InvalidSessionIdError as exc:  # a malformed id is a usage error, as archmax has it
-        _err(f"archmax: {exc}")
-        _err(f"try archmax {args.command} --help")
-        return 2
     except (ArchmaxError, DevServerError) as exc:
         _err(f"✖ {type(exc).__name__}: {exc}")
         return 1
