@@ -22,6 +22,8 @@ from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
     WorkflowHandle,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
 
@@ -35,6 +37,7 @@ from archmax_temporal.client.events import (
     session_events,
     while_watching,
 )
+from archmax_temporal.client.firing import fire, new_key
 from archmax_temporal.client.loader import LoadedWorkflow, load_delegates, load_workflow
 from archmax_temporal.client.runtime import (
     Runtime,
@@ -172,8 +175,13 @@ class WorkflowSurface:
         files: Mapping[str, tuple[str, str | bytes]] | None = None,
         mocks: Sequence[ToolMock] = (),
         on_event: EventCallback | None = None,
+        idempotency_key: str | None = None,
     ) -> Outcome:
         """Start or continue a session; returns the Outcome when the turn settles.
+
+        ``idempotency_key`` (generated when not given) is the firing's Temporal update id: a
+        retried call with the same key applies nothing twice and returns the first call's
+        outcome (:mod:`client.firing`).
 
         ``mocks`` (a test case's) answer matching governed tool calls for the session's whole
         life; they are fixed when the session starts and ignored for one already running.
@@ -194,34 +202,18 @@ class WorkflowSurface:
         loaded = agent.loaded
         if loaded.spec.disabled:
             await self._refuse_new_turn(sid, minted)
-        start = WithStartWorkflowOperation(
-            ArchmaxSession.run,
-            SessionInput(
-                session_id=sid,
-                workflow=loaded.slug,
-                spec=loaded.spec,
-                spec_hash=loaded.spec_hash,
-                prompt=loaded.prompt,
-                search_attributes=agent.config.search_attributes,
-                requests_per_run=agent.requests_per_run,
-                host_tools=agent.host_tools,
-                mocks=list(mocks),
-                hook_sources=loaded.hook_sources,
-                delegates=agent.delegates,
-            ),
-            id=sid,
-            task_queue=agent.config.task_queue,
-            id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-            static_summary=f"archmax session · {loaded.slug}",
-            static_details=f"Workflow `{loaded.slug}` (spec {loaded.spec_hash}).",
-            search_attributes=TypedSearchAttributes(
-                [
-                    SearchAttributePair(sa.WORKFLOW, loaded.slug),
-                    SearchAttributePair(sa.STATUS, "running"),
-                ]
-            )
-            if agent.config.search_attributes
-            else None,
+        session_input = SessionInput(
+            session_id=sid,
+            workflow=loaded.slug,
+            spec=loaded.spec,
+            spec_hash=loaded.spec_hash,
+            prompt=loaded.prompt,
+            search_attributes=agent.config.search_attributes,
+            requests_per_run=agent.requests_per_run,
+            host_tools=agent.host_tools,
+            mocks=list(mocks),
+            hook_sources=loaded.hook_sources,
+            delegates=agent.delegates,
         )
         firing = SendInput(
             message=message,
@@ -231,16 +223,35 @@ class WorkflowSurface:
                 var: file_upload(name, content) for var, (name, content) in (files or {}).items()
             },
         )
-        try:
-            return await self._watched(
-                sid,
-                on_event,
-                agent.client.execute_update_with_start_workflow(
-                    ArchmaxSession.send, firing, start_workflow_operation=start
-                ),
+        key = idempotency_key or new_key()
+
+        def start() -> Awaitable[WorkflowUpdateHandle[Outcome]]:
+            operation = WithStartWorkflowOperation(
+                ArchmaxSession.run,
+                session_input,
+                id=sid,
+                task_queue=agent.config.task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                static_summary=f"archmax session · {loaded.slug}",
+                static_details=f"Workflow `{loaded.slug}` (spec {loaded.spec_hash}).",
+                search_attributes=TypedSearchAttributes(
+                    [
+                        SearchAttributePair(sa.WORKFLOW, loaded.slug),
+                        SearchAttributePair(sa.STATUS, "running"),
+                    ]
+                )
+                if agent.config.search_attributes
+                else None,
             )
-        except Exception as exc:  # translated at exactly this boundary
-            raise translate(exc, session_id=sid) from exc
+            return agent.client.start_update_with_start_workflow(
+                ArchmaxSession.send,
+                firing,
+                start_workflow_operation=operation,
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                id=key,
+            )
+
+        return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
 
     async def _watched(
         self, session_id: str, on_event: EventCallback | None, update: Awaitable[Outcome]
@@ -273,16 +284,37 @@ class WorkflowSurface:
         variables: dict[str, Any] | None = None,
         message: str | None = None,
         on_event: EventCallback | None = None,
+        idempotency_key: str | None = None,
     ) -> Outcome:
         """Resume a session parked by ``archmax_wait``; returns the resumed turn's Outcome."""
-        handle = self._agent.handle(session_id)
         delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
-        try:
-            return await self._watched(
-                session_id, on_event, handle.execute_update(ArchmaxSession.deliver, delivery)
+        return await self._update(session_id, "deliver", delivery, on_event, idempotency_key)
+
+    async def _update(
+        self,
+        session_id: str,
+        update: str,
+        argument: Any,
+        on_event: EventCallback | None,
+        idempotency_key: str | None,
+    ) -> Outcome:
+        """One update of a running session (by its contract name), as a
+        :func:`client.firing.fire` firing."""
+        handle = self._agent.handle(session_id)
+        key = idempotency_key or new_key()
+
+        def start() -> Awaitable[WorkflowUpdateHandle[Outcome]]:
+            return handle.start_update(
+                update,
+                argument,
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                id=key,
+                result_type=Outcome,
             )
-        except Exception as exc:
-            raise translate(exc, session_id=session_id) from exc
+
+        return await self._watched(
+            session_id, on_event, fire(self._agent.client, session_id, key, start)
+        )
 
     async def decide(
         self,
@@ -291,27 +323,24 @@ class WorkflowSurface:
         to: str,
         comment: str | None = None,
         on_event: EventCallback | None = None,
+        idempotency_key: str | None = None,
     ) -> Outcome:
         """Resume a session parked at a human state along the edge ``to``, as the reviewer."""
-        handle = self._agent.handle(session_id)
-        try:
-            update = handle.execute_update(
-                ArchmaxSession.decide, DecideInput(to=to, comment=comment)
-            )
-            return await self._watched(session_id, on_event, update)
-        except Exception as exc:
-            raise translate(exc, session_id=session_id) from exc
+        decision = DecideInput(to=to, comment=comment)
+        return await self._update(session_id, "decide", decision, on_event, idempotency_key)
 
     async def reply(
-        self, session_id: str, message: str, *, on_event: EventCallback | None = None
+        self,
+        session_id: str,
+        message: str,
+        *,
+        on_event: EventCallback | None = None,
+        idempotency_key: str | None = None,
     ) -> Outcome:
         """Send a message to a session parked at a human state; it answers and stays parked."""
-        handle = self._agent.handle(session_id)
-        try:
-            update = handle.execute_update(ArchmaxSession.reply, ReplyInput(message=message))
-            return await self._watched(session_id, on_event, update)
-        except Exception as exc:
-            raise translate(exc, session_id=session_id) from exc
+        return await self._update(
+            session_id, "reply", ReplyInput(message=message), on_event, idempotency_key
+        )
 
     async def signal_deliver(
         self,

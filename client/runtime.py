@@ -44,8 +44,10 @@ from archmax_temporal.worker import (
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     ConfigurationError,
+    SessionBusyError,
     SessionNotFoundError,
     SessionUnavailableError,
+    TemporalUnavailableError,
     error_from_type,
 )
 
@@ -217,6 +219,13 @@ def translate(error: BaseException, *, session_id: str | None = None) -> BaseExc
         return error
     if isinstance(error, RPCError) and error.status == RPCStatusCode.NOT_FOUND:
         return SessionNotFoundError(f"no session {session_id!r}" if session_id else error.message)
+    if isinstance(error, RPCError) and error.status == RPCStatusCode.RESOURCE_EXHAUSTED:
+        return SessionBusyError(
+            f"Temporal is refusing more work for {session_id!r} right now ({error.message}); "
+            "nothing was applied: retry shortly"
+        )
+    if isinstance(error, RPCError) and error.status == RPCStatusCode.UNAVAILABLE:
+        return TemporalUnavailableError(f"the Temporal server is unavailable: {error.message}")
     if isinstance(error, RPCError) and "no poller seen" in error.message:
         return unavailable(session_id or "?", None)
     cause: BaseException | None = error

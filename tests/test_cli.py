@@ -511,3 +511,24 @@ def _park_with(cli: Cli, conversation: str, env_changes: dict[str, str | None]) 
         json.dumps({"conversation_id": conversation}),
         env_changes=env_changes,
     )
+
+
+class TestNoTracebacks:
+    def test_an_unexpected_error_is_one_line_and_exit_one(
+        self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Whatever goes wrong inside a command, the user reads one line naming the error
+        and how to see more, never a traceback."""
+        from archmax_temporal.client.cli import app as main
+        from archmax_temporal.client.cli import commands
+
+        async def broken(_: object) -> int:
+            raise RuntimeError("the disk caught fire\nsecond line")
+
+        monkeypatch.setattr(commands, "dispatch", broken)
+        assert main.run_cli(["sessions"]) == 1
+        err = capsys.readouterr().err
+        assert err.splitlines()[0] == "✖ RuntimeError: the disk caught fire"
+        assert "--debug" in err and "Traceback" not in err
+        assert main.run_cli(["--debug", "sessions"]) == 1
+        assert "Traceback" in capsys.readouterr().err

@@ -82,7 +82,7 @@ class TestLazyImports:
         """``archmax help`` answers from the standard library alone."""
         loaded = _loaded_after(
             "import contextlib, io\n"
-            "from archmax_temporal.client.cli.main import run_cli\n"
+            "from archmax_temporal.client.cli.app import run_cli\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    assert run_cli(['help']) == 0\n"
         )

@@ -26,6 +26,7 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── EmptyMessageError          a reply (or send) with an empty message
     │   ├── SessionAwaitingSubWorkflowError  a firing for a session parked on its child
     │   ├── SessionUnavailableError    the session exists but no worker polls its queue
+    │   ├── SessionTerminatedError     its run was terminated or timed out under a caller
     │   └── SessionBusyError           too many firings in flight at once (retryable)
     ├── ConfigurationError             an environment variable holds an unusable value
     ├── TemporalUnavailableError       the Temporal server did not answer (retryable)
@@ -152,6 +153,11 @@ class SessionAwaitingSubWorkflowError(SessionError):
 
 class SessionUnavailableError(SessionError):
     """The session exists but cannot answer: no worker polls its task queue."""
+
+
+class SessionTerminatedError(SessionError):
+    """The session's workflow run was terminated, timed out or reset (by an operator or a
+    server limit) while a caller waited on it: the waiting call ends at once with this."""
 
 
 class SessionBusyError(SessionError):

@@ -1,5 +1,5 @@
 """The ``archmax`` command (``python -m archmax_temporal``)."""
 
-from archmax_temporal.client.cli.main import main
+from archmax_temporal.client.cli.app import main
 
 __all__ = ["main"]

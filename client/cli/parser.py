@@ -46,6 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--verbose", action="store_true", help="narrate the turn's events and model calls on stderr"
     )
+    parser.add_argument(
+        "--debug", action="store_true", help="print the stack of an unexpected error"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="start or continue a session with a message")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -55,6 +56,18 @@ def _run_command(args: argparse.Namespace) -> int:
         return asyncio.run(dispatch(args))
     except (ArchmaxError, DevServerError) as exc:
         _err(f"✖ {type(exc).__name__}: {exc}")
+        if args.debug:
+            traceback.print_exc()
+        return 1
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # never a traceback unless asked for
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        _err(f"✖ {type(exc).__name__}: {first}" if first else f"✖ {type(exc).__name__}")
+        if args.debug:
+            traceback.print_exc()
+        else:
+            _err("  (an unexpected error: run again with --debug for its stack)")
         return 1
 
 
