@@ -59,7 +59,7 @@ def _run_command(args: argparse.Namespace) -> int:
         if args.debug:
             traceback.print_exc()
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, UsageError):
         raise
     except Exception as exc:  # never a traceback unless asked for
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
