@@ -7,6 +7,11 @@ ones archmax leaves loose: ``metadata`` (root, state) and a trigger declaration'
 Field names are snake_case; the camelCase spellings of archmax's schema (``timeoutMs``,
 ``maxParks``) are the aliases, so an archmax user's tree loads unchanged.
 
+Bounded: every name, text and list of an authored spec has a limit (``MAX_*`` below), checked
+by :func:`parse_spec`, so a spec that loads is one a session can start with: the whole spec
+travels in the session workflow's input, beside its hook sources and its delegates' specs (the
+loader holds their sum to its budget). Decoding a running session's input skips the limits.
+
 Pure: the workflow receives a parsed :class:`WorkflowSpec`; parsing and hashing happen on the
 host (``client/loader.py``).
 """
@@ -14,16 +19,19 @@ host (``client/loader.py``).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Sized
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StrictBool,
     StrictInt,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -52,6 +60,93 @@ A trigger's ``returns`` may not name them.
 WILDCARD = "*"
 """The every-tool pattern: a forbid entry may use it, an allow entry never."""
 
+MAX_SLUG_LENGTH: Final = 64
+"""State, workflow and skill slugs, trigger ids and variable names, in characters. A slug is
+also a folder name (``workflows/<slug>``, ``skills/<slug>``) and part of a tool name
+(``archmax_workflow_<slug>``); 64 keeps each one far inside a file name's 255 bytes."""
+
+MAX_NAME_LENGTH: Final = 128
+"""Every other short string of a spec, in characters: tool names, model ids, paths, approvers,
+connections, hook kinds, a trigger's ``session`` and ``message`` paths."""
+
+MAX_TITLE_LENGTH: Final = 200
+"""A workflow's or a state's ``title``: one line of a canvas or a listing."""
+
+MAX_DESCRIPTION_LENGTH: Final = 2_000
+"""A state's ``summary``; the ``description`` of a transition, a trigger or a signature entry;
+a tool grant's argument pattern or path glob: a paragraph at most."""
+
+MAX_INSTRUCTIONS_LENGTH: Final = 32_000
+"""The root's, a state's and a rubric's ``instructions``, in characters (some 8,000 tokens).
+Longer guidance belongs in ``WORKFLOW.md`` or a skill, where the agent reads it on demand."""
+
+MAX_STATES: Final = 100
+"""States of one machine."""
+
+MAX_TRANSITIONS: Final = 32
+"""Outgoing transitions of one state (the agent chooses among them every turn)."""
+
+MAX_TRIGGERS: Final = 32
+"""Triggers one state declares."""
+
+MAX_HOOKS: Final = 16
+"""Hooks of one phase (``before`` or ``after``) of one state."""
+
+MAX_LIST_ENTRIES: Final = 128
+"""Any other list of a spec: tool, skill and mount grants and denials, ``requires``,
+``returns``, ``evidence``, ``approvers``, ``extensions.hooks``, a grant's ``args`` and
+``paths``."""
+
+MAX_REPORTED_ISSUES: Final = 100
+"""Problems one :class:`SpecValidationError` lists; a last line counts the others."""
+
+AUTHORED: Final = "authored"
+"""The validation context key under which the ``MAX_*`` limits apply: :func:`parse_spec` (an
+authored ``workflow.yaml``) sets it. Decoding a session's input does not, so a session that
+started with a spec is never refused it by a limit that came later."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """``repr(value)`` cut to ``limit`` characters with an ellipsis, so a message that quotes
+    authored input stays one readable line however long the input is."""
+    if isinstance(value, str) and len(value) > limit:
+        return repr(f"{value[: limit - 3]}…")
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
+def _authored(info: ValidationInfo) -> bool:
+    return isinstance(info.context, dict) and info.context.get(AUTHORED) is True
+
+
+def _at_most(limit: int, unit: str, kinds: tuple[type[Sized], ...] = (str, list, dict)) -> Any:
+    """A validator holding an authored value of one of ``kinds`` to ``limit`` (characters of
+    a string, entries of a list or mapping); values of other types pass untouched, so it can
+    sit outside a union (``str | ToolGrant``) and name a long string once."""
+
+    def check(value: Any, info: ValidationInfo) -> Any:
+        if _authored(info) and isinstance(value, kinds) and len(value) > limit:
+            raise ValueError(f"{len(value):,} {unit}; the limit is {limit:,}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _text(limit: int) -> Any:
+    """:func:`_at_most` for the string branch of a union."""
+    return _at_most(limit, "characters", (str,))
+
+
+Slug = Annotated[str, _text(MAX_SLUG_LENGTH)]
+Name = Annotated[str, _text(MAX_NAME_LENGTH)]
+Title = Annotated[str, _text(MAX_TITLE_LENGTH)]
+Description = Annotated[str, _text(MAX_DESCRIPTION_LENGTH)]
+Instructions = Annotated[str, _text(MAX_INSTRUCTIONS_LENGTH)]
+Entries = _at_most(MAX_LIST_ENTRIES, "entries")
+"""The bound of a list or mapping of :data:`MAX_LIST_ENTRIES`."""
+
 _TRIGGER_REFUSED_KEYS = {
     "entry": "a trigger's entry is the state that declares it",
     "name": "a trigger's id is its key",
@@ -71,12 +166,12 @@ class _Strict(BaseModel):
 class SignatureEntry(_Strict):
     """A typed entry of a trigger's ``requires`` / ``returns``."""
 
-    name: str
+    name: Slug
     type: SignatureType | None = None
-    description: str | None = None
+    description: Description | None = None
 
 
-Signature = list[str | SignatureEntry]
+Signature = Annotated[list[Annotated[str | SignatureEntry, _text(MAX_SLUG_LENGTH)]], Entries]
 
 
 class TriggerSpec(BaseModel):
@@ -87,12 +182,12 @@ class TriggerSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
 
-    session: str | None = None
+    session: Name | None = None
     requires: Signature = Field(default_factory=list)
     returns: Signature = Field(default_factory=list)
-    description: str | None = None
-    message: str | Literal[False] | None = None
-    connection: str | None = None
+    description: Description | None = None
+    message: Annotated[str | Literal[False], _text(MAX_NAME_LENGTH)] | None = None
+    connection: Name | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -128,8 +223,8 @@ class TriggerSpec(BaseModel):
 class TransitionSpec(_Strict):
     """An outgoing edge: the only thing the agent learns about its target is ``description``."""
 
-    to: str
-    description: str
+    to: Slug
+    description: Description
     type: Literal["approve", "reject", "refine", "none"] = "none"
 
     @field_validator("description")
@@ -148,17 +243,21 @@ class BudgetSpec(_Strict):
     max_parks: StrictInt | None = Field(default=None, alias="maxParks", gt=0)
 
 
+Pattern = Annotated[str, _text(MAX_DESCRIPTION_LENGTH)]
+Patterns = Annotated[list[Pattern], Entries]
+
+
 class ToolGrant(_Strict):
     """An argument- or path-scoped ``tools.allow`` / ``tools.forbid`` entry."""
 
-    tool: str
-    args: dict[str, str | list[str]] | None = None
-    paths: list[str] | None = None
-    connection: str | None = None
-    source: str | None = None
+    tool: Name
+    args: Annotated[dict[Name, Pattern | Patterns], Entries] | None = None
+    paths: Patterns | None = None
+    connection: Name | None = None
+    source: Name | None = None
 
 
-ToolEntry = str | ToolGrant
+ToolEntry = Annotated[str | ToolGrant, _text(MAX_NAME_LENGTH)]
 
 
 def _no_wildcard_grant(entry: ToolEntry) -> ToolEntry:
@@ -176,62 +275,75 @@ AllowedTool = Annotated[ToolEntry, AfterValidator(_no_wildcard_grant)]
 class StateToolsSpec(_Strict):
     """A state's tool grants and denials (closed by default)."""
 
-    allow: list[AllowedTool] = Field(default_factory=list)
-    forbid: list[ToolEntry] = Field(default_factory=list)
+    allow: Annotated[list[AllowedTool], Entries] = Field(default_factory=list)
+    forbid: Annotated[list[ToolEntry], Entries] = Field(default_factory=list)
 
 
 class RootToolsSpec(_Strict):
     """Workflow-wide tool grants and denials."""
 
-    allow_always: list[AllowedTool] = Field(default_factory=list)
-    forbid_always: list[ToolEntry] = Field(default_factory=list)
+    allow_always: Annotated[list[AllowedTool], Entries] = Field(default_factory=list)
+    forbid_always: Annotated[list[ToolEntry], Entries] = Field(default_factory=list)
 
 
-ListEntry = str | dict[str, str]
+ListEntry = Annotated[str | Annotated[dict[Name, Name], Entries], _text(MAX_NAME_LENGTH)]
 
 
-def _skill_slug(entry: ListEntry) -> ListEntry:
-    """A skill is named by its slug: never a path, never a glob."""
-    if isinstance(entry, str) and not SLUG.match(entry):
-        raise ValueError(f"skill {entry!r} must be a kebab-case slug (no paths, no globs)")
+def _skill_slug(entry: Any, info: ValidationInfo) -> Any:
+    """A skill is named by its slug (a string, or each key of a mapping entry): never a path,
+    never a glob, and (authored) at most :data:`MAX_SLUG_LENGTH` characters.
+
+    It runs before the entry's own validation, so a slug that is too long is one problem
+    named as such, not one per branch of the entry's union.
+    """
+    slugs = [entry] if isinstance(entry, str) else list(entry) if isinstance(entry, dict) else []
+    for slug in slugs:
+        if not isinstance(slug, str):
+            continue  # the entry's own validation names it
+        if _authored(info) and len(slug) > MAX_SLUG_LENGTH:
+            raise ValueError(
+                f"skill {shown(slug)} is {len(slug):,} characters; the limit is {MAX_SLUG_LENGTH}"
+            )
+        if not SLUG.match(slug):
+            raise ValueError(f"skill {slug!r} must be a kebab-case slug (no paths, no globs)")
     return entry
 
 
-def _forbidden_skill(entry: str) -> str:
+def _forbidden_skill(entry: Any, info: ValidationInfo) -> Any:
     """A forbidden skill is a slug, or ``*`` for every skill."""
-    return entry if entry == WILDCARD else str(_skill_slug(entry))
+    return entry if entry == WILDCARD else _skill_slug(entry, info)
 
 
-SkillEntry = Annotated[ListEntry, AfterValidator(_skill_slug)]
-ForbiddenSkill = Annotated[str, AfterValidator(_forbidden_skill)]
+SkillEntry = Annotated[ListEntry, BeforeValidator(_skill_slug)]
+ForbiddenSkill = Annotated[str, BeforeValidator(_forbidden_skill)]
 
 
 class StateListSpec(_Strict):
     """A state's ``mounts`` block."""
 
-    allow: list[ListEntry] = Field(default_factory=list)
-    forbid: list[str] = Field(default_factory=list)
+    allow: Annotated[list[ListEntry], Entries] = Field(default_factory=list)
+    forbid: Annotated[list[Name], Entries] = Field(default_factory=list)
 
 
 class RootListSpec(_Strict):
     """The root ``mounts`` block."""
 
-    allow_always: list[ListEntry] = Field(default_factory=list)
-    forbid_always: list[str] = Field(default_factory=list)
+    allow_always: Annotated[list[ListEntry], Entries] = Field(default_factory=list)
+    forbid_always: Annotated[list[Name], Entries] = Field(default_factory=list)
 
 
 class StateSkillsSpec(_Strict):
     """A state's ``skills`` block: entries are skill slugs."""
 
-    allow: list[SkillEntry] = Field(default_factory=list)
-    forbid: list[ForbiddenSkill] = Field(default_factory=list)
+    allow: Annotated[list[SkillEntry], Entries] = Field(default_factory=list)
+    forbid: Annotated[list[ForbiddenSkill], Entries] = Field(default_factory=list)
 
 
 class RootSkillsSpec(_Strict):
     """The root ``skills`` block: entries are skill slugs."""
 
-    allow_always: list[SkillEntry] = Field(default_factory=list)
-    forbid_always: list[ForbiddenSkill] = Field(default_factory=list)
+    allow_always: Annotated[list[SkillEntry], Entries] = Field(default_factory=list)
+    forbid_always: Annotated[list[ForbiddenSkill], Entries] = Field(default_factory=list)
 
 
 class RubricSpec(BaseModel):
@@ -239,8 +351,8 @@ class RubricSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
-    instructions: str
-    model: str | None = None
+    instructions: Instructions
+    model: Name | None = None
     max_iterations: StrictInt | None = Field(default=None, ge=0)
     metadata: dict[str, Any] | None = None
 
@@ -250,34 +362,45 @@ class HookSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
 
-    script: str | None = None
+    script: Name | None = None
     rubric: RubricSpec | None = None
     max_iterations: StrictInt | None = Field(default=None, ge=0)
 
+    @field_validator("script")
+    @classmethod
+    def _script_is_text(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and _authored(info) and _CONTROL.search(value):
+            raise ValueError("a hook script path has no control characters")
+        return value
 
-HookList = list[HookSpec]
+
+HookList = Annotated[list[HookSpec], _at_most(MAX_HOOKS, "hooks")]
 
 
 class StateSpec(_Strict):
     """One state of the machine; its key in ``states`` is its slug and identity."""
 
     type: Literal["agent", "human"] = "agent"
-    title: str | None = None
-    summary: str | None = None
-    instructions: str | None = None
-    transitions: list[TransitionSpec] = Field(default_factory=list)
-    triggers: dict[str, TriggerSpec] = Field(default_factory=dict)
+    title: Title | None = None
+    summary: Description | None = None
+    instructions: Instructions | None = None
+    transitions: Annotated[list[TransitionSpec], _at_most(MAX_TRANSITIONS, "transitions")] = Field(
+        default_factory=list
+    )
+    triggers: Annotated[dict[Slug, TriggerSpec], _at_most(MAX_TRIGGERS, "triggers")] = Field(
+        default_factory=dict
+    )
     before: HookList = Field(default_factory=list)
     after: HookList = Field(default_factory=list)
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
-    on_error: str | None = None
-    model: str | None = None
-    requires: list[str] = Field(default_factory=list)
+    on_error: Slug | None = None
+    model: Name | None = None
+    requires: Annotated[list[Slug], Entries] = Field(default_factory=list)
     tools: StateToolsSpec = Field(default_factory=StateToolsSpec)
     skills: StateSkillsSpec = Field(default_factory=StateSkillsSpec)
     mounts: StateListSpec = Field(default_factory=StateListSpec)
-    evidence: list[str] = Field(default_factory=list)
-    approvers: list[str] = Field(default_factory=list)
+    evidence: Annotated[list[Name], Entries] = Field(default_factory=list)
+    approvers: Annotated[list[Name], Entries] = Field(default_factory=list)
     metadata: dict[str, Any] | None = None
 
     @field_validator("triggers", mode="before")
@@ -315,7 +438,7 @@ class StateSpec(_Strict):
 class SettingsSpec(_Strict):
     """Runtime knobs."""
 
-    model: str | None = None
+    model: Name | None = None
     timeout_ms: StrictInt | None = Field(default=None, alias="timeoutMs", gt=0)
     memory_limit_bytes: StrictInt | None = Field(default=None, alias="memoryLimitBytes", gt=0)
     max_ptc_calls: StrictInt | None = Field(default=None, alias="maxPtcCalls", ge=0)
@@ -333,7 +456,7 @@ class SettingsSpec(_Strict):
 class JudgeSpec(_Strict):
     """The grading model of ``grade`` assertions."""
 
-    model: str | None = None
+    model: Name | None = None
     model_options: dict[str, Any] | None = Field(default=None, alias="modelOptions")
 
 
@@ -361,8 +484,10 @@ class RuntimeSpec(_Strict):
     @field_validator("version", mode="before")
     @classmethod
     def _version(cls, value: Any) -> Any:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            value = str(int(value)) if float(value).is_integer() else str(value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)  # never through float: 10**400 has no float
+        elif isinstance(value, float):
+            value = str(int(value)) if value.is_integer() else str(value)
         if value not in ("1", "2"):
             raise ValueError(f"unsupported runtime version {value!r} (supported: 1, 2)")
         return value
@@ -371,14 +496,14 @@ class RuntimeSpec(_Strict):
 class ExtensionsSpec(_Strict):
     """Custom hook kinds the host registers executors for."""
 
-    hooks: list[str] = Field(default_factory=list)
+    hooks: Annotated[list[Name], Entries] = Field(default_factory=list)
 
 
 class WorkflowSpec(_Strict):
     """A whole ``workflow.yaml``: the enforced state machine of one workflow."""
 
-    title: str | None = None
-    instructions: str | None = None
+    title: Title | None = None
+    instructions: Instructions | None = None
     disabled: StrictBool = False
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec)
     settings: SettingsSpec = Field(default_factory=SettingsSpec)
@@ -388,7 +513,7 @@ class WorkflowSpec(_Strict):
     mounts: RootListSpec = Field(default_factory=RootListSpec)
     extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
     metadata: dict[str, Any] | None = None
-    states: dict[str, StateSpec]
+    states: Annotated[dict[Slug, StateSpec], _at_most(MAX_STATES, "states")]
 
     @field_validator("states", mode="before")
     @classmethod
@@ -507,13 +632,21 @@ def parse_spec(data: Any, source: str = "workflow.yaml") -> WorkflowSpec:
     if not data.get("states"):
         raise SpecValidationError(source, ["states: Machine spec is missing or has empty 'states'"])
     try:
-        spec = WorkflowSpec.model_validate(data)
+        spec = WorkflowSpec.model_validate(data, context={AUTHORED: True})
     except ValidationError as exc:
-        raise SpecValidationError(source, format_validation_errors(exc, data)) from None
+        raise SpecValidationError(source, _capped(format_validation_errors(exc, data))) from None
     problems = machine_problems(spec)
     if problems:
-        raise SpecValidationError(source, problems)
+        raise SpecValidationError(source, _capped(problems))
     return spec
+
+
+def _capped(issues: list[str]) -> list[str]:
+    """The first :data:`MAX_REPORTED_ISSUES` issues, and a line counting any others."""
+    if len(issues) <= MAX_REPORTED_ISSUES:
+        return issues
+    rest = len(issues) - MAX_REPORTED_ISSUES
+    return [*issues[:MAX_REPORTED_ISSUES], f"<spec>: {rest:,} more problems not listed"]
 
 
 def format_validation_errors(exc: ValidationError, data: Any) -> list[str]:
@@ -523,9 +656,10 @@ def format_validation_errors(exc: ValidationError, data: Any) -> list[str]:
     only the parts that index into it are kept, so union-branch tags (``str``, ``ToolGrant``,
     ``dict[str,str]``) drop out while every mapping key (``EmailIn``, ``Review``) stays.
     """
-    lines: list[str] = []
+    lines: dict[str, None] = {}  # ordered and de-duplicated
     for error in exc.errors():
-        loc = _data_path(error["loc"], data, missing=error["type"] == "missing")
+        missing = error["type"] == "missing"
+        loc = [_clipped(part) for part in _data_path(error["loc"], data, missing=missing)]
         if error["type"] == "extra_forbidden":
             key = loc[-1] if loc else "?"
             where = ".".join(loc[:-1]) or "<root>"
@@ -534,9 +668,13 @@ def format_validation_errors(exc: ValidationError, data: Any) -> list[str]:
             where = ".".join(loc) or "<root>"
             message = error["msg"].removeprefix("Value error, ")
             line = f"{where}: {message}"
-        if line not in lines:
-            lines.append(line)
-    return lines
+        lines.setdefault(line)
+    return list(lines)
+
+
+def _clipped(part: str) -> str:
+    """A path part as a message shows it: a key longer than any name is cut (``aaaa…``)."""
+    return part if len(part) <= MAX_NAME_LENGTH else f"{part[: MAX_SLUG_LENGTH - 1]}…"
 
 
 def _data_path(loc: tuple[int | str, ...], data: Any, *, missing: bool) -> list[str]:
