@@ -5,7 +5,11 @@ and the session workflow receives that. The spec hash is key-order insensitive a
 ``metadata``, so moving a node on a canvas does not change the spec a session runs under; the
 order of ``states`` is the one order it keeps, because it decides the machine's entry.
 
-YAML is read fail closed: a key repeated in one mapping is a load error, not "last one wins".
+YAML is read fail closed (:func:`read_yaml`, shared with the case files): a key repeated in one
+mapping is a load error, not "last one wins"; so is a file over its size limit, nesting past
+:data:`YAML_MAX_DEPTH`, a recursive alias, aliases that expand past :data:`YAML_MAX_NODES` or
+the file's size, a Python tag and a lone surrogate. Each refusal is a typed error naming the
+file, where in it and the limit.
 """
 
 from __future__ import annotations
@@ -13,19 +17,29 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
-from yaml.constructor import ConstructorError
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.error import Mark, MarkedYAMLError
+from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.reader import ReaderError
 
 from archmax_temporal.workflows.delegation import granted_targets
 from archmax_temporal.workflows.errors import SpecValidationError, UnknownWorkflowError
 from archmax_temporal.workflows.hooks import script_path_problem, source_key
 from archmax_temporal.workflows.models import DelegateSpec, PromptParts
-from archmax_temporal.workflows.spec import SLUG, WorkflowSpec, parse_spec
+from archmax_temporal.workflows.spec import (
+    MAX_SLUG_LENGTH,
+    SLUG,
+    WorkflowSpec,
+    parse_spec,
+    shown,
+)
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 _MERGE_TAGS = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})
@@ -45,12 +59,141 @@ class DuplicateKeyError(ConstructorError):
         self.key = key
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a key repeated within one mapping.
+SKILL_FRONT_MATTER_MAX_BYTES: Final = 64 * 1024
+"""How much of the head of a ``SKILL.md`` the skill catalog reads for its front matter; a skill
+whose front matter does not close within it, or does not parse, is ``(no description)``."""
 
-    The check runs in ``flatten_mapping``, which sees every mapping once before merge keys
-    (``<<: *base``) are folded in, so a key that overrides a merged one is no duplicate.
+SPEC_MAX_BYTES: Final = 1024 * 1024
+"""The largest ``workflow.yaml`` the loader reads: 1 MiB. A bigger file is refused before it
+is parsed."""
+
+YAML_MAX_DEPTH: Final = 64
+"""How deeply the collections of an authored YAML document (a spec, a case) may nest, aliases
+expanded. Authored documents nest a dozen levels at most; the limit keeps every recursive walk
+(parsing, validation, hashing, serialisation) far from Python's recursion limit."""
+
+YAML_MAX_NODES: Final = 100_000
+"""How many nodes an authored YAML document may hold once every alias is expanded. An alias is
+cheap to write and expensive to expand: a billion-laughs tree (9 aliases of 9 aliases of ...)
+is refused while it is read, long before anything expands it. Aliases may not expand the
+document's text past its file size limit either, and a recursive alias is refused outright."""
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+class YamlDocumentError(Exception):
+    """An authored YAML document that is refused: it does not parse, repeats a key, or passes
+    a limit. ``issue`` reads ``"<where>: <problem>"``; the caller raises it as its own typed
+    error naming the file (:class:`SpecValidationError`, ``CaseSchemaError``)."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+        self.problem = problem
+
+    @property
+    def issue(self) -> str:
+        """The refusal as one ``"<where>: <problem>"`` line."""
+        return f"{self.where}: {self.problem}"
+
+
+class _LimitError(MarkedYAMLError):
+    """A document passes a limit of :func:`read_yaml` (``problem_mark`` is where)."""
+
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a repeated key and a document past the read limits.
+
+    The duplicate check runs in ``flatten_mapping``, which sees every mapping once before merge
+    keys (``<<: *base``) are folded in, so a key that overrides a merged one is no duplicate.
+
+    The limits are checked while the document is composed, before anything is constructed:
+    each node counts once, each alias counts as the whole node it names (its nodes, its text
+    and its height), so an alias bomb fails at the alias that would pass a limit. An alias to
+    a node still being composed is recursive and refused.
     """
+
+    def __init__(self, stream: str, max_chars: int) -> None:
+        super().__init__(stream)
+        self._max_chars = max_chars
+        self._depth = 0
+        self._deepest = 0
+        self._nodes = 0
+        self._chars = 0
+        self._sizes: dict[int, tuple[int, int, int]] = {}
+        """id(anchored node) → (nodes, characters, height), recorded once it is composed."""
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, AliasEvent):
+            target = self.anchors.get(event.anchor) if event.anchor is not None else None
+            if target is not None:
+                size = self._sizes.get(id(target))
+                if size is None:
+                    raise _LimitError(
+                        f"alias *{event.anchor} names a node that contains it "
+                        "(a recursive alias is refused)",
+                        event.start_mark,
+                    )
+                nodes, chars, height = size
+                self._count(nodes, chars, event.start_mark)
+                self._reach(self._depth + height, event.start_mark)
+            return super().compose_node(parent, index)
+        collection = isinstance(event, SequenceStartEvent | MappingStartEvent)
+        nodes, chars, depth, deepest = self._nodes, self._chars, self._depth, self._deepest
+        if collection:
+            self._depth += 1
+            self._reach(self._depth, event.start_mark)
+            self._count(1, 0, event.start_mark)
+        self._deepest = self._depth
+        node = super().compose_node(parent, index)
+        if isinstance(node, ScalarNode):
+            text = str(node.value)
+            surrogate = _SURROGATE.search(text)
+            if surrogate is not None:
+                raise _LimitError(
+                    f"a lone surrogate ({surrogate.group()!r}) is not text", node.start_mark
+                )
+            self._count(1, len(text), node.start_mark)
+        if getattr(event, "anchor", None) is not None and node is not None:
+            height = self._deepest - depth
+            self._sizes[id(node)] = (self._nodes - nodes, self._chars - chars, height)
+        self._depth = depth
+        self._deepest = max(deepest, self._deepest)
+        return node
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        # The scanner's cost grows with the square of flow nesting (each ``[`` may start a
+        # key it keeps open): refuse while scanning, before the composer sees the depth.
+        if self.flow_level >= YAML_MAX_DEPTH:
+            raise _LimitError(
+                f"collections nest deeper than the {YAML_MAX_DEPTH}-level limit", self.get_mark()
+            )
+        super().fetch_flow_collection_start(TokenClass)
+
+    def _reach(self, depth: int, mark: Any) -> None:
+        if depth > YAML_MAX_DEPTH:
+            raise _LimitError(
+                f"collections nest deeper than the {YAML_MAX_DEPTH}-level limit", mark
+            )
+        self._deepest = max(self._deepest, depth)
+
+    def _count(self, nodes: int, chars: int, mark: Any) -> None:
+        self._nodes += nodes
+        self._chars += chars
+        if self._nodes > YAML_MAX_NODES:
+            raise _LimitError(
+                f"more than {YAML_MAX_NODES:,} nodes with aliases expanded (the limit)", mark
+            )
+        if self._chars > self._max_chars:
+            raise _LimitError(
+                f"aliases expand the text past {self._max_chars:,} characters "
+                "(the file's size limit)",
+                mark,
+            )
 
     def flatten_mapping(self, node: MappingNode) -> None:
         checked: set[int] = self.__dict__.setdefault("_checked_mappings", set())
@@ -70,13 +213,100 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         super().flatten_mapping(node)
 
 
-def _read_yaml(text: str) -> Any:
-    """One YAML document read with :class:`_UniqueKeyLoader`."""
-    loader = _UniqueKeyLoader(text)
+def _checked(construct: Callable[[Any, Any], Any], what: str) -> Callable[[Any, Any], Any]:
+    """``construct`` with the ValueError it raises for an out-of-range scalar (a 13th month,
+    a 5,000-digit integer) turned into a YAML error at the scalar."""
+
+    def checked(loader: Any, node: Any) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, OverflowError) as exc:
+            raise ConstructorError(
+                None, None, f"{shown(node.value)} is not a valid {what} ({exc})", node.start_mark
+            ) from None
+
+    return checked
+
+
+for _tag, _construct, _what in (
+    ("int", SafeConstructor.construct_yaml_int, "integer"),
+    ("float", SafeConstructor.construct_yaml_float, "number"),
+    ("timestamp", SafeConstructor.construct_yaml_timestamp, "date"),
+):
+    _UniqueKeyLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", _checked(_construct, _what))
+
+
+def _where(mark: Mark | None) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<root>"
+
+
+def read_yaml(source: Path | bytes | str, *, max_bytes: int, kind: str) -> Any:
+    """One authored YAML document (a spec, a case), read fail closed within the limits.
+
+    ``source`` is the file (of which at most ``max_bytes`` + 1 bytes are read), its bytes or
+    its text. Refused, as :class:`YamlDocumentError` naming where and the limit: a file over
+    ``max_bytes`` (``kind`` names the file in the message: ``"a workflow.yaml"``), bytes that
+    are not UTF-8, YAML that does not parse, a key repeated in one mapping, collections nested
+    past :data:`YAML_MAX_DEPTH`, a recursive alias, aliases expanding past
+    :data:`YAML_MAX_NODES` nodes or past ``max_bytes`` characters of text, a tag with no safe
+    constructor (``!!python/...``), an out-of-range scalar and a lone surrogate. Nothing else
+    escapes it: no RecursionError, no ValueError.
+    """
+    if isinstance(source, Path):
+        source = _read_bounded(source, max_bytes, kind)
+    if isinstance(source, bytes):
+        size = len(source)
+        try:
+            text = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise YamlDocumentError("<file>", f"not UTF-8 text ({exc.reason})") from None
+    else:
+        text = source
+        size = len(text) if len(text) > max_bytes else len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise YamlDocumentError("<file>", _too_big(f"{size:,}", max_bytes, kind))
+    loader: _UniqueKeyLoader | None = None
     try:
+        loader = _UniqueKeyLoader(text, max_bytes)  # its reader refuses control characters
         return loader.get_single_data()
+    except (DuplicateKeyError, _LimitError) as exc:
+        raise YamlDocumentError(_where(exc.problem_mark), str(exc.problem)) from None
+    except ReaderError as exc:  # a character YAML does not allow: a position, no mark
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        character = f"#x{exc.character:04x}" if isinstance(exc.character, int) else "a byte"
+        raise YamlDocumentError(
+            f"line {line}, column {column}",
+            f"YAML does not parse: unacceptable character {character}: {exc.reason}",
+        ) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise YamlDocumentError(_where(mark), f"YAML does not parse: {problem}") from None
+    except RecursionError:
+        raise YamlDocumentError(
+            "<root>", f"nests too deeply to read (the limit is {YAML_MAX_DEPTH} levels)"
+        ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
+
+
+def _read_bounded(path: Path, max_bytes: int, kind: str) -> bytes:
+    """The bytes of ``path``, refused past ``max_bytes`` without reading the rest."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(max_bytes + 1)
+        if len(data) <= max_bytes:
+            return data
+        size = f"{path.stat().st_size:,}"
+    except OSError as exc:
+        raise YamlDocumentError("<file>", f"cannot be read ({exc.strerror})") from None
+    raise YamlDocumentError("<file>", _too_big(size, max_bytes, kind))
+
+
+def _too_big(size: str, max_bytes: int, kind: str) -> str:
+    return f"{size} bytes is over the {max_bytes:,}-byte limit of {kind}"
 
 
 @dataclass(frozen=True)
@@ -115,14 +345,28 @@ def spec_hash(spec: WorkflowSpec) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
+def workflow_slug_problem(slug: object) -> str | None:
+    """Why ``slug`` cannot name a workflow (``<workflow>: ...``), or None: it is kebab-case and
+    at most :data:`MAX_SLUG_LENGTH` characters, so it never probes outside ``workflows/`` nor
+    makes a path the filesystem refuses."""
+    if not isinstance(slug, str) or not SLUG.match(slug):
+        return f"<workflow>: workflow slug {shown(slug)} must be kebab-case"
+    if len(slug) > MAX_SLUG_LENGTH:
+        return (
+            f"<workflow>: workflow slug {shown(slug)} is {len(slug):,} characters; "
+            f"the limit is {MAX_SLUG_LENGTH}"
+        )
+    return None
+
+
 def load_workflow(root: Path, slug: str) -> LoadedWorkflow:
     """Load ``workflows/<slug>/`` under ``root``, or raise a typed error naming the problem."""
-    source = f"workflows/{slug}/workflow.yaml"
+    named = str(slug) if len(str(slug)) <= MAX_SLUG_LENGTH else f"{str(slug)[:MAX_SLUG_LENGTH]}…"
+    source = f"workflows/{named}/workflow.yaml"
     # Before any filesystem access: a slug such as ``../x`` never probes outside workflows/.
-    if not isinstance(slug, str) or not SLUG.match(slug):
-        raise SpecValidationError(
-            source, [f"<workflow>: workflow slug {slug!r} must be kebab-case"]
-        )
+    problem = workflow_slug_problem(slug)
+    if problem is not None:
+        raise SpecValidationError(source, [problem])
     directory = root / "workflows" / slug
     spec_file = directory / "workflow.yaml"
     if not spec_file.is_file():
@@ -131,31 +375,23 @@ def load_workflow(root: Path, slug: str) -> LoadedWorkflow:
             f"no workflow {slug!r} under {root / 'workflows'} (workflows: {known})"
         )
     try:
-        data = _read_yaml(spec_file.read_text(encoding="utf-8"))
-    except DuplicateKeyError as exc:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<root>"
-        raise SpecValidationError(source, [f"{where}: {exc.problem}"]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<root>"
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SpecValidationError(source, [f"{where}: YAML does not parse: {problem}"]) from None
-    except UnicodeDecodeError as exc:
-        raise SpecValidationError(source, [f"<file>: not UTF-8 text ({exc.reason})"]) from None
+        data = read_yaml(spec_file, max_bytes=SPEC_MAX_BYTES, kind="a workflow.yaml")
+    except YamlDocumentError as exc:
+        raise SpecValidationError(source, [exc.issue]) from None
     spec = parse_spec(data, source)
-    return LoadedWorkflow(
+    loaded = LoadedWorkflow(
         slug=slug,
         spec=spec,
         spec_hash=spec_hash(spec),
         prompt=PromptParts(
             workflow_md=_workflow_md(directory / "WORKFLOW.md", slug),
-            agents_md=_read_optional(root / "AGENTS.md"),
+            agents_md=_read_optional(root / "AGENTS.md", "AGENTS.md"),
             skills=skill_catalog(root),
         ),
         directory=directory,
         hook_sources=hook_sources(spec, directory),
     )
+    return loaded
 
 
 def hook_sources(spec: WorkflowSpec, directory: Path) -> dict[str, str]:
@@ -171,12 +407,12 @@ def hook_sources(spec: WorkflowSpec, directory: Path) -> dict[str, str]:
             if hook.script is None or script_path_problem(hook.script) is not None:
                 continue
             key = source_key(hook.script)
-            path = (directory / key).resolve()
-            if key in sources or not path.is_relative_to(base) or not path.is_file():
-                continue
             try:
+                path = (directory / key).resolve()
+                if key in sources or not path.is_relative_to(base) or not path.is_file():
+                    continue
                 sources[key] = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+            except (OSError, ValueError, RuntimeError):
                 continue
     return sources
 
@@ -209,15 +445,21 @@ def load_delegates(root: Path, loaded: LoadedWorkflow) -> dict[str, DelegateSpec
     return delegates
 
 
-def _read_optional(path: Path) -> str | None:
+def _read_optional(path: Path, source: str) -> str | None:
+    """The prose of ``path`` without HTML comments, None when absent or blank; a file that is
+    no UTF-8 text is refused as ``source``."""
     if not path.is_file():
         return None
-    text = _HTML_COMMENT.sub("", path.read_text(encoding="utf-8")).strip()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecValidationError(source, [f"<file>: not UTF-8 text ({exc.reason})"]) from None
+    text = _HTML_COMMENT.sub("", text).strip()
     return text or None
 
 
 def _workflow_md(path: Path, slug: str) -> str | None:
-    text = _read_optional(path)
+    text = _read_optional(path, f"workflows/{slug}/WORKFLOW.md")
     if text is not None and text.startswith("---"):
         raise SpecValidationError(
             f"workflows/{slug}/WORKFLOW.md",
@@ -236,13 +478,21 @@ def skill_catalog(root: Path) -> dict[str, str]:
     if not base.is_dir():
         return catalog
     for skill_md in sorted(base.glob("*/SKILL.md")):
-        text = skill_md.read_text(encoding="utf-8")
         description = ""
+        try:
+            with skill_md.open("rb") as file:
+                text = file.read(SKILL_FRONT_MATTER_MAX_BYTES).decode("utf-8", "replace")
+        except OSError:
+            text = ""
         if text.startswith("---"):
             front, _, _ = text[3:].partition("\n---")
             try:
-                meta = yaml.safe_load(front)
-            except yaml.YAMLError:
+                meta = read_yaml(
+                    front,
+                    max_bytes=SKILL_FRONT_MATTER_MAX_BYTES,
+                    kind="a SKILL.md front matter",
+                )
+            except YamlDocumentError:
                 meta = None
             if isinstance(meta, dict) and isinstance(meta.get("description"), str):
                 description = meta["description"].strip()

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Final, Literal, cast
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
-from archmax_temporal.client.loader import DuplicateKeyError, _read_yaml
+from archmax_temporal.client.loader import YamlDocumentError, read_yaml
 
 # The shared matchers live in workflows.matching (the session matches mocks with them);
 # re-exported here, where case authors look for them.
@@ -50,6 +49,10 @@ CASE_TITLE_MAX_LENGTH: Final = 60
 
 CASE_DESCRIPTION_MAX_LENGTH: Final = 200
 """A case description's budget, in characters of whitespace-collapsed text."""
+
+CASE_MAX_BYTES: Final = 1024 * 1024
+"""The largest case file read, in bytes: a bigger one is refused before it is parsed. Depth,
+alias and node limits are the loader's (``client/loader.py``, :func:`read_yaml`)."""
 
 CASE_SUFFIXES: Final = (".test.yaml", ".test.yml")
 """The file names discovery picks up; anything else under ``tests/`` is ignored silently."""
@@ -503,14 +506,7 @@ def discover_cases(workflow_dir: Path, filter: str | None = None) -> list[Discov
 
 def load_case(case: DiscoveredCase, tests_dir: Path) -> CaseDocument:
     """Read and parse a discovered case; an unreadable file is a :class:`CaseSchemaError`."""
-    file = case.file
-    try:
-        source = case.path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise CaseSchemaError(file, [f"<file>: not UTF-8 text ({exc.reason})"]) from None
-    except OSError as exc:
-        raise CaseSchemaError(file, [f"<file>: cannot be read ({exc.strerror})"]) from None
-    return parse_case(file, source, tests_dir)
+    return parse_case(case.file, case.path, tests_dir)
 
 
 # --- parsing ------------------------------------------------------------------------------
@@ -521,20 +517,21 @@ def collapse_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
-def parse_case(file: str, source: str, tests_dir: Path | None = None) -> CaseDocument:
-    """Parse the YAML ``source`` of case ``file`` into a :class:`CaseDocument`.
+def parse_case(
+    file: str, source: str | bytes | Path, tests_dir: Path | None = None
+) -> CaseDocument:
+    """Parse the YAML ``source`` of case ``file`` (its text, bytes or path) into a
+    :class:`CaseDocument`.
 
     Validation is strict and reports every problem at once in a :class:`CaseSchemaError`.
     ``tests_dir`` is the workflow's ``tests/`` directory: ``workspace`` ``from:`` references
-    resolve inside it and must exist. Without it only their form is checked.
+    resolve inside it and must exist. Without it only their form is checked. The YAML is read
+    within :data:`CASE_MAX_BYTES` and the loader's depth and alias limits.
     """
     try:
-        data = _read_yaml(source)
-    except DuplicateKeyError as exc:
-        raise CaseSchemaError(file, [f"{_where(exc)}: {exc.problem}"]) from None
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise CaseSchemaError(file, [f"{_where(exc)}: YAML does not parse: {problem}"]) from None
+        data = read_yaml(source, max_bytes=CASE_MAX_BYTES, kind="a case file")
+    except YamlDocumentError as exc:
+        raise CaseSchemaError(file, [exc.issue]) from None
     if data is None:
         raise CaseSchemaError(
             file, ["<root>: the document is empty (a case needs title, description and steps)"]
@@ -546,11 +543,6 @@ def parse_case(file: str, source: str, tests_dir: Path | None = None) -> CaseDoc
     if parser.issues or document is None:
         raise CaseSchemaError(file, parser.issues or ["<root>: invalid case"])
     return document
-
-
-def _where(exc: yaml.YAMLError) -> str:
-    mark = getattr(exc, "problem_mark", None)
-    return f"line {mark.line + 1}, column {mark.column + 1}" if mark else "<root>"
 
 
 def _known(keys: Any) -> str:

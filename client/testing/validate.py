@@ -36,6 +36,7 @@ from archmax_temporal.client.loader import (
     LoadedWorkflow,
     load_delegates,
     load_workflow,
+    workflow_slug_problem,
     workflow_slugs,
 )
 from archmax_temporal.client.testing.cases import (
@@ -59,7 +60,7 @@ from archmax_temporal.workflows.errors import (
 from archmax_temporal.workflows.hooks import hook_kind, script_path_problem, source_key
 from archmax_temporal.workflows.sandbox import ARCHMAX_RUN
 from archmax_temporal.workflows.sandbox_source import camel, prepare
-from archmax_temporal.workflows.spec import MANUAL_TRIGGER, SLUG, WorkflowSpec
+from archmax_temporal.workflows.spec import MANUAL_TRIGGER, WorkflowSpec
 
 DiagnosticLevel = Literal["error", "warning"]
 
@@ -119,8 +120,8 @@ def validate_workflow(root: Path, slug: str) -> ValidationReport:
         diagnostics.extend(lint_hooks(spec, directory, spec_file))
         diagnostics.extend(_sub_workflow_diagnostics(root, loaded, spec_file))
         diagnostics.extend(lint_script_dispatches(root, spec))
-    # A malformed slug (``../x``) never probes the filesystem outside workflows/.
-    if isinstance(slug, str) and SLUG.match(slug) and (directory / "workflow.yaml").is_file():
+    # A malformed slug (``../x``, 300 characters) never probes the filesystem.
+    if workflow_slug_problem(slug) is None and (directory / "workflow.yaml").is_file():
         diagnostics.extend(_case_diagnostics(directory, slug, spec))
     return _report(slug, diagnostics)
 
@@ -209,7 +210,11 @@ def _script_hook(path: str, where: str, directory: Path) -> list[Diagnostic]:
     if problem is not None:
         return [_error(f"workflows/{directory.name}/workflow.yaml", f"{where}: {problem}")]
     file = directory / source_key(path)
-    if not file.is_file():
+    try:
+        found = file.is_file()
+    except (OSError, ValueError):
+        found = False
+    if not found:
         return [_error(f"workflows/{directory.name}/workflow.yaml", f"{where}: {path} not found")]
     try:
         prepare(file.read_text(encoding="utf-8"), path)
