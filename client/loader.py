@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import yaml
+from pydantic_core import to_json
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.error import Mark, MarkedYAMLError
 from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
@@ -32,7 +33,7 @@ from yaml.reader import ReaderError
 from archmax_temporal.workflows.delegation import granted_targets
 from archmax_temporal.workflows.errors import SpecValidationError, UnknownWorkflowError
 from archmax_temporal.workflows.hooks import script_path_problem, source_key
-from archmax_temporal.workflows.models import DelegateSpec, PromptParts
+from archmax_temporal.workflows.models import DelegateSpec, PromptParts, SessionInput
 from archmax_temporal.workflows.spec import (
     MAX_SLUG_LENGTH,
     SLUG,
@@ -59,13 +60,21 @@ class DuplicateKeyError(ConstructorError):
         self.key = key
 
 
+SESSION_START_MAX_BYTES: Final = 256 * 1024
+"""What a session starts with, serialised: the workflow input that carries its spec, prompt
+prose (``WORKFLOW.md``, ``AGENTS.md``, the skill catalog), hook sources and the specs of every
+workflow it may call. Temporal refuses a payload over 2 MB and warns past 256 KiB; held to the
+warning, the spec leaves the rest to what travels beside it (a firing's message, variables and
+files, host tool schemas, a test case's mocks). The loader refuses a workflow past it, and
+``archmax validate`` reports it, so whatever validates can start a session."""
+
 SKILL_FRONT_MATTER_MAX_BYTES: Final = 64 * 1024
 """How much of the head of a ``SKILL.md`` the skill catalog reads for its front matter; a skill
 whose front matter does not close within it, or does not parse, is ``(no description)``."""
 
 SPEC_MAX_BYTES: Final = 1024 * 1024
 """The largest ``workflow.yaml`` the loader reads: 1 MiB. A bigger file is refused before it
-is parsed."""
+is parsed (a spec that can start a session is far smaller: :data:`SESSION_START_MAX_BYTES`)."""
 
 YAML_MAX_DEPTH: Final = 64
 """How deeply the collections of an authored YAML document (a spec, a case) may nest, aliases
@@ -391,6 +400,9 @@ def load_workflow(root: Path, slug: str) -> LoadedWorkflow:
         directory=directory,
         hook_sources=hook_sources(spec, directory),
     )
+    problem = session_start_problem(loaded)
+    if problem is not None:
+        raise SpecValidationError(source, [problem])
     return loaded
 
 
@@ -417,13 +429,19 @@ def hook_sources(spec: WorkflowSpec, directory: Path) -> dict[str, str]:
     return sources
 
 
-def load_delegates(root: Path, loaded: LoadedWorkflow) -> dict[str, DelegateSpec]:
+def load_delegates(
+    root: Path, loaded: LoadedWorkflow, *, check_size: bool = True
+) -> dict[str, DelegateSpec]:
     """Every workflow ``loaded`` can reach through ``archmax_workflow_<slug>`` grants,
     transitively and cycle-safe, pinned for the session's whole life.
 
     Workflow code reads no files, so the session carries its callees' specs the way it
     carries its own. A target that is absent stays out (the call is refused as an unknown
     workflow); one that does not load is kept with its error (refused naming it).
+
+    With ``check_size`` (the default: a session is about to start with them), a
+    :class:`SpecValidationError` when ``loaded`` and its delegates together pass
+    :data:`SESSION_START_MAX_BYTES`.
     """
     delegates: dict[str, DelegateSpec] = {}
     queue = granted_targets(loaded.spec)
@@ -442,16 +460,64 @@ def load_delegates(root: Path, loaded: LoadedWorkflow) -> dict[str, DelegateSpec
             workflow=slug, spec=target.spec, spec_hash=target.spec_hash, prompt=target.prompt
         )
         queue.extend(granted_targets(target.spec))
+    problem = session_start_problem(loaded, delegates) if check_size else None
+    if problem is not None:
+        raise SpecValidationError(f"workflows/{loaded.slug}/workflow.yaml", [problem])
     return delegates
+
+
+def session_start_sizes(
+    loaded: LoadedWorkflow, delegates: dict[str, DelegateSpec] | None = None
+) -> dict[str, int]:
+    """What a session of ``loaded`` starts with, in bytes of its serialised workflow input:
+    ``total``, and its ``spec``, ``prompt``, ``hooks`` (sources) and ``delegates`` shares."""
+    start = SessionInput(
+        session_id="",
+        workflow=loaded.slug,
+        spec=loaded.spec,
+        spec_hash=loaded.spec_hash,
+        prompt=loaded.prompt,
+        hook_sources=loaded.hook_sources,
+        delegates=delegates or {},
+    )
+    return {
+        "total": len(to_json(start)),
+        "spec": len(to_json(loaded.spec)),
+        "prompt": len(to_json(loaded.prompt)),
+        "hooks": len(to_json(loaded.hook_sources)),
+        "delegates": len(to_json(delegates or {})),
+    }
+
+
+def session_start_problem(
+    loaded: LoadedWorkflow, delegates: dict[str, DelegateSpec] | None = None
+) -> str | None:
+    """Why a session of ``loaded`` (with ``delegates``) cannot start, or None: the input it
+    starts with would pass :data:`SESSION_START_MAX_BYTES` (the message names each share)."""
+    sizes = session_start_sizes(loaded, delegates)
+    if sizes["total"] <= SESSION_START_MAX_BYTES:
+        return None
+    shares = ", ".join(
+        f"{name} {sizes[name]:,}"
+        for name in ("spec", "prompt", "hooks", "delegates")
+        if sizes[name] > 2
+    )
+    return (
+        f"<session>: a session of this workflow starts with {sizes['total']:,} bytes "
+        f"({shares}); the limit is {SESSION_START_MAX_BYTES:,} bytes"
+    )
 
 
 def _read_optional(path: Path, source: str) -> str | None:
     """The prose of ``path`` without HTML comments, None when absent or blank; a file that is
-    no UTF-8 text is refused as ``source``."""
+    no UTF-8 text, or alone passes :data:`SESSION_START_MAX_BYTES`, is refused as ``source``."""
     if not path.is_file():
         return None
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = _read_bounded(path, SESSION_START_MAX_BYTES, "what a session starts with")
+        text = raw.decode("utf-8")
+    except YamlDocumentError as exc:
+        raise SpecValidationError(source, [exc.issue]) from None
     except UnicodeDecodeError as exc:
         raise SpecValidationError(source, [f"<file>: not UTF-8 text ({exc.reason})"]) from None
     text = _HTML_COMMENT.sub("", text).strip()

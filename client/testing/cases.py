@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Final, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic_core import to_json
 
 from archmax_temporal.client.loader import YamlDocumentError, read_yaml
 
@@ -53,6 +54,13 @@ CASE_DESCRIPTION_MAX_LENGTH: Final = 200
 CASE_MAX_BYTES: Final = 1024 * 1024
 """The largest case file read, in bytes: a bigger one is refused before it is parsed. Depth,
 alias and node limits are the loader's (``client/loader.py``, :func:`read_yaml`)."""
+
+CASE_PAYLOAD_MAX_BYTES: Final = 256 * 1024
+"""What a case puts in one Temporal payload, serialised: its ``mocks`` (they travel in the
+session's start input, beside a spec held to ``SESSION_START_MAX_BYTES``), and a ``send``'s
+message with the case's variables, a ``deliver``'s variables or a ``decide``'s comment (a
+firing's input). Temporal refuses a payload over 2 MB; a case within its file size can still
+expand past that through aliases and escapes (one ``\\x01`` is 6 bytes of JSON)."""
 
 CASE_SUFFIXES: Final = (".test.yaml", ".test.yml")
 """The file names discovery picks up; anything else under ``tests/`` is ignored silently."""
@@ -542,7 +550,34 @@ def parse_case(
     document = parser.document(data)
     if parser.issues or document is None:
         raise CaseSchemaError(file, parser.issues or ["<root>: invalid case"])
+    oversized = payload_problems(document)
+    if oversized:
+        raise CaseSchemaError(file, oversized)
     return document
+
+
+def payload_problems(document: CaseDocument) -> list[str]:
+    """The parts of ``document`` that would not fit their Temporal payload: its mocks (the
+    session's start input carries them) and each action's message and variables (a firing's
+    input), each held to :data:`CASE_PAYLOAD_MAX_BYTES` serialised."""
+    parts: list[tuple[str, Any]] = [("mocks", document.mocks)]
+    for step in document.steps:
+        where = f"steps[{step.index}].{step.kind}"
+        if isinstance(step, SendStep):
+            parts.append((where, {"message": step.message, "variables": document.variables}))
+        elif isinstance(step, DeliverStep):
+            parts.append((where, step.variables))
+        elif isinstance(step, DecideStep):
+            parts.append((where, step.comment))
+    problems: list[str] = []
+    for where, part in parts:
+        size = len(to_json(part))
+        if size > CASE_PAYLOAD_MAX_BYTES:
+            problems.append(
+                f"{where}: {size:,} bytes serialised is over the "
+                f"{CASE_PAYLOAD_MAX_BYTES:,}-byte limit of what a case sends in one payload"
+            )
+    return problems
 
 
 def _known(keys: Any) -> str:

@@ -12,6 +12,9 @@ The report gathers every diagnostic at once:
 - sub-workflow grants (``archmax_workflow_<slug>``): an unknown target, one that does not
   load or declares no ``manual`` trigger, a self-reference or cycle and a chain deeper than
   the depth bound are errors; a disabled target is a warning;
+- what a session would start with (spec, prose, hook sources and the callees' specs) past the
+  loader's ``SESSION_START_MAX_BYTES``: an error, as ``run`` refuses it (the spec's own share
+  already fails its load), so a workflow that validates can start a session;
 - a skill script a state may run that calls ``tools.archmaxWorkflow<Slug>`` for a workflow
   that state does not allow, or that no workflow is called (warnings);
 - every case file under ``tests/``: its schema errors, an unknown ``trigger.id``, and a state
@@ -36,6 +39,7 @@ from archmax_temporal.client.loader import (
     LoadedWorkflow,
     load_delegates,
     load_workflow,
+    session_start_problem,
     workflow_slug_problem,
     workflow_slugs,
 )
@@ -272,7 +276,10 @@ def _sub_workflow_diagnostics(
 ) -> list[Diagnostic]:
     """What a dispatch would refuse, found statically over the pinned snapshot."""
     found: list[Diagnostic] = []
-    delegates = load_delegates(root, loaded)
+    delegates = load_delegates(root, loaded, check_size=False)
+    too_big = session_start_problem(loaded, delegates)
+    if too_big is not None:
+        found.append(_error(location, too_big))
     for slug in granted_targets(loaded.spec):
         tool = f"{PREFIX}{slug}"
         delegate = delegates.get(slug)
