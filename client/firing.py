@@ -100,6 +100,7 @@ async def _with_patience(
                 raise translate(exc, session_id=session_id) from exc
             last: BaseException = exc
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
+            _reraise_cancellation()
             last = exc
         if asyncio.get_running_loop().time() + delay > deadline:
             raise TemporalUnavailableError(
@@ -128,6 +129,7 @@ async def _result(
                 typed = await _ended(client, session_id) or typed
             raise typed from exc
         except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError) as exc:
+            _reraise_cancellation()
             if isinstance(exc, RPCError) and exc.status not in _SERVER_AWAY:
                 ended = await _ended(client, session_id)
                 if ended is not None:
@@ -146,6 +148,14 @@ async def _result(
         await asyncio.sleep(delay)
         delay = min(delay * 2, 5.0)
         handle = client.get_workflow_handle(session_id).get_update_handle(key, result_type=Outcome)
+
+
+def _reraise_cancellation() -> None:
+    """The SDK reports a cancelled call as a timed-out one: when it is the caller that
+    cancels (a case timeout, a client that left), stop instead of polling on."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 async def _ended(client: Client, session_id: str) -> SessionTerminatedError | None:

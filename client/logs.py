@@ -13,6 +13,17 @@ import sys
 import structlog
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is now, so a configuration made once never holds on
+    to a stream that was later replaced (and closed)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(verbose: bool = False) -> None:
     """Send structlog and the standard library's logging to stderr at the chosen level."""
     name = os.environ.get("ARCHMAX_LOG_LEVEL") or ("info" if verbose else "warning")
@@ -25,11 +36,13 @@ def configure_logging(verbose: bool = False) -> None:
             structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty()),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
     for chatty in ("httpx", "httpx2", "httpcore", "openai"):
         logging.getLogger(chatty).setLevel(max(level, logging.WARNING))
     logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+        level=level,
+        stream=_CurrentStderr(),
+        format="%(levelname)s %(name)s: %(message)s",
     )
