@@ -46,6 +46,7 @@ from archmax_temporal.workflows.sandbox import (
 )
 from archmax_temporal.workflows.sandbox_source import EVAL_RUNNER, RUNNER, camel, prelude, prepare
 from archmax_temporal.workflows.workspace_tools import READ_FILE, WorkspaceToolInput
+from archmax_temporal.workflows.zones import CHECKPOINTS
 
 CHILD: Final = Path(__file__).with_name("sandbox_child.py")
 STACK_LIMIT: Final = 1024 * 1024
@@ -56,7 +57,7 @@ _LINE: Final = re.compile(r"<input>:(\d+)")
 """The first frame of a QuickJS stack: the author's line (imports are blanked, not removed)."""
 
 
-JOURNALS: Final = "checkpoints/scripts"
+JOURNALS: Final = f"{CHECKPOINTS}/scripts"
 """Where a stopped script's journals live in its session (runtime-internal: never listed)."""
 
 FAILED_CONTENT_CHARS: Final = 2000

@@ -24,6 +24,7 @@ from archmax_temporal.workflows.contracts import PERSIST_ACTIVITY
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PersistTurnInput
 from archmax_temporal.workflows.spec import WorkflowSpec
+from archmax_temporal.workflows.zones import ARTIFACTS, SCRATCHPAD, SPECS
 
 PACKAGE_VERSION = "0.1.0"
 
@@ -91,12 +92,12 @@ class StoreActivities:
     @activity.defn(name=PERSIST_ACTIVITY)
     async def persist_turn(self, turn: PersistTurnInput) -> None:
         """Rewrite the session's artifacts (and its spec snapshot once) at the end of a turn."""
-        snapshot = self._dir / "_specs" / f"{turn.spec_hash}.json"
+        snapshot = self._dir / SPECS / f"{turn.spec_hash}.json"
         if not snapshot.exists():
             atomic_write(snapshot, _json(spec_snapshot(turn.spec)))
         session_dir = self._dir / folder_name(turn.session_id)
-        (session_dir / "scratchpad").mkdir(parents=True, exist_ok=True)
-        artifacts = session_dir / "artifacts"
+        (session_dir / SCRATCHPAD).mkdir(parents=True, exist_ok=True)
+        artifacts = session_dir / ARTIFACTS
         head = {"sessionId": turn.session_id, "workflow": turn.workflow}
         atomic_write(
             artifacts / "trail.json",

@@ -9,7 +9,8 @@ What the agent sees (harness §4.3, seed "Files handed to a session")::
     <other session files>  e.g. trigger.json, offload areas: read only
 
 ``artifacts/``, ``checkpoints/`` and ``_specs/`` are runtime-internal: hidden from listings,
-searches and reads. A skill not in ``visible_skills`` is hidden the same way.
+searches and reads. A skill not in ``visible_skills`` is hidden the same way. The zones are
+defined in :mod:`workflows.zones`.
 
 A refused call (a bad path, a write outside ``scratchpad/``, a binary read, a missing file) is
 answered as a ``status="error"`` result the model reads; it never fails the activity. Only
@@ -88,15 +89,15 @@ from archmax_temporal.workflows.workspace_tools import (
     WorkspaceToolResult,
     WriteFileArgs,
 )
-
-SCRATCHPAD: Final = "scratchpad"
-ATTACHMENTS: Final = "scratchpad/attachments"
-SKILLS: Final = "skills"
-AGENTS_MD: Final = "AGENTS.md"
-RUNTIME_INTERNAL: Final = frozenset({"artifacts", "checkpoints", "_specs"})
-"""Top-level session folders the agent never sees."""
-MOUNTS: Final = frozenset({SKILLS, AGENTS_MD})
-"""Top-level names served from the authoring root, shadowing the session folder."""
+from archmax_temporal.workflows.zones import (
+    AGENTS_MD,
+    ATTACHMENTS,
+    MOUNTS,
+    RUNTIME_AREAS,
+    RUNTIME_INTERNAL,
+    SCRATCHPAD,
+    SKILLS,
+)
 
 _BINARY_MIME: Final = frozenset(
     {
@@ -801,8 +802,9 @@ class WorkspaceActivities:
         """Write fixture files at the workspace paths given (``scratchpad/…`` or session
         files such as ``trigger.json``), replacing what is there.
 
-        Mounts (``skills/…``, ``AGENTS.md``) and runtime-internal areas are refused; every
-        file is checked before anything is written.
+        Mounts (``skills/…``, ``AGENTS.md``) and runtime areas (``artifacts/``,
+        ``checkpoints/``, archmax's offload areas ...) are refused; every file is checked
+        before anything is written.
         """
         session_id = self._session(seed.session_id)
         async with self._lock(session_id):
@@ -825,6 +827,10 @@ class WorkspaceActivities:
             if segments[0] in RUNTIME_INTERNAL:
                 raise ReadOnlyPathError(
                     f"cannot seed '{path}': '{segments[0]}/' is runtime-internal", path
+                )
+            if segments[0] in RUNTIME_AREAS:
+                raise ReadOnlyPathError(
+                    f"cannot seed '{path}': '{segments[0]}/' is a runtime area", path
                 )
             data = _decode_content(file, f"'{path}'")
             if not self._store.supports_bytes and not is_text(data):

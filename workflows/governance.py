@@ -32,6 +32,13 @@ from archmax_temporal.workflows.models import Variable
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, resolve_path
 from archmax_temporal.workflows.runtime_tools import NOTE, RUNTIME_TOOLS
 from archmax_temporal.workflows.spec import SLUG, WILDCARD, ToolEntry, ToolGrant, WorkflowSpec
+from archmax_temporal.workflows.zones import (
+    AGENTS_MD,
+    RUNTIME_INTERNAL,
+    SCRATCHPAD,
+    SKILL_SCRIPTS,
+    SKILLS,
+)
 
 # --- tool surfaces ----------------------------------------------------------------------
 
@@ -86,19 +93,7 @@ WITHHELD: Final[frozenset[str]] = frozenset({"task", NOTE})
 EVAL: Final = "eval"
 """A bare ``eval`` is blocked by a rule no spec can override (``archmax_eval`` is the tool)."""
 
-# --- workspace areas --------------------------------------------------------------------
-
-SCRATCHPAD: Final = "scratchpad"
-"""The one writable working area, open to the always-on tools in every state."""
-
-SKILLS: Final = "skills"
-"""Skill bundles live in ``skills/<slug>/``: read-only, and only for enabled skills."""
-
-AGENTS_MD: Final = "AGENTS.md"
-"""The workspace's authored guidance: readable, never writable."""
-
-RUNTIME_INTERNAL: Final[frozenset[str]] = frozenset({"artifacts", "_specs", "checkpoints"})
-"""Areas the runtime owns: no agent access and hidden from listings."""
+# --- workspace areas (defined in workflows/zones.py) -----------------------------------
 
 Zone = Literal["root", "scratchpad", "skills", "skill", "agents", "internal", "other"]
 
@@ -637,7 +632,7 @@ def _zone_verdict(
             if not (
                 len(parts) >= 4
                 and parts[0] == SKILLS
-                and parts[2] == "scripts"
+                and parts[2] == SKILL_SCRIPTS
                 and SLUG.match(parts[1])
             ):
                 return _refuse(

@@ -44,6 +44,8 @@ from archmax_temporal.workflows.matching import (  # noqa: F401 (re-exported)
 from archmax_temporal.workflows.models import TrailKind
 from archmax_temporal.workflows.spec import VARIABLE_NAME
 from archmax_temporal.workflows.variables import invalid_names
+from archmax_temporal.workflows.zones import MOUNTS, SCRATCHPAD
+from archmax_temporal.workflows.zones import RUNTIME_AREAS as RUNTIME_AREAS
 
 CASE_TITLE_MAX_LENGTH: Final = 60
 """A case title's budget, in characters of whitespace-collapsed text."""
@@ -80,22 +82,10 @@ TOP_LEVEL_KEYS: Final = (
 DEPRECATED_STEP_ALIASES: Final = {"judge": "grade"}
 """Step keys still accepted for one release, and the key they stand for."""
 
-MOUNT_AREAS: Final = frozenset({"skills", "AGENTS.md"})
+MOUNT_AREAS: Final = MOUNTS
 """Workspace names the runtime mounts from the authoring tree (read only, never seeded)."""
 
-RUNTIME_AREAS: Final = frozenset(
-    {
-        "artifacts",
-        "checkpoints",
-        "_specs",
-        "large_tool_results",
-        "conversation_history",
-        "workflows",
-    }
-)
-"""Workspace areas the runtime owns: a case may not seed a file into them."""
-
-WRITABLE_AREA: Final = "scratchpad"
+WRITABLE_AREA: Final = SCRATCHPAD
 """The one directory a case may seed files below (besides root-level files)."""
 
 
