@@ -14,6 +14,12 @@ from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client.testing import cases
 from archmax_temporal.workflows import (
     governance,
+    host_tools,
+    runtime_tools,
+    sandbox,
+    todos,
+    tools,
+    workspace_tools,
     zones,
 )
 from archmax_temporal.workflows.spec import parse_spec
@@ -62,6 +68,99 @@ def _spec(terminal: bool = False):
             }
         }
     ).state("done" if terminal else "start")
+
+
+class TestToolRegistry:
+    """``workflows/tools.py`` names every built-in tool once; the rest derive from it."""
+
+    def test_every_name_is_registered_once(self) -> None:
+        """No built-in tool appears twice in the registry."""
+        names = [tool.name for tool in tools.BUILTINS]
+        assert len(names) == len(set(names))
+
+    def test_runtime_tool_schemas_name_the_registrys_runtime_tools(self) -> None:
+        """The runtime schemas of a state with an edge are exactly the registry's runtime
+        tools (``archmax_note`` is reserved and never offered)."""
+        offered = [s.name for s in runtime_tools.runtime_tool_schemas(_spec())]
+        assert sorted(offered) == sorted(tools.names("runtime"))
+        assert set(offered) == runtime_tools.RUNTIME_TOOLS
+        assert tools.NOTE not in offered
+        assert tools.names("runtime", reserved=True)[-1] == tools.NOTE
+
+    def test_a_terminal_state_offers_the_runtime_tools_but_advance(self) -> None:
+        """Terminal states hide ``archmax_advance``; nothing outside the registry appears."""
+        offered = {s.name for s in runtime_tools.runtime_tool_schemas(_spec(terminal=True))}
+        assert offered == runtime_tools.RUNTIME_TOOLS - {tools.ADVANCE}
+
+    def test_workspace_tool_schemas_name_the_registrys_workspace_tools(self) -> None:
+        """The workspace schemas, their argument models and the registry agree, in order."""
+        offered = tuple(s.name for s in workspace_tools.workspace_tool_schemas())
+        assert offered == tools.names("workspace") == workspace_tools.WORKSPACE_TOOLS
+        assert tuple(workspace_tools.TOOL_ARGUMENTS) == offered
+
+    def test_every_workspace_tool_has_its_activity(self) -> None:
+        """Each workspace tool maps to an activity, and the workspace activities implement
+        exactly those (plus file placement and seeding)."""
+        assert tuple(workspace_tools.TOOL_ACTIVITIES) == tools.WORKSPACE_TOOLS
+        assert set(workspace_activities._TOOLS) == set(tools.WORKSPACE_TOOLS)
+        ws = WorkspaceActivities(MemorySessionStore(), REPO)
+        implemented = {getattr(fn, "__temporal_activity_definition").name for fn in ws.activities()}
+        assert set(workspace_tools.TOOL_ACTIVITIES.values()) <= implemented
+
+    def test_the_other_schemas_carry_the_registrys_names(self) -> None:
+        """``write_todos``, ``archmax_eval`` and ``archmax_run`` are offered under their
+        registered names and served by their registered handlers."""
+        assert todos.write_todos_schema().name == tools.WRITE_TODOS
+        assert sandbox.archmax_eval_schema().name == tools.ARCHMAX_EVAL
+        assert sandbox.archmax_run_schema().name == tools.ARCHMAX_RUN
+        assert tools.names("todos") == (tools.WRITE_TODOS,)
+        assert tools.names("sandbox") == (tools.ARCHMAX_EVAL, tools.ARCHMAX_RUN)
+
+    def test_governance_reads_the_registry(self) -> None:
+        """Governance's always-on tools and path arguments are the registry's."""
+        assert (
+            frozenset(tools.WORKSPACE_TOOLS + tools.names("todos") + tools.names("sandbox"))
+            == governance.ALWAYS_ON
+        )
+        assert set(governance.PATH_ARGS) <= {t.name for t in tools.BUILTINS}
+        assert set(governance.PATH_ARGS) >= governance.OPTIONAL_PATH_ARGS
+        assert {tools.TASK, tools.NOTE} == governance.WITHHELD
+
+    def test_the_sandbox_bridge_serves_the_workspace_tools(self) -> None:
+        """A sandboxed file calls exactly the workspace tools through ``tools.*``."""
+        assert sandbox.BRIDGE_TOOLS == tools.WORKSPACE_TOOLS
+
+    def test_no_host_tool_may_take_a_builtin_name(self) -> None:
+        """Every built-in name (and ``task``, ``eval``) is reserved from host tools."""
+        assert {t.name for t in tools.BUILTINS} | {"task", "eval"} <= host_tools.RESERVED_NAMES
+
+    @pytest.mark.parametrize(
+        ("tool", "handler"),
+        [
+            ("archmax_advance", "runtime"),
+            ("archmax_note", "runtime"),
+            ("grep", "workspace"),
+            ("write_todos", "todos"),
+            ("archmax_run", "sandbox"),
+            ("archmax_workflow_enrich-order", "delegation"),
+            ("lookup_order", "host"),
+            ("archmax_workflow_", None),
+            ("unknown", None),
+        ],
+    )
+    def test_handler_of(self, tool: str, handler: str | None) -> None:
+        """Each call is routed to the handler the registry names."""
+        assert tools.handler_of(tool, ["lookup_order"]) == handler
+
+    def test_no_module_keeps_its_own_tool_list(self) -> None:
+        """No literal collection outside the registry lists two or more built-in tools."""
+        builtins = {t.name for t in tools.BUILTINS}
+        copies = [
+            (path, line, sorted(strings & builtins))
+            for path, line, strings in _string_collections(skip="workflows/tools.py")
+            if len(strings & builtins) >= 2
+        ]
+        assert copies == []
 
 
 class TestZones:

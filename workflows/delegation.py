@@ -79,14 +79,15 @@ with workflow.unsafe.imports_passed_through():
     )
     from archmax_temporal.workflows.sandbox import ARCHMAX_RUN
     from archmax_temporal.workflows.spec import MANUAL_TRIGGER, TriggerSpec, WorkflowSpec
+    from archmax_temporal.workflows.tools import WORKFLOW_PREFIX, workflow_target
     from archmax_temporal.workflows.workspace_tools import (
         FilePlacementInput,
         FilePlacementResult,
         SessionFileRef,
     )
 
-PREFIX: Final = "archmax_workflow_"
-"""A sub-workflow tool is this prefix and the target's slug, verbatim."""
+PREFIX: Final = WORKFLOW_PREFIX
+"""A sub-workflow tool is this prefix and the target's slug, verbatim (the registry's)."""
 
 SETTLED_SIGNAL: Final = "archmax.sub_workflow.settled"
 """The signal a delegated child sends its caller after every settled turn."""
@@ -99,7 +100,7 @@ Status = Literal["ok", "error", "blocked"]
 
 def target_of(tool: str) -> str | None:
     """The workflow slug ``tool`` calls, or None when it is no sub-workflow tool."""
-    return tool[len(PREFIX) :] if tool.startswith(PREFIX) and len(tool) > len(PREFIX) else None
+    return workflow_target(tool)
 
 
 def granted_targets(spec: WorkflowSpec) -> list[str]:

@@ -30,8 +30,12 @@ from pydantic import BaseModel, ConfigDict
 
 from archmax_temporal.workflows.models import Variable
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, resolve_path
-from archmax_temporal.workflows.runtime_tools import NOTE, RUNTIME_TOOLS
 from archmax_temporal.workflows.spec import SLUG, WILDCARD, ToolEntry, ToolGrant, WorkflowSpec
+from archmax_temporal.workflows.tools import ALWAYS_ON as ALWAYS_ON
+from archmax_temporal.workflows.tools import ARCHMAX_RUN, NOTE, RUNTIME_TOOLS, TASK, PathUse
+from archmax_temporal.workflows.tools import EVAL as EVAL
+from archmax_temporal.workflows.tools import OPTIONAL_PATH_ARGS as OPTIONAL_PATH_ARGS
+from archmax_temporal.workflows.tools import PATH_ARGS as PATH_ARGS
 from archmax_temporal.workflows.zones import (
     AGENTS_MD,
     RUNTIME_INTERNAL,
@@ -42,56 +46,18 @@ from archmax_temporal.workflows.zones import (
 
 # --- tool surfaces ----------------------------------------------------------------------
 
-ALWAYS_ON: Final[frozenset[str]] = frozenset(
-    {
-        "ls",
-        "read_file",
-        "write_file",
-        "edit_file",
-        "glob",
-        "grep",
-        "copy_file",
-        "move_file",
-        "remove_file",
-        "write_todos",
-        "archmax_eval",
-        "archmax_run",
-    }
-)
-"""Disclosed and permitted in every state unless forbidden; a state entry narrows them."""
-
-PathUse = Literal["read", "list", "search", "write", "remove", "execute"]
+# ALWAYS_ON, PATH_ARGS and OPTIONAL_PATH_ARGS are the registry's (workflows/tools.py): the
+# always-on tools are disclosed and permitted in every state unless forbidden (a state entry
+# narrows them); a path argument's use decides what governance refuses (a write or a removal
+# in a read-only area whatever the grants say; ``execute`` only inside an enabled skill's
+# ``scripts/``).
 
 Authority = Literal["agent", "runtime"]
 """Whose call it is: the agent's, or a hook's (runtime authority: exempt from the state's
 allow and forbid lists, still bound by zones, safety rules and workflow-wide denials)."""
 
-PATH_ARGS: Final[dict[str, tuple[tuple[str, PathUse], ...]]] = {
-    "ls": (("path", "list"),),
-    "read_file": (("file_path", "read"),),
-    "write_file": (("file_path", "write"),),
-    "edit_file": (("file_path", "write"),),
-    "glob": (("path", "search"),),
-    "grep": (("path", "search"),),
-    "copy_file": (("source", "read"), ("destination", "write")),
-    "move_file": (("source", "remove"), ("destination", "write")),
-    "remove_file": (("file_path", "remove"),),
-    "archmax_run": (("file_path", "execute"),),
-}
-"""Each built-in tool's path arguments and how it uses each, as ``(argument, use)`` pairs.
-
-Governance reads the use: a write or a removal in a read-only area is refused whatever the
-grants say, and ``execute`` is only possible inside an enabled skill's ``scripts/``.
-"""
-
-OPTIONAL_PATH_ARGS: Final[frozenset[str]] = frozenset({"glob", "grep"})
-"""Tools whose path argument may be omitted: it then means the workspace root."""
-
-WITHHELD: Final[frozenset[str]] = frozenset({"task", NOTE})
+WITHHELD: Final[frozenset[str]] = frozenset({TASK, NOTE})
 """Never grantable: ``task`` is the runtime's own dispatcher, ``archmax_note`` carries notes."""
-
-EVAL: Final = "eval"
-"""A bare ``eval`` is blocked by a rule no spec can override (``archmax_eval`` is the tool)."""
 
 # --- workspace areas (defined in workflows/zones.py) -----------------------------------
 
@@ -626,7 +592,7 @@ def _zone_verdict(
     authority: Authority = "agent",
 ) -> Verdict | None:
     """The zone refusals, in archmax's order: scripts, read-only, runtime-internal, skills."""
-    if tool == "archmax_run":
+    if tool == ARCHMAX_RUN:
         for place in places:
             parts = place.path.split("/")
             if not (

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
 from archmax_temporal.workflows.errors import ReservedToolNameError
-from archmax_temporal.workflows.workspace_tools import WORKSPACE_TOOLS
+from archmax_temporal.workflows.tools import BUILTINS, REFUSED_NAMES
 
 HOST_TOOL_ACTIVITY: Final = "archmax.tool.host"
 """The one activity every host tool runs as (its UI summary names the tool)."""
@@ -30,19 +30,9 @@ HOST_TOOL_RETRY: Final = RetryPolicy(
 )
 """A host tool's own errors are answered to the model; only infrastructure failures retry."""
 
-RESERVED_NAMES: Final = frozenset(
-    {
-        *WORKSPACE_TOOLS,
-        "archmax_run",
-        "archmax_eval",
-        "copy_file",
-        "move_file",
-        "remove_file",
-        "task",
-        "eval",
-        "write_todos",
-    }
-)
+RESERVED_NAMES: Final = frozenset({tool.name for tool in BUILTINS} | REFUSED_NAMES)
+"""Every built-in tool's name and the refused ones (``task``, ``eval``): a host tool may take
+none of them (nor any ``archmax_*`` name)."""
 
 
 class HostToolCall(BaseModel):

@@ -7,21 +7,30 @@ runtime's notes, so the model has no way to call it.
 
 from __future__ import annotations
 
-from typing import Final
-
 from archmax_temporal.workflows.models import ToolSchema
 from archmax_temporal.workflows.spec import StateSpec
+from archmax_temporal.workflows.tools import (
+    ADVANCE,
+    GET_VARIABLES,
+    NOTE,
+    RAISE,
+    RESET,
+    RUNTIME_TOOLS,
+    SET_VARIABLES,
+    WAIT,
+)
 
-ADVANCE: Final = "archmax_advance"
-WAIT: Final = "archmax_wait"
-RAISE: Final = "archmax_raise"
-RESET: Final = "archmax_reset"
-SET_VARIABLES: Final = "archmax_set_variables"
-GET_VARIABLES: Final = "archmax_get_variables"
-NOTE: Final = "archmax_note"
-"""Reserved: the synthetic call that carries runtime notes."""
-
-RUNTIME_TOOLS: Final = frozenset({ADVANCE, WAIT, RAISE, RESET, SET_VARIABLES, GET_VARIABLES})
+__all__ = [
+    "ADVANCE",
+    "GET_VARIABLES",
+    "NOTE",
+    "RAISE",
+    "RESET",
+    "RUNTIME_TOOLS",
+    "SET_VARIABLES",
+    "WAIT",
+    "runtime_tool_schemas",
+]
 
 
 def runtime_tool_schemas(state: StateSpec) -> list[ToolSchema]:

@@ -23,20 +23,15 @@ from archmax_temporal.workflows.models import (
     Variable,
 )
 from archmax_temporal.workflows.spec import SettingsSpec, WorkflowSpec
-from archmax_temporal.workflows.workspace_tools import WORKSPACE_TOOLS
+from archmax_temporal.workflows.tools import ARCHMAX_EVAL as ARCHMAX_EVAL
+from archmax_temporal.workflows.tools import ARCHMAX_RUN as ARCHMAX_RUN
+from archmax_temporal.workflows.tools import BRIDGE_TOOLS as BRIDGE_TOOLS
 
 SANDBOX_ACTIVITY: Final = "archmax.sandbox.run"
 """Runs one hook script or ``archmax_run`` script in QuickJS."""
 
 CUSTOM_HOOK_ACTIVITY: Final = "archmax.hook.custom"
 """Runs a host-registered executor of a custom hook kind (``extensions.hooks``)."""
-
-ARCHMAX_RUN: Final = "archmax_run"
-ARCHMAX_EVAL: Final = "archmax_eval"
-
-BRIDGE_TOOLS: Final = WORKSPACE_TOOLS
-"""The tools a sandboxed file may call through ``tools.*`` (camelCased there). Runtime
-controls are absent: a script cannot advance, park or raise."""
 
 DEFAULT_TIMEOUT_MS: Final = 15_000
 """``settings.timeoutMs`` when unset (the value archmax's example sets)."""

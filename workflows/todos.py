@@ -8,13 +8,12 @@ Pure and handled inside the workflow: the list lives in the session's state
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from archmax_temporal.workflows.models import Todo, ToolSchema
-
-WRITE_TODOS: Final = "write_todos"
+from archmax_temporal.workflows.tools import WRITE_TODOS
 
 
 class _Call(BaseModel):

@@ -25,31 +25,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio.common import RetryPolicy
 
 from archmax_temporal.workflows.models import ToolSchema
-
-# --- tool names ---------------------------------------------------------------------------
-
-LS: Final = "ls"
-READ_FILE: Final = "read_file"
-WRITE_FILE: Final = "write_file"
-EDIT_FILE: Final = "edit_file"
-GLOB: Final = "glob"
-GREP: Final = "grep"
-COPY_FILE: Final = "copy_file"
-MOVE_FILE: Final = "move_file"
-REMOVE_FILE: Final = "remove_file"
-
-WORKSPACE_TOOLS: Final = (
-    LS,
-    READ_FILE,
-    WRITE_FILE,
-    EDIT_FILE,
-    GLOB,
-    GREP,
-    COPY_FILE,
-    MOVE_FILE,
-    REMOVE_FILE,
-)
-"""Every workspace tool, in disclosure order."""
+from archmax_temporal.workflows.tools import COPY_FILE as COPY_FILE
+from archmax_temporal.workflows.tools import EDIT_FILE as EDIT_FILE
+from archmax_temporal.workflows.tools import GLOB as GLOB
+from archmax_temporal.workflows.tools import GREP as GREP
+from archmax_temporal.workflows.tools import LS as LS
+from archmax_temporal.workflows.tools import MOVE_FILE as MOVE_FILE
+from archmax_temporal.workflows.tools import READ_FILE as READ_FILE
+from archmax_temporal.workflows.tools import REMOVE_FILE as REMOVE_FILE
+from archmax_temporal.workflows.tools import WORKSPACE_TOOLS as WORKSPACE_TOOLS
+from archmax_temporal.workflows.tools import WRITE_FILE as WRITE_FILE
 
 # --- activity names -----------------------------------------------------------------------
 
