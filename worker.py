@@ -82,23 +82,29 @@ def build_worker(
     workspace tools; sessions' own files live in the store under ``store_dir``.
     ``hook_executors`` serve the custom hook kinds a spec declares in ``extensions.hooks``.
     """
-    model_activities = ModelActivities(model)
-    store_activities = StoreActivities(store_dir)
+    from archmax_temporal.workflows import contracts
+
     workspace = WorkspaceActivities(
         FilesystemSessionStore(store_dir), authoring_root or store_dir.parent
     )
+    implementations = [
+        ModelActivities(model).complete,
+        StoreActivities(store_dir).persist_turn,
+        *workspace.activities(),
+        HostToolActivities(host_tools).run,
+        SandboxActivities(workspace).run,
+        HookExecutorActivities(hook_executors or {}).run,
+    ]
+    # Each implementation under the name its @activity.defn registers; the worker serves
+    # exactly the contracts' activities (a missing, extra or doubled one raises here).
+    names = [getattr(fn, "__temporal_activity_definition").name for fn in implementations]
+    contracts.check_registered(names)
+    by_name = dict(zip(names, implementations, strict=True))
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[ArchmaxSession],
-        activities=[
-            model_activities.complete,
-            store_activities.persist_turn,
-            *workspace.activities(),
-            HostToolActivities(host_tools).run,
-            SandboxActivities(workspace).run,
-            HookExecutorActivities(hook_executors or {}).run,
-        ],
+        activities=[by_name[c.name] for c in contracts.ACTIVITIES],
         workflow_runner=workflow_runner(),
         max_cached_workflows=max_cached_workflows,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,

@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import activity
 
-from archmax_temporal.workflows.sandbox import (
+from archmax_temporal.workflows.contracts.sandbox import (
     CUSTOM_HOOK_ACTIVITY,
     CustomHookInput,
     CustomHookResult,

@@ -19,12 +19,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
-from archmax_temporal.workflows.host_tools import (
+from archmax_temporal.workflows.contracts.host_tools import (
     HOST_TOOL_ACTIVITY,
     HostToolCall,
     HostToolResult,
-    check_tool_name,
 )
+from archmax_temporal.workflows.host_tools import check_tool_name
 from archmax_temporal.workflows.models import ToolSchema
 
 ToolFunction = Callable[[Any], Any | Awaitable[Any]]

@@ -39,7 +39,7 @@ from openai.types import CompletionUsage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
+from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import ModelCallError
 from archmax_temporal.workflows.models import (
     Message,

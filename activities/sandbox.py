@@ -27,6 +27,13 @@ from temporalio import activity
 from archmax_temporal.activities.session_store import WorkspaceError
 from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
 from archmax_temporal.workflows import governance, matching
+from archmax_temporal.workflows.contracts.sandbox import (
+    SANDBOX_ACTIVITY,
+    SandboxDispatch,
+    SandboxRunInput,
+    SandboxRunResult,
+)
+from archmax_temporal.workflows.contracts.workspace import WorkspaceToolInput
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     ForbiddenSandboxImportError,
@@ -37,15 +44,8 @@ from archmax_temporal.workflows.errors import (
     SandboxTimeoutError,
 )
 from archmax_temporal.workflows.models import SandboxToolCall, ScriptJournal
-from archmax_temporal.workflows.sandbox import (
-    BRIDGE_TOOLS,
-    SANDBOX_ACTIVITY,
-    SandboxDispatch,
-    SandboxRunInput,
-    SandboxRunResult,
-)
 from archmax_temporal.workflows.sandbox_source import EVAL_RUNNER, RUNNER, camel, prelude, prepare
-from archmax_temporal.workflows.workspace_tools import READ_FILE, WorkspaceToolInput
+from archmax_temporal.workflows.tools import BRIDGE_TOOLS, READ_FILE
 from archmax_temporal.workflows.zones import CHECKPOINTS
 
 CHILD: Final = Path(__file__).with_name("sandbox_child.py")

@@ -20,7 +20,7 @@ from typing import Any
 
 from temporalio import activity
 
-from archmax_temporal.workflows.contracts import PERSIST_ACTIVITY
+from archmax_temporal.workflows.contracts.store import PERSIST_ACTIVITY
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PersistTurnInput
 from archmax_temporal.workflows.spec import WorkflowSpec

@@ -46,47 +46,51 @@ from archmax_temporal.activities.session_store import (
     delete_file,
     is_text,
 )
-from archmax_temporal.workflows.errors import InvalidSessionIdError
-from archmax_temporal.workflows.identity import check_session_id
-from archmax_temporal.workflows.placement import placed_name, sanitize_name
-from archmax_temporal.workflows.workspace_tools import (
-    COPY_FILE,
+from archmax_temporal.workflows.contracts.workspace import (
     COPY_FILE_ACTIVITY,
-    DEFAULT_GREP_MAX_COUNT,
-    DEFAULT_READ_LIMIT,
-    EDIT_FILE,
     EDIT_FILE_ACTIVITY,
-    GLOB,
     GLOB_ACTIVITY,
-    GREP,
     GREP_ACTIVITY,
-    LS,
     LS_ACTIVITY,
-    MOVE_FILE,
     MOVE_FILE_ACTIVITY,
     PLACE_FILES_ACTIVITY,
-    READ_FILE,
     READ_FILE_ACTIVITY,
-    REMOVE_FILE,
     REMOVE_FILE_ACTIVITY,
     SEED_FILES_ACTIVITY,
-    TOOL_ARGUMENTS,
-    WRITE_FILE,
     WRITE_FILE_ACTIVITY,
-    EditFileArgs,
     FileContent,
     FilePlacementInput,
     FilePlacementResult,
+    SeedFilesInput,
+    SeedFilesResult,
+    WorkspaceToolInput,
+    WorkspaceToolResult,
+)
+from archmax_temporal.workflows.errors import InvalidSessionIdError
+from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.placement import placed_name, sanitize_name
+from archmax_temporal.workflows.tools import (
+    COPY_FILE,
+    EDIT_FILE,
+    GLOB,
+    GREP,
+    LS,
+    MOVE_FILE,
+    READ_FILE,
+    REMOVE_FILE,
+    WRITE_FILE,
+)
+from archmax_temporal.workflows.workspace_tools import (
+    DEFAULT_GREP_MAX_COUNT,
+    DEFAULT_READ_LIMIT,
+    TOOL_ARGUMENTS,
+    EditFileArgs,
     GlobArgs,
     GrepArgs,
     LsArgs,
     ReadFileArgs,
     RemoveFileArgs,
-    SeedFilesInput,
-    SeedFilesResult,
     TransferArgs,
-    WorkspaceToolInput,
-    WorkspaceToolResult,
     WriteFileArgs,
 )
 from archmax_temporal.workflows.zones import (

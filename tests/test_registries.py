@@ -4,15 +4,21 @@ and every copy elsewhere agrees with it."""
 from __future__ import annotations
 
 import ast
+import typing
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from temporalio.client import Client
 
+from archmax_temporal import worker
 from archmax_temporal.activities import workspace as workspace_activities
+from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.activities.session_store import MemorySessionStore, ReadOnlyPathError
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client.testing import cases
 from archmax_temporal.workflows import (
+    contracts,
     governance,
     host_tools,
     runtime_tools,
@@ -217,3 +223,87 @@ class TestZones:
             if strings & distinctive
         ]
         assert copies == []
+
+
+class TestActivityContracts:
+    """``workflows/contracts/`` records every activity once; the worker serves exactly those."""
+
+    RECORDED = frozenset(
+        {
+            "archmax.model.complete",
+            "archmax.store.persist_turn",
+            "archmax.workspace.ls",
+            "archmax.workspace.read_file",
+            "archmax.workspace.write_file",
+            "archmax.workspace.edit_file",
+            "archmax.workspace.glob",
+            "archmax.workspace.grep",
+            "archmax.workspace.copy_file",
+            "archmax.workspace.move_file",
+            "archmax.workspace.remove_file",
+            "archmax.workspace.place_files",
+            "archmax.workspace.seed_files",
+            "archmax.sandbox.run",
+            "archmax.hook.custom",
+            "archmax.tool.host",
+        }
+    )
+    """The names every history records: they never change."""
+
+    @staticmethod
+    def _built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, Any]:
+        """What ``build_worker`` hands ``Worker``, captured without a server."""
+        captured: dict[str, Any] = {}
+
+        def fake_worker(client: Any, **options: Any) -> object:
+            captured.update(options)
+            return object()
+
+        monkeypatch.setattr(worker, "Worker", fake_worker)
+        worker.build_worker(
+            cast(Client, object()), task_queue="q", model=ModelConfig(), store_dir=tmp_path / "s"
+        )
+        return captured
+
+    def test_names_are_the_recorded_ones(self) -> None:
+        """No activity was renamed, added or dropped without this list changing too."""
+        assert contracts.ACTIVITY_NAMES == self.RECORDED
+        assert len(contracts.ACTIVITIES) == len(self.RECORDED)
+        assert contracts.WORKFLOW_NAME == "ArchmaxSession"
+
+    def test_build_worker_registers_exactly_the_contracts(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """The worker's activities are the contracts' set, each under its contract's name."""
+        options = self._built(monkeypatch, tmp_path)
+        names = [getattr(fn, "__temporal_activity_definition").name for fn in options["activities"]]
+        assert len(names) == len(set(names))
+        assert set(names) == contracts.ACTIVITY_NAMES
+
+    def test_implementations_take_and_return_the_wire_types(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """Each registered implementation's parameter and result are its contract's types."""
+        options = self._built(monkeypatch, tmp_path)
+        by_name = {c.name: c for c in contracts.ACTIVITIES}
+        for fn in options["activities"]:
+            contract = by_name[getattr(fn, "__temporal_activity_definition").name]
+            hints = typing.get_type_hints(fn)
+            result = hints.pop("return")
+            assert list(hints.values()) == [contract.input], contract.name
+            assert result is (contract.result or type(None)), contract.name
+
+    def test_check_registered_refuses_a_missing_or_extra_activity(self) -> None:
+        """A worker missing a contract's activity, or serving one no contract records, or one
+        twice, is refused before it polls."""
+        names = sorted(contracts.ACTIVITY_NAMES)
+        contracts.check_registered(names)
+        for wrong in (names[1:], [*names, "archmax.unknown"], [*names, names[0]]):
+            with pytest.raises(ValueError, match="differ from the contracts"):
+                contracts.check_registered(wrong)
+
+    def test_workspace_activity_names_follow_the_tools(self) -> None:
+        """Each workspace tool runs as ``archmax.workspace.<tool>``."""
+        assert {
+            tool: f"archmax.workspace.{tool}" for tool in tools.WORKSPACE_TOOLS
+        } == workspace_tools.TOOL_ACTIVITIES

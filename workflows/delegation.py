@@ -56,7 +56,6 @@ with workflow.unsafe.imports_passed_through():
         governance,
         matching,
         signatures,
-        workspace_tools,
     )
     from archmax_temporal.workflows import search_attributes as sa
     from archmax_temporal.workflows.errors import SessionAwaitingSubWorkflowError
@@ -82,7 +81,6 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.tools import WORKFLOW_PREFIX, workflow_target
     from archmax_temporal.workflows.workspace_tools import (
         FilePlacementInput,
-        FilePlacementResult,
         SessionFileRef,
     )
 
@@ -628,12 +626,8 @@ class Delegations:
     ) -> dict[str, str] | str:
         """Copy files into ``session_id``'s attachments; the placed paths, or why not."""
         try:
-            placed: FilePlacementResult = await workflow.execute_activity(
-                workspace_tools.PLACE_FILES_ACTIVITY,
+            placed = await contracts.workspace.place_files(
                 FilePlacementInput(session_id=session_id, copies=files),
-                result_type=FilePlacementResult,
-                start_to_close_timeout=workspace_tools.PLACE_FILES_TIMEOUT,
-                retry_policy=workspace_tools.WORKSPACE_RETRY,
                 summary=f"place {len(files)} file(s) · {summary}",
             )
         except ActivityError as failure:

@@ -36,7 +36,6 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.hooks import HookVerdict, Phase
     from archmax_temporal.workflows.models import (
         ModelCallInput,
-        ModelCallResult,
         SandboxToolCall,
         ScriptJournal,
         SessionInput,
@@ -44,7 +43,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from archmax_temporal.workflows.sandbox import (
         CustomHookInput,
-        CustomHookResult,
         SandboxLimits,
         SandboxRunInput,
         SandboxRunResult,
@@ -287,15 +285,7 @@ class HookRunner:
             tool_choice="none",
         )
         try:
-            result: ModelCallResult = await workflow.execute_activity(
-                contracts.MODEL_ACTIVITY,
-                call,
-                result_type=ModelCallResult,
-                start_to_close_timeout=contracts.DEFAULT_MODEL_CALL_TIMEOUT,
-                schedule_to_close_timeout=contracts.DEFAULT_MODEL_CALL_DEADLINE,
-                retry_policy=contracts.MODEL_RETRY,
-                summary=summary,
-            )
+            result = await contracts.model.complete(call, summary=summary)
         except ActivityError as failure:
             return hooks.execution_error(f"the rubric's grader failed: {failure.cause or failure}")
         s.usage = s.usage.plus(result.usage)
@@ -311,17 +301,13 @@ class HookRunner:
                 f"{', '.join(self._spec.extensions.hooks) or 'none'})"
             )
         try:
-            result: CustomHookResult = await workflow.execute_activity(
-                sandbox.CUSTOM_HOOK_ACTIVITY,
+            result = await contracts.sandbox.custom_hook(
                 CustomHookInput(
                     session_id=self._input.session_id,
                     kind=kind,
                     config=hooks.custom_config(hook),
                     args=args,
                 ),
-                result_type=CustomHookResult,
-                start_to_close_timeout=sandbox.CUSTOM_HOOK_TIMEOUT,
-                retry_policy=sandbox.CUSTOM_HOOK_RETRY,
                 summary=summary,
             )
         except ActivityError as failure:
@@ -436,8 +422,7 @@ class HookRunner:
         journal: ScriptJournal | None = None,
     ) -> SandboxRunResult:
         limits = SandboxLimits.from_settings(self._spec.settings)
-        result: SandboxRunResult = await workflow.execute_activity(
-            sandbox.SANDBOX_ACTIVITY,
+        return await contracts.sandbox.run(
             SandboxRunInput(
                 session_id=self._input.session_id,
                 label=label,
@@ -454,12 +439,8 @@ class HookRunner:
                 workflow_tools=workflow_tools or [],
                 journal=journal or ScriptJournal(),
             ),
-            result_type=SandboxRunResult,
-            start_to_close_timeout=sandbox.activity_timeout(limits),
-            retry_policy=sandbox.SANDBOX_RETRY,
             summary=summary,
         )
-        return result
 
 
 def _agent_run_args(s: SessionState, slug: str) -> dict[str, Any]:

@@ -32,7 +32,6 @@ with workflow.unsafe.imports_passed_through():
         contracts,
         delegation,
         governance,
-        host_tools,
         matching,
         prompt,
         runtime_tools,
@@ -58,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
         WorkflowDisabledError,
     )
     from archmax_temporal.workflows.hook_runner import HookRunner, ScriptDispatcher, journal_entry
-    from archmax_temporal.workflows.host_tools import HostToolCall, HostToolResult
+    from archmax_temporal.workflows.host_tools import HostToolCall
     from archmax_temporal.workflows.models import (
         DecideInput,
         DecisionEdge,
@@ -94,10 +93,8 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.spec import TIMER_TRIGGER
     from archmax_temporal.workflows.workspace_tools import (
         FilePlacementInput,
-        FilePlacementResult,
         PlacedFile,
         WorkspaceToolInput,
-        WorkspaceToolResult,
     )
 
 _Stop = Literal["continue", "raised", "parked", "routed", "rejected"]
@@ -278,8 +275,7 @@ class ArchmaxSession:
         never overwriting) and seed each variable with the placed path. A refused placement
         (a binary file on a text-only store) refuses the firing and writes nothing."""
         try:
-            placed: FilePlacementResult = await workflow.execute_activity(
-                workspace_tools.PLACE_FILES_ACTIVITY,
+            placed = await contracts.workspace.place_files(
                 FilePlacementInput(
                     session_id=self._input.session_id,
                     files={
@@ -287,9 +283,6 @@ class ArchmaxSession:
                         for var, f in firing.files.items()
                     },
                 ),
-                result_type=FilePlacementResult,
-                start_to_close_timeout=workspace_tools.PLACE_FILES_TIMEOUT,
-                retry_policy=workspace_tools.WORKSPACE_RETRY,
                 summary=f"place {len(firing.files)} file(s)",
             )
         except ActivityError as failure:
@@ -702,14 +695,11 @@ class ArchmaxSession:
             attempt_timeout = contracts.DEFAULT_MODEL_CALL_TIMEOUT
             deadline = contracts.DEFAULT_MODEL_CALL_DEADLINE
         try:
-            result: ModelCallResult = await workflow.execute_activity(
-                contracts.MODEL_ACTIVITY,
+            result = await contracts.model.complete(
                 call,
-                result_type=ModelCallResult,
-                start_to_close_timeout=attempt_timeout,
-                schedule_to_close_timeout=deadline,
-                retry_policy=contracts.MODEL_RETRY,
                 summary=f"{'handoff' if handoff else 'model'} · {slug}",
+                attempt_timeout=attempt_timeout,
+                deadline=deadline,
             )
         except ActivityError as failure:
             cause = failure.cause
@@ -901,15 +891,13 @@ class ArchmaxSession:
             return _ToolAnswer(*ran), None
         if any(tool.name == call.name for tool in self._input.host_tools):
             return await self._host_tool(call.name, substituted), None
-        activity_name = workspace_tools.TOOL_ACTIVITIES.get(call.name)
-        if activity_name is None:
+        if call.name not in contracts.workspace.TOOL_ACTIVITIES:
             return _ToolAnswer(
                 f"Tool '{call.name}' is not registered on this worker.", "error"
             ), None
         settings = self._spec.settings
         try:
-            result: WorkspaceToolResult = await workflow.execute_activity(
-                activity_name,
+            result = await contracts.workspace.run_tool(
                 WorkspaceToolInput(
                     session_id=self._input.session_id,
                     tool=call.name,
@@ -918,9 +906,6 @@ class ArchmaxSession:
                     or workspace_tools.DEFAULT_MAX_RESULT_CHARS,
                     visible_skills=sorted(governance.enabled_skills(self._spec, slug)),
                 ),
-                result_type=WorkspaceToolResult,
-                start_to_close_timeout=workspace_tools.WORKSPACE_TOOL_TIMEOUT,
-                retry_policy=workspace_tools.WORKSPACE_RETRY,
                 summary=_tool_summary(call.name, substituted),
             )
         except ActivityError as failure:
@@ -962,12 +947,8 @@ class ArchmaxSession:
     async def _host_tool(self, name: str, arguments: dict[str, Any]) -> _ToolAnswer:
         """Run a host's Python tool on the worker (one activity, dispatched by name)."""
         try:
-            result: HostToolResult = await workflow.execute_activity(
-                host_tools.HOST_TOOL_ACTIVITY,
+            result = await contracts.host_tools.run(
                 HostToolCall(session_id=self._input.session_id, tool=name, arguments=arguments),
-                result_type=HostToolResult,
-                start_to_close_timeout=host_tools.HOST_TOOL_TIMEOUT,
-                retry_policy=host_tools.HOST_TOOL_RETRY,
                 summary=f"host tool · {name}",
             )
         except ActivityError as failure:
@@ -1238,8 +1219,7 @@ class ArchmaxSession:
         """Rewrite the artifacts; a store outage never fails the session (it is logged)."""
         s = self._s
         try:
-            await workflow.execute_activity(
-                contracts.PERSIST_ACTIVITY,
+            await contracts.store.persist_turn(
                 PersistTurnInput(
                     session_id=self._input.session_id,
                     workflow=self._input.workflow,
@@ -1252,8 +1232,6 @@ class ArchmaxSession:
                     usage=s.usage,
                     transcript=s.transcript,
                 ),
-                start_to_close_timeout=contracts.PERSIST_TIMEOUT,
-                retry_policy=contracts.PERSIST_RETRY,
                 summary=f"artifacts · {s.status}",
             )
         except ActivityError as failure:

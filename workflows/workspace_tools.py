@@ -12,87 +12,109 @@ The workspace an agent sees (harness §4.3)::
 ``artifacts/``, ``checkpoints/`` and ``_specs/`` are runtime-internal: never listed, never read.
 Paths are workspace-relative (``scratchpad/notes.md``), never absolute, never with ``..``.
 
-Activity names are a contract like those in :mod:`workflows.contracts`: renaming one breaks
-every session in flight. Pure: no I/O, so the workflow imports it.
+The activities that run them (names, wire types, timeouts, retries) are contracts in
+:mod:`workflows.contracts.workspace`, re-exported here. Pure: no I/O, so the workflow imports
+it.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
-from temporalio.common import RetryPolicy
 
-from archmax_temporal.workflows.models import ToolSchema
-from archmax_temporal.workflows.tools import COPY_FILE as COPY_FILE
-from archmax_temporal.workflows.tools import EDIT_FILE as EDIT_FILE
-from archmax_temporal.workflows.tools import GLOB as GLOB
-from archmax_temporal.workflows.tools import GREP as GREP
-from archmax_temporal.workflows.tools import LS as LS
-from archmax_temporal.workflows.tools import MOVE_FILE as MOVE_FILE
-from archmax_temporal.workflows.tools import READ_FILE as READ_FILE
-from archmax_temporal.workflows.tools import REMOVE_FILE as REMOVE_FILE
-from archmax_temporal.workflows.tools import WORKSPACE_TOOLS as WORKSPACE_TOOLS
-from archmax_temporal.workflows.tools import WRITE_FILE as WRITE_FILE
-
-# --- activity names -----------------------------------------------------------------------
-
-LS_ACTIVITY: Final = "archmax.workspace.ls"
-READ_FILE_ACTIVITY: Final = "archmax.workspace.read_file"
-WRITE_FILE_ACTIVITY: Final = "archmax.workspace.write_file"
-EDIT_FILE_ACTIVITY: Final = "archmax.workspace.edit_file"
-GLOB_ACTIVITY: Final = "archmax.workspace.glob"
-GREP_ACTIVITY: Final = "archmax.workspace.grep"
-COPY_FILE_ACTIVITY: Final = "archmax.workspace.copy_file"
-MOVE_FILE_ACTIVITY: Final = "archmax.workspace.move_file"
-REMOVE_FILE_ACTIVITY: Final = "archmax.workspace.remove_file"
-PLACE_FILES_ACTIVITY: Final = "archmax.workspace.place_files"
-"""Places a host's (or a sub-workflow's) files into ``scratchpad/attachments/``."""
-SEED_FILES_ACTIVITY: Final = "archmax.workspace.seed_files"
-"""Writes fixture files at chosen paths (``agent.sessions.seed``)."""
-
-TOOL_ACTIVITIES: Final[dict[str, str]] = {
-    LS: LS_ACTIVITY,
-    READ_FILE: READ_FILE_ACTIVITY,
-    WRITE_FILE: WRITE_FILE_ACTIVITY,
-    EDIT_FILE: EDIT_FILE_ACTIVITY,
-    GLOB: GLOB_ACTIVITY,
-    GREP: GREP_ACTIVITY,
-    COPY_FILE: COPY_FILE_ACTIVITY,
-    MOVE_FILE: MOVE_FILE_ACTIVITY,
-    REMOVE_FILE: REMOVE_FILE_ACTIVITY,
-}
-"""Tool name → the activity that runs it (always ``archmax.workspace.<tool>``)."""
-
-# --- timeouts -----------------------------------------------------------------------------
-
-WORKSPACE_TOOL_TIMEOUT: Final = timedelta(seconds=60)
-"""Per-attempt bound on one workspace tool call (a grep over a large scratchpad included)."""
-
-PLACE_FILES_TIMEOUT: Final = timedelta(minutes=2)
-"""Per-attempt bound on placing or seeding a turn's files."""
-
-WORKSPACE_RETRY: Final = RetryPolicy(
-    initial_interval=timedelta(milliseconds=200),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=10),
-    maximum_attempts=5,
-    non_retryable_error_types=[
-        "WorkspaceError",
-        "PathEscapeError",
-        "ReadOnlyPathError",
-        "BinaryFileError",
-        "StoreCapabilityError",
-        "FileNotFoundInWorkspaceError",
-        "InvalidSessionIdError",
-    ],
+from archmax_temporal.workflows.contracts.workspace import (
+    COPY_FILE_ACTIVITY,
+    DEFAULT_MAX_RESULT_CHARS,
+    EDIT_FILE_ACTIVITY,
+    GLOB_ACTIVITY,
+    GREP_ACTIVITY,
+    LS_ACTIVITY,
+    MOVE_FILE_ACTIVITY,
+    PLACE_FILES_ACTIVITY,
+    PLACE_FILES_TIMEOUT,
+    READ_FILE_ACTIVITY,
+    REMOVE_FILE_ACTIVITY,
+    SEED_FILES_ACTIVITY,
+    TOOL_ACTIVITIES,
+    WORKSPACE_RETRY,
+    WORKSPACE_TOOL_TIMEOUT,
+    WRITE_FILE_ACTIVITY,
+    FileContent,
+    FilePlacementInput,
+    FilePlacementResult,
+    PlacedFile,
+    SeedFilesInput,
+    SeedFilesResult,
+    SessionFileRef,
+    WorkspaceToolInput,
+    WorkspaceToolResult,
 )
-"""Only infrastructure errors retry: an agent's refused call is an ``error`` result, and a
-refused placement (a typed workspace error) would be refused again."""
+from archmax_temporal.workflows.models import ToolSchema
+from archmax_temporal.workflows.tools import (
+    COPY_FILE,
+    EDIT_FILE,
+    GLOB,
+    GREP,
+    LS,
+    MOVE_FILE,
+    READ_FILE,
+    REMOVE_FILE,
+    WORKSPACE_TOOLS,
+    WRITE_FILE,
+)
 
-DEFAULT_MAX_RESULT_CHARS: Final = 20_000
-"""A tool result longer than this is cut, with a visible ``…[truncated: N more chars]``."""
+__all__ = [
+    "COPY_FILE",
+    "COPY_FILE_ACTIVITY",
+    "DEFAULT_GREP_MAX_COUNT",
+    "DEFAULT_MAX_RESULT_CHARS",
+    "DEFAULT_READ_LIMIT",
+    "EDIT_FILE",
+    "EDIT_FILE_ACTIVITY",
+    "GLOB",
+    "GLOB_ACTIVITY",
+    "GREP",
+    "GREP_ACTIVITY",
+    "LS",
+    "LS_ACTIVITY",
+    "MOVE_FILE",
+    "MOVE_FILE_ACTIVITY",
+    "PLACE_FILES_ACTIVITY",
+    "PLACE_FILES_TIMEOUT",
+    "READ_FILE",
+    "READ_FILE_ACTIVITY",
+    "REMOVE_FILE",
+    "REMOVE_FILE_ACTIVITY",
+    "SEED_FILES_ACTIVITY",
+    "TOOL_ACTIVITIES",
+    "TOOL_ARGUMENTS",
+    "WORKSPACE_RETRY",
+    "WORKSPACE_TOOLS",
+    "WORKSPACE_TOOL_TIMEOUT",
+    "WRITE_FILE",
+    "WRITE_FILE_ACTIVITY",
+    "EditFileArgs",
+    "FileContent",
+    "FilePlacementInput",
+    "FilePlacementResult",
+    "GlobArgs",
+    "GrepArgs",
+    "LsArgs",
+    "PlacedFile",
+    "ReadFileArgs",
+    "RemoveFileArgs",
+    "SeedFilesInput",
+    "SeedFilesResult",
+    "SessionFileRef",
+    "TransferArgs",
+    "WorkspaceToolInput",
+    "WorkspaceToolResult",
+    "WriteFileArgs",
+    "workspace_tool_schemas",
+]
+
+# --- defaults ----------------------------------------------------------------------------
 
 DEFAULT_READ_LIMIT: Final = 2000
 """Lines ``read_file`` returns when the call sets no ``limit``."""
@@ -375,82 +397,3 @@ TOOL_ARGUMENTS: Final[dict[str, type[_Args]]] = {
     REMOVE_FILE: RemoveFileArgs,
 }
 """Tool name → the model its arguments are validated against (``null`` means absent)."""
-
-
-# --- activity inputs and results ----------------------------------------------------------
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class WorkspaceToolInput(_Model):
-    """One workspace tool call, as the workflow schedules it."""
-
-    session_id: str
-    tool: str
-    """The tool's name (``read_file``); must match the activity it is sent to."""
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    max_result_chars: int = Field(default=DEFAULT_MAX_RESULT_CHARS, ge=1)
-    visible_skills: list[str] = Field(default_factory=list)
-    """The skill slugs enabled in the current state: only these are listed and readable
-    under ``skills/``; every other bundle is invisible."""
-
-
-class WorkspaceToolResult(_Model):
-    """What the tool answers the model. A refusal is ``status="error"``, never a failure."""
-
-    content: str
-    status: Literal["ok", "error"] = "ok"
-    truncated: bool = False
-    """Whether ``content`` was cut at ``max_result_chars``."""
-
-
-class FileContent(_Model):
-    """A file's content as it crosses the wire: text, or base64 for bytes."""
-
-    content: str
-    encoding: Literal["utf-8", "base64"] = "utf-8"
-
-
-class PlacedFile(FileContent):
-    """A file handed to a session under its own name (placed into ``scratchpad/attachments/``)."""
-
-    name: str
-
-
-class SessionFileRef(_Model):
-    """A file already in some session's workspace (a sub-workflow's argument or return)."""
-
-    session_id: str
-    path: str
-    """Its workspace path in that session, e.g. ``scratchpad/report.json``."""
-
-
-class FilePlacementInput(_Model):
-    """Files to place into a session's ``scratchpad/attachments/``, keyed by variable name:
-    given by content (``files``), or copied from a session's workspace (``copies``)."""
-
-    session_id: str
-    files: dict[str, PlacedFile] = Field(default_factory=dict)
-    copies: dict[str, SessionFileRef] = Field(default_factory=dict)
-
-
-class FilePlacementResult(_Model):
-    """Variable name → the workspace path its file was placed at."""
-
-    paths: dict[str, str]
-
-
-class SeedFilesInput(_Model):
-    """Fixture files written at the workspace paths given (``scratchpad/…`` or root-level
-    session files such as ``trigger.json``); seeds no variable."""
-
-    session_id: str
-    files: dict[str, FileContent]
-
-
-class SeedFilesResult(_Model):
-    """The workspace paths written, in input order."""
-
-    paths: list[str]

@@ -1,0 +1,108 @@
+"""The contracts of everything the session workflow schedules, in one place.
+
+For each activity: its name (``archmax.*``, recorded in every history: renaming one breaks
+every session in flight), its input and result wire types, its timeouts and retry policy
+(named constants with docstrings), and the typed call that schedules it, so workflow code
+never calls ``workflow.execute_activity`` with literals:
+
+====================================  =============================  ========================
+activity                              module                         typed call
+====================================  =============================  ========================
+``archmax.model.complete``            :mod:`.model`                  :func:`.model.complete`
+``archmax.store.persist_turn``        :mod:`.store`                  :func:`.store.persist_turn`
+``archmax.workspace.<tool>`` (x9)     :mod:`.workspace`              :func:`.workspace.run_tool`
+``archmax.workspace.place_files``     :mod:`.workspace`              :func:`.workspace.place_files`
+``archmax.workspace.seed_files``      :mod:`.workspace`              (the host runs it itself)
+``archmax.sandbox.run``               :mod:`.sandbox`                :func:`.sandbox.run`
+``archmax.hook.custom``               :mod:`.sandbox`                :func:`.sandbox.custom_hook`
+``archmax.tool.host``                 :mod:`.host_tools`             :func:`.host_tools.run`
+====================================  =============================  ========================
+
+:data:`ACTIVITIES` lists them all; the worker registers exactly :data:`ACTIVITY_NAMES`
+(:func:`check_registered`). Also here: the workflow's own name and the bounds of its loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from archmax_temporal.workflows.contracts import host_tools, model, sandbox, store, workspace
+from archmax_temporal.workflows.contracts.base import ActivityContract
+from archmax_temporal.workflows.contracts.model import (
+    DEFAULT_MODEL_CALL_DEADLINE,
+    DEFAULT_MODEL_CALL_TIMEOUT,
+    MODEL_ACTIVITY,
+    MODEL_RETRY,
+)
+from archmax_temporal.workflows.contracts.store import (
+    PERSIST_ACTIVITY,
+    PERSIST_RETRY,
+    PERSIST_TIMEOUT,
+)
+
+__all__ = [
+    "ACTIVITIES",
+    "ACTIVITY_NAMES",
+    "DEFAULT_MAX_MODEL_CALLS_PER_VISIT",
+    "DEFAULT_MODEL_CALL_DEADLINE",
+    "DEFAULT_MODEL_CALL_TIMEOUT",
+    "DEFAULT_REQUESTS_PER_RUN",
+    "MAX_ERROR_ROUTES_PER_TURN",
+    "MODEL_ACTIVITY",
+    "MODEL_RETRY",
+    "PERSIST_ACTIVITY",
+    "PERSIST_RETRY",
+    "PERSIST_TIMEOUT",
+    "WORKFLOW_NAME",
+    "ActivityContract",
+    "check_registered",
+    "host_tools",
+    "model",
+    "sandbox",
+    "store",
+    "workspace",
+]
+
+WORKFLOW_NAME: Final = "ArchmaxSession"
+"""The Temporal workflow type of a session."""
+
+ACTIVITIES: Final[tuple[ActivityContract, ...]] = (
+    model.CONTRACT,
+    store.CONTRACT,
+    *workspace.CONTRACTS,
+    *sandbox.CONTRACTS,
+    host_tools.CONTRACT,
+)
+"""Every activity a worker serves, once."""
+
+ACTIVITY_NAMES: Final[frozenset[str]] = frozenset(contract.name for contract in ACTIVITIES)
+"""The activity names a worker registers: exactly these."""
+
+
+def check_registered(names: Iterable[str]) -> None:
+    """Raise ``ValueError`` unless ``names`` (what a worker registers) are exactly the
+    contracts' activities: a missing one would leave sessions waiting on an activity no
+    worker runs, an extra one is an activity no contract records."""
+    registered = list(names)
+    missing = sorted(ACTIVITY_NAMES - set(registered))
+    extra = sorted(set(registered) - ACTIVITY_NAMES)
+    twice = sorted({name for name in registered if registered.count(name) > 1})
+    if missing or extra or twice:
+        raise ValueError(
+            "the worker's activities differ from the contracts: "
+            f"missing {missing}, not in the contracts {extra}, registered twice {twice}"
+        )
+
+
+# --- the session loop ---------------------------------------------------------------------
+
+DEFAULT_MAX_MODEL_CALLS_PER_VISIT: Final = 50
+"""``budget.maxTurns`` when a state declares none: archmax's recursion limit."""
+
+MAX_ERROR_ROUTES_PER_TURN: Final = 10
+"""Backstop against ``on_error`` cycles: after this many routes in one turn it is rejected."""
+
+DEFAULT_REQUESTS_PER_RUN: Final = 200
+"""Turns and deliveries one run handles before it continues as new (Temporal may suggest it
+earlier)."""

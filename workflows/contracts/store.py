@@ -1,0 +1,42 @@
+"""``archmax.store.persist_turn``: the session's artifacts rewritten at the end of a turn."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Final
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from archmax_temporal.workflows.contracts.base import ActivityContract
+from archmax_temporal.workflows.models import PersistTurnInput as PersistTurnInput
+
+PERSIST_ACTIVITY: Final = "archmax.store.persist_turn"
+"""Rewrites the session's artifacts and spec snapshot at the end of every turn."""
+
+PERSIST_TIMEOUT: Final = timedelta(seconds=30)
+"""Writing a handful of small JSON files."""
+
+PERSIST_RETRY: Final = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=10,
+)
+"""Store writes are idempotent (write, then rename), so they retry freely."""
+
+CONTRACT: Final = ActivityContract(
+    PERSIST_ACTIVITY, PersistTurnInput, None, "rewrite the session's artifacts"
+)
+
+
+async def persist_turn(turn: PersistTurnInput, *, summary: str) -> None:
+    """Schedule the artifacts' rewrite and wait for it (an ``ActivityError`` when it failed
+    for good)."""
+    await workflow.execute_activity(
+        PERSIST_ACTIVITY,
+        turn,
+        start_to_close_timeout=PERSIST_TIMEOUT,
+        retry_policy=PERSIST_RETRY,
+        summary=summary,
+    )
