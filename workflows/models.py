@@ -1,7 +1,11 @@
 """The data that crosses a boundary: workflow input, updates, signals, queries, activities.
 
 One module both sides import, one pydantic model per message, so fields can be added
-compatibly (new fields get defaults). Pure: no I/O.
+compatibly (new fields get defaults). Rolling upgrades put clients and workers of different
+versions on one namespace, so every model here ignores the fields it does not know: an older
+worker decodes a newer client's payload (and the other way round) instead of failing it. What
+a user authors (the workflow.yaml spec, case files) is parsed strictly elsewhere. Pure: no
+I/O.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ OutcomeKind = Literal["completed", "parked", "failed", "rejected"]
 Disposition = Literal["turn", "reply", "deliver", "decide"]
 NoteKind = Literal["decision", "event", "error", "after", "sub-workflow", "opening"]
 TrailKind = Literal["trigger", "agent", "human", "sub-workflow", "reset", "on_error"]
+TodoStatus = Literal["pending", "in_progress", "completed"]
 
 
 def is_finished(status: str) -> bool:
@@ -34,7 +39,9 @@ def is_finished(status: str) -> bool:
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A wire model: unknown fields (from a newer version) are ignored, never refused."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 class Variable(_Model):
@@ -229,7 +236,7 @@ class Todo(_Model):
     """One item of the agent's plan (``write_todos``)."""
 
     content: str
-    status: Literal["pending", "in_progress", "completed"]
+    status: TodoStatus
 
 
 class SessionState(_Model):

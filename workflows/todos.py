@@ -12,14 +12,24 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from archmax_temporal.workflows.models import Todo, ToolSchema
+from archmax_temporal.workflows.models import Todo, TodoStatus, ToolSchema
 from archmax_temporal.workflows.tools import WRITE_TODOS
+
+
+class _Item(BaseModel):
+    """One item as the model writes it: strict (a :class:`Todo` on the wire ignores unknown
+    fields, a call with one is refused)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: str
+    status: TodoStatus
 
 
 class _Call(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    todos: list[Todo]
+    todos: list[_Item]
 
 
 def write_todos_schema() -> ToolSchema:
@@ -59,12 +69,13 @@ def write_todos_schema() -> ToolSchema:
 def write(arguments: dict[str, Any]) -> tuple[list[Todo] | None, str]:
     """The new list and the answer, or None and why the call is refused."""
     try:
-        todos = _Call.model_validate(arguments).todos
+        items = _Call.model_validate(arguments).todos
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
         )
         return None, f"write_todos refused: {problems}"
+    todos = [Todo(content=item.content, status=item.status) for item in items]
     blank = [i for i, todo in enumerate(todos) if not todo.content.strip()]
     if blank:
         return None, f"write_todos refused: todos.{blank[0]}.content is empty"

@@ -30,7 +30,7 @@ HOST_TOOL_RETRY: Final = RetryPolicy(
 class HostToolCall(BaseModel):
     """One host tool call, its arguments already substituted and governed."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     session_id: str
     tool: str
@@ -40,7 +40,7 @@ class HostToolCall(BaseModel):
 class HostToolResult(BaseModel):
     """What the model reads back."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     content: str
     status: Literal["ok", "error"] = "ok"

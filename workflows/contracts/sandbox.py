@@ -71,7 +71,9 @@ crashed executor retries, and a typed sandbox error never does."""
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A wire model: unknown fields (from a newer version) are ignored, never refused."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 class SandboxLimits(_Model):

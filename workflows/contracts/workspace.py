@@ -85,7 +85,9 @@ DEFAULT_MAX_RESULT_CHARS: Final = 20_000
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A wire model: unknown fields (from a newer version) are ignored, never refused."""
+
+    model_config = ConfigDict(extra="ignore")
 
 
 class WorkspaceToolInput(_Model):

@@ -1,0 +1,153 @@
+"""Rolling upgrades: a payload from a newer client or worker (a field this version does not
+know) decodes on today's wire models, while what a user authors stays strictly parsed."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from datetime import UTC, datetime
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from temporalio.api.common.v1 import Payload
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from archmax_temporal.client.testing import cases
+from archmax_temporal.workflows import models, spec
+from archmax_temporal.workflows.contracts import host_tools, sandbox, workspace
+from archmax_temporal.workflows.models import (
+    DeliverInput,
+    Message,
+    Outcome,
+    PendingInput,
+    SendInput,
+    SessionState,
+    SessionSummary,
+    SessionView,
+    SubWorkflowReport,
+    ToolCall,
+    TrailStep,
+    Variable,
+)
+
+CONVERTER = pydantic_data_converter.payload_converter
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+WIRE_MODULES: tuple[ModuleType, ...] = (models, workspace, sandbox, host_tools)
+
+
+def _models(module: ModuleType) -> list[type[BaseModel]]:
+    """The pydantic models ``module`` itself defines."""
+    return [
+        value
+        for value in vars(module).values()
+        if inspect.isclass(value)
+        and issubclass(value, BaseModel)
+        and value.__module__ == module.__name__
+    ]
+
+
+def _newer(payload: Payload, edit: Any) -> Payload:
+    """``payload`` as a newer version would send it: ``edit`` adds fields to its JSON."""
+    data = json.loads(payload.data)
+    edit(data)
+    return Payload(metadata=payload.metadata, data=json.dumps(data).encode())
+
+
+def _outcome() -> Outcome:
+    return Outcome(
+        session_id="wire-1",
+        kind="parked",
+        disposition="turn",
+        status="awaiting_input",
+        state="ask",
+        parked_channel="input",
+        pending=PendingInput(state="ask", reason="the order number", parked_at=NOW),
+        reply="Which order?",
+        variables={"title": Variable(value="Order", locked=True)},
+        trail=[TrailStep(to="ask", kind="trigger", reason="email", ts=NOW)],
+    )
+
+
+def _summary() -> SessionSummary:
+    return SessionSummary(
+        session_id="wire-1",
+        workflow="support",
+        status="awaiting_input",
+        classification="open",
+        spec_hash="abc",
+        trigger="email",
+    )
+
+
+def _state() -> SessionState:
+    return SessionState(
+        status="running",
+        state="ask",
+        transcript=[
+            Message(role="user", content="hi", state="ask"),
+            Message(role="assistant", tool_calls=[ToolCall(id="c1", name="ls")], state="ask"),
+        ],
+        trail=[TrailStep(to="ask", kind="trigger", ts=NOW)],
+    )
+
+
+class TestNewerPayloadsDecode:
+    """A field added by a newer version is ignored, at the top and deep inside."""
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            _outcome(),
+            _summary(),
+            _state(),
+            SessionView(summary=_summary(), transcript=_state().transcript, trail=[]),
+            SubWorkflowReport(session_id="wire-1.child-1", outcome=_outcome()),
+            SendInput(message="hello", trigger="email", variables={"a": 1}),
+            DeliverInput(trigger="email_reply", variables={"reply": "ORD-1"}),
+            workspace.WorkspaceToolResult(content="done"),
+            sandbox.SandboxRunResult(value={"ok": True}, returned_nothing=False),
+            host_tools.HostToolCall(session_id="wire-1", tool="lookup", arguments={"id": 1}),
+        ],
+        ids=lambda value: type(value).__name__,
+    )
+    def test_an_added_top_level_field_is_ignored(self, value: BaseModel) -> None:
+        """Today's model decodes the newer payload to the value it knows."""
+        (payload,) = CONVERTER.to_payloads([value])
+
+        def add(data: dict[str, Any]) -> None:
+            data["added_in_a_later_release"] = {"any": ["shape"]}
+
+        (decoded,) = CONVERTER.from_payloads([_newer(payload, add)], [type(value)])
+        assert decoded == value
+
+    def test_added_nested_fields_are_ignored(self) -> None:
+        """Fields added inside nested models (a pending park, a trail step, a variable)
+        decode too."""
+        (payload,) = CONVERTER.to_payloads([_outcome()])
+
+        def add(data: dict[str, Any]) -> None:
+            data["pending"]["priority"] = "high"
+            data["trail"][0]["actor"] = "a newer runtime"
+            data["variables"]["title"]["source"] = "host"
+            data["usage"]["reasoning_tokens"] = 12
+
+        (decoded,) = CONVERTER.from_payloads([_newer(payload, add)], [Outcome])
+        assert decoded == _outcome()
+
+
+class TestStrictness:
+    """Wire models ignore unknown fields; models of what a user authors refuse them."""
+
+    @pytest.mark.parametrize("module", WIRE_MODULES, ids=lambda m: m.__name__)
+    def test_every_wire_model_ignores_unknown_fields(self, module: ModuleType) -> None:
+        """No model that travels between client and worker refuses a newer field."""
+        strict = [m.__name__ for m in _models(module) if m.model_config.get("extra") != "ignore"]
+        assert _models(module) and strict == []
+
+    @pytest.mark.parametrize("module", [spec, cases], ids=lambda m: m.__name__)
+    def test_authored_models_stay_strict(self, module: ModuleType) -> None:
+        """The workflow.yaml spec and case files never silently drop a misspelt key."""
+        lax = [m.__name__ for m in _models(module) if m.model_config.get("extra") == "ignore"]
+        assert _models(module) and lax == []
