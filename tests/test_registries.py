@@ -1,5 +1,5 @@
-"""Drift tests: each list the runtime keeps (built-in tools, workspace zones) is defined once,
-and every copy elsewhere agrees with it."""
+"""Drift tests: each list the runtime keeps (built-in tools, workspace zones, activity
+contracts) is defined once, and every copy elsewhere agrees with it."""
 
 from __future__ import annotations
 

@@ -24,21 +24,24 @@ workflow code, so the caller carries a pinned snapshot of every workflow it can 
 - **From a script**: :meth:`Delegations.from_script` runs a script's
   ``tools.archmaxWorkflow<Slug>`` call the same way and answers the script; a child that
   parks parks the session with the script's journal in the pending call, and its end runs
-  the script on (the session's ``_resume_script``) before the ``archmax_run`` call is answered.
+  the script on (the turn engine's ``resume_script``, handed to :meth:`Delegations.resume`)
+  before the ``archmax_run`` call is answered.
 - **Record**: every dispatch (a mocked one included) is a ``sub-workflow`` trail step on the
   calling state with ``status`` ok or error; a resumed call also gets a
   ``[sub-workflow: <slug>]`` note.
 
-Deterministic: no I/O here but activities and child workflows.
+The dispatcher works through the session's :class:`SessionContext` (state, input, spec,
+records), never the workflow itself. Deterministic: no I/O here but activities and child
+workflows.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal
 
 from temporalio import workflow
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
@@ -58,18 +61,16 @@ with workflow.unsafe.imports_passed_through():
         signatures,
     )
     from archmax_temporal.workflows import search_attributes as sa
-    from archmax_temporal.workflows.errors import SessionAwaitingSubWorkflowError
+    from archmax_temporal.workflows.context import SessionContext, ToolAnswer
     from archmax_temporal.workflows.models import (
         DelegateSpec,
         DelegationLink,
-        Message,
         NoteKind,
         Outcome,
         PendingDelegation,
         PendingScript,
         SendInput,
         SessionInput,
-        SessionState,
         SessionSummary,
         SubWorkflowReport,
         ToolCall,
@@ -239,20 +240,9 @@ def _unset_note(manual: TriggerSpec, returns: dict[str, Any]) -> str | None:
     )
 
 
-class _Host(Protocol):
-    """What the session workflow lends the dispatcher."""
-
-    _input: SessionInput
-    _spec: WorkflowSpec
-    _s: SessionState
-
-    def _state_slug(self) -> str: ...
-
-    def _note(self, kind: Any, text: str) -> None: ...
-
-    async def _resume_script(
-        self, waiting: PendingDelegation, content: str, status: Status
-    ) -> tuple[str, Status] | None: ...
+ScriptResumer = Callable[[PendingDelegation, str, Status], Awaitable[tuple[str, Status] | None]]
+"""Runs a script on after its parked child finished (the waiting call, the child's answer and
+its status); its result answers the ``archmax_run`` call, None when it parked again."""
 
 
 @dataclass
@@ -286,8 +276,8 @@ class Delegations:
     """The caller's side (dispatch, park, resume) and the child's side (report) of every
     sub-workflow call of one session."""
 
-    def __init__(self, host: _Host) -> None:
-        self._host = host
+    def __init__(self, ctx: SessionContext) -> None:
+        self._ctx = ctx
         self._reports: dict[str, SubWorkflowReport] = {}
         self._children: dict[str, workflow.ChildWorkflowHandle[Any, SessionSummary]] = {}
 
@@ -295,24 +285,14 @@ class Delegations:
 
     def current(self) -> PendingDelegation | None:
         """The parked call the session presents (the oldest), if it waits on a child."""
-        pending = self._host._s.pending_delegations
+        pending = self._ctx.session.pending_delegations
         return pending[0] if pending else None
-
-    def refuse_firing(self) -> None:
-        """Refuse a firing for a session that waits on its child, naming the child."""
-        waiting = self.current()
-        if waiting is not None:
-            raise SessionAwaitingSubWorkflowError(
-                f"session {self._host._input.session_id!r} waits on its sub-workflow "
-                f"{waiting.workflow!r}: deliver to, decide on or reply to session "
-                f"{waiting.session_id!r}"
-            ).to_application_error()
 
     def mirror(self) -> None:
         """The caller's status follows the child's park."""
         waiting = self.current()
         if waiting is not None:
-            self._host._s.status = (
+            self._ctx.session.status = (
                 "awaiting_input" if waiting.channel == "input" else "awaiting_decision"
             )
 
@@ -320,14 +300,14 @@ class Delegations:
         """Keep a child's report; True when it concerns a parked call (the session must
         process it as a firing of its own)."""
         self._reports[report.session_id] = report
-        return any(p.session_id == report.session_id for p in self._host._s.pending_delegations)
+        return any(p.session_id == report.session_id for p in self._ctx.session.pending_delegations)
 
     async def dispatch(self, call: ToolCall, arguments: dict[str, Any]) -> Dispatched:
         """Govern, check and run the agent's ``archmax_workflow_<slug>`` call; its answer is
         appended to the transcript."""
 
         def answer(content: str, status: Status, rule: str | None) -> None:
-            self._answer(call, content, status, rule=rule)
+            self._ctx.answer(call, ToolAnswer(content, status, rule))
 
         return await self._dispatch(_Caller(call, answer), arguments)
 
@@ -339,7 +319,7 @@ class Delegations:
         script; None when the child parked: the session parks with it, holding ``script``
         (with the ``archmax_run`` call ``run_call_id``) to run the script on when it ends."""
         answers: list[tuple[str, Status]] = []
-        number = sum(1 for step in self._host._s.trail if step.kind == "sub-workflow") + 1
+        number = sum(1 for step in self._ctx.session.trail if step.kind == "sub-workflow") + 1
         call = ToolCall(id=f"{run_call_id}.dispatch-{number}", name=tool)
         caller = _Caller(
             call,
@@ -356,22 +336,22 @@ class Delegations:
 
     async def _dispatch(self, caller: _Caller, arguments: dict[str, Any]) -> Dispatched:
         call = caller.call
-        host = self._host
-        s = host._s
-        state = host._state_slug()
+        ctx = self._ctx
+        s = ctx.session
+        state = ctx.state_slug()
         slug = target_of(call.name) or ""
         substituted, problem = governance.substitute_references(arguments, s.variables)
         if problem is not None:
             rule = "sub-workflow.unresolved-param"
             caller.answer(f"{call.name} refused: {problem}", "blocked", rule)
             return Dispatched()
-        verdict = governance.decide(host._spec, state, call.name, substituted, s.variables)
+        verdict = governance.decide(ctx.spec, state, call.name, substituted, s.variables)
         if not verdict.allowed:
             caller.answer(
                 f"Blocked by governance ({verdict.rule}): {verdict.reason}", "blocked", verdict.rule
             )
             return Dispatched(terminal=verdict.reason if verdict.terminal else None)
-        delegate = host._input.delegates.get(slug)
+        delegate = ctx.input.delegates.get(slug)
         refused = self._target_refusal(slug, delegate, substituted)
         if refused is not None:
             rule, reason = refused
@@ -380,7 +360,7 @@ class Delegations:
         assert delegate is not None and delegate.spec is not None
         manual = manual_of(delegate)
         assert manual is not None
-        mock = matching.find_mock(host._input.mocks, call.name, substituted)
+        mock = matching.find_mock(ctx.input.mocks, call.name, substituted)
         if mock is not None:
             returned = await self._mocked(manual, mock.result)
             caller.answer(returned.content, returned.status, None)
@@ -391,14 +371,14 @@ class Delegations:
     def _target_refusal(
         self, slug: str, delegate: DelegateSpec | None, arguments: dict[str, Any]
     ) -> tuple[str, str] | None:
-        host = self._host
-        chain = [*host._input.ancestors, host._input.workflow]
+        own = self._ctx.input
+        chain = [*own.ancestors, own.workflow]
         if slug in chain:
             return "sub-workflow.cycle", f"workflow {slug!r} is already in the chain " + (
                 " → ".join([*chain, slug])
             )
         if delegate is None:
-            known = ", ".join(sorted(host._input.delegates)) or "(none)"
+            known = ", ".join(sorted(own.delegates)) or "(none)"
             return "sub-workflow.unknown-workflow", f"no workflow {slug!r} (known: {known})"
         if delegate.spec is None:
             return "sub-workflow.unknown-workflow", f"workflow {slug!r} did not load: " + (
@@ -422,10 +402,9 @@ class Delegations:
         manual: TriggerSpec,
         arguments: dict[str, Any],
     ) -> Dispatched:
-        host = self._host
         call = caller.call
-        s = host._s
-        own = host._input
+        s = self._ctx.session
+        own = self._ctx.input
         assert delegate.spec is not None
         number = s.dispatches.get(slug, 0) + 1
         s.dispatches[slug] = number
@@ -447,8 +426,8 @@ class Delegations:
         child = SessionInput(
             session_id=child_id,
             workflow=slug,
-            spec=inherited_spec(host._spec, delegate.spec),
-            spec_hash=inherited_hash(delegate.spec_hash or "", host._spec),
+            spec=inherited_spec(self._ctx.spec, delegate.spec),
+            spec_hash=inherited_hash(delegate.spec_hash or "", self._ctx.spec),
             prompt=delegate.prompt,
             requests_per_run=own.requests_per_run,
             host_tools=own.host_tools,
@@ -512,10 +491,11 @@ class Delegations:
         self._trail(state, slug, returned.status, child_id)
         return Dispatched()
 
-    async def resume(self, child_id: str) -> bool:
+    async def resume(self, child_id: str, resume_script: ScriptResumer) -> bool:
         """Apply a parked child's report; True when the caller's turn goes on (every pending
-        call answered), False when it stays parked (or the report changed nothing)."""
-        s = self._host._s
+        call answered), False when it stays parked (or the report changed nothing). A call a
+        script made runs the script on through ``resume_script``."""
+        s = self._ctx.session
         report = self._reports.pop(child_id, None)
         waiting = next((p for p in s.pending_delegations if p.session_id == child_id), None)
         if report is None or waiting is None:
@@ -525,7 +505,7 @@ class Delegations:
             waiting.pending = report.outcome.pending
             self.mirror()
             return False
-        delegate = self._host._input.delegates[waiting.workflow]
+        delegate = self._ctx.input.delegates[waiting.workflow]
         manual = manual_of(delegate)
         assert manual is not None
         returned = await self._finished(waiting.workflow, manual, child_id, report)
@@ -533,15 +513,17 @@ class Delegations:
         self._trail(waiting.state, waiting.workflow, returned.status, child_id)
         answer: tuple[str, Status] | None = (returned.content, returned.status)
         if waiting.script is not None:  # the script runs on, the child's answer replayed
-            answer = await self._host._resume_script(waiting, returned.content, returned.status)
+            answer = await resume_script(waiting, returned.content, returned.status)
         if answer is not None:
-            self._answer(ToolCall(id=waiting.tool_call_id, name=waiting.tool), *answer)
+            content, status = answer
+            call = ToolCall(id=waiting.tool_call_id, name=waiting.tool)
+            self._ctx.answer(call, ToolAnswer(content, status))
         if s.pending_delegations:
             self.mirror()
             return False
         s.status = "running"
         kind: NoteKind = "sub-workflow"
-        self._host._note(
+        self._ctx.note(
             kind,
             f"[sub-workflow: {waiting.workflow}] session '{child_id}' finished "
             f"({report.outcome.kind}); its result answers the pending call.",
@@ -602,7 +584,7 @@ class Delegations:
                     f"{json.dumps(returns[name], default=str)[:120]}",
                     "error",
                 )
-        return await self._with_files(manual, message, returns, self._host._input.session_id)
+        return await self._with_files(manual, message, returns, self._ctx.session_id)
 
     async def _with_files(
         self, manual: TriggerSpec, message: str, returns: dict[str, Any], source: str
@@ -615,7 +597,7 @@ class Delegations:
             if type_name == "file" and name in returns
         }
         if files:
-            placed = await self._place(self._host._input.session_id, files, "file returns")
+            placed = await self._place(self._ctx.session_id, files, "file returns")
             if isinstance(placed, str):
                 return _Returned(f"Sub-workflow file returns not placed: {placed}", "error")
             returns = {**returns, **placed}
@@ -639,37 +621,22 @@ class Delegations:
 
     async def report(self, outcome: Outcome) -> None:
         """Tell the caller how this child's turn settled (parked or finished)."""
-        link = self._host._input.parent
+        link = self._ctx.input.parent
         if link is None:
             return
         try:
             await workflow.get_external_workflow_handle(link.session_id).signal(
                 SETTLED_SIGNAL,
-                SubWorkflowReport(session_id=self._host._input.session_id, outcome=outcome),
+                SubWorkflowReport(session_id=self._ctx.session_id, outcome=outcome),
             )
         except FailureError as failure:  # the caller is gone: nobody waits any more
             workflow.logger.warning("sub-workflow report not delivered: %s", failure)
 
     # --- records ------------------------------------------------------------------------
 
-    def _answer(
-        self, call: ToolCall, content: str, status: Status, *, rule: str | None = None
-    ) -> None:
-        s = self._host._s
-        s.transcript.append(
-            Message(
-                role="tool",
-                tool_call_id=call.id,
-                name=call.name,
-                content=content,
-                status=status,
-                rule=rule,
-                state=s.state,
-            )
-        )
-
     def _trail(self, state: str, slug: str, status: Status, reason: str) -> None:
-        self._host._s.trail.append(
+        """A ``sub-workflow`` step on the calling state, ok or error."""
+        self._ctx.session.trail.append(
             TrailStep(
                 to=state,
                 kind="sub-workflow",

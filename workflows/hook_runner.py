@@ -11,8 +11,9 @@ and one tool:
 - :meth:`HookRunner.at_completion`: a terminal state's after hooks when the model finishes;
 - :meth:`HookRunner.run_script`: ``archmax_run``.
 
-Each gate says what the session must do (answer, fail the turn, note, reply) and mutates
-only the session state it is handed: the correction counters and usage.
+Each gate says what the session must do (answer, fail the turn, note, reply) and mutates only
+the session state of the :class:`SessionContext` it works through: the correction counters
+and usage.
 """
 
 from __future__ import annotations
@@ -33,12 +34,12 @@ with workflow.unsafe.imports_passed_through():
         matching,
         sandbox,
     )
+    from archmax_temporal.workflows.context import SessionContext
     from archmax_temporal.workflows.hooks import HookVerdict, Phase
     from archmax_temporal.workflows.models import (
         ModelCallInput,
         SandboxToolCall,
         ScriptJournal,
-        SessionInput,
         SessionState,
     )
     from archmax_temporal.workflows.sandbox import (
@@ -98,24 +99,23 @@ PASS = Gate()
 
 
 class HookRunner:
-    """The hooks of one session run (its input: spec, hook sources, mocks, skills)."""
+    """The hooks of one session run (its input: spec, hook sources, mocks, skills), over the
+    session its context holds."""
 
-    def __init__(self, session: SessionInput) -> None:
-        self._input = session
-        self._spec = session.spec
+    def __init__(self, ctx: SessionContext) -> None:
+        self._ctx = ctx
+        self._input = ctx.input
+        self._spec = ctx.spec
 
     # --- gates ----------------------------------------------------------------------------
 
-    async def gate_advance(
-        self, s: SessionState, slug: str, target: str, reason: str | None
-    ) -> Gate:
+    async def gate_advance(self, slug: str, target: str, reason: str | None) -> Gate:
         """The leaving state's after hooks, then the target's before hooks, stopping at the
         first that does not pass."""
+        s = self._ctx.session
         for index, hook in enumerate(self._spec.state(slug).after):
             label = hooks.hook_label(hook, index)
-            verdict = await self.execute(
-                s, "after", slug, index, hook, to_state=target, reason=reason
-            )
+            verdict = await self.execute("after", slug, index, hook, to_state=target, reason=reason)
             if verdict.error:
                 return Gate(failure=f"after hook {label} of '{slug}' failed: {verdict.reason}")
             if verdict.verdict == "ok":
@@ -143,7 +143,6 @@ class HookRunner:
             label = hooks.hook_label(hook, index)
             verdict = hooks.on_entry(
                 await self.execute(
-                    s,
                     "before",
                     target,
                     index,
@@ -165,11 +164,11 @@ class HookRunner:
                 )
         return PASS
 
-    async def on_entry(self, s: SessionState, slug: str) -> Entry:
+    async def on_entry(self, slug: str) -> Entry:
         """The state's before hooks, for an entry other than an advance; a veto rejects."""
         for index, hook in enumerate(self._spec.state(slug).before):
             label = hooks.hook_label(hook, index)
-            verdict = hooks.on_entry(await self.execute(s, "before", slug, index, hook))
+            verdict = hooks.on_entry(await self.execute("before", slug, index, hook))
             if verdict.error:
                 return Entry(failure=f"before hook {label} of '{slug}' failed: {verdict.reason}")
             if verdict.verdict != "ok":
@@ -179,16 +178,17 @@ class HookRunner:
                 )
         return Entry()
 
-    async def at_completion(self, s: SessionState, slug: str) -> Completion:
+    async def at_completion(self, slug: str) -> Completion:
         """A terminal state's after hooks when the model finished: a correct within budget
         or a veto is an ``[after]`` note (the model is called again); exhausted corrections
         or a hook that could not run fail the turn."""
+        s = self._ctx.session
         state = self._spec.state(slug)
         if not state.is_terminal:
             return Completion()
         for index, hook in enumerate(state.after):
             label = hooks.hook_label(hook, index)
-            verdict = await self.execute(s, "after", slug, index, hook)
+            verdict = await self.execute("after", slug, index, hook)
             if verdict.error:
                 return Completion(
                     failure=f"after hook {label} of '{slug}' failed: {verdict.reason}"
@@ -209,7 +209,6 @@ class HookRunner:
 
     async def execute(
         self,
-        s: SessionState,
         phase: Phase,
         slug: str,
         index: int,
@@ -220,6 +219,7 @@ class HookRunner:
         reason: str | None = None,
     ) -> HookVerdict:
         """Run one hook as an activity and read its answer (fail closed)."""
+        s = self._ctx.session
         args = hooks.hook_args(
             state=slug,
             phase=phase,
@@ -233,13 +233,13 @@ class HookRunner:
         summary = hooks.hook_summary(phase, slug, hooks.hook_label(hook, index))
         kind, custom = hooks.hook_kind(hook)
         if kind == "script":
-            return await self._script(s, slug, str(hook.script), args, summary)
+            return await self._script(slug, str(hook.script), args, summary)
         if kind == "rubric":
-            return await self._rubric(s, slug, hook, args, summary)
+            return await self._rubric(slug, hook, args, summary)
         return await self._custom(custom, hook, args, summary)
 
     async def _script(
-        self, s: SessionState, slug: str, path: str, args: dict[str, Any], summary: str
+        self, slug: str, path: str, args: dict[str, Any], summary: str
     ) -> HookVerdict:
         problem = hooks.script_path_problem(path)
         if problem is not None:
@@ -251,7 +251,6 @@ class HookRunner:
             )
         try:
             result = await self._sandbox(
-                s,
                 slug,
                 summary,
                 label=path,
@@ -273,7 +272,7 @@ class HookRunner:
         return hooks.script_verdict(result.value, result.returned_nothing)
 
     async def _rubric(
-        self, s: SessionState, slug: str, hook: HookSpec, args: dict[str, Any], summary: str
+        self, slug: str, hook: HookSpec, args: dict[str, Any], summary: str
     ) -> HookVerdict:
         """The grading model, as a model activity the session's transcript never sees."""
         assert hook.rubric is not None
@@ -288,6 +287,7 @@ class HookRunner:
             result = await contracts.model.complete(call, summary=summary)
         except ActivityError as failure:
             return hooks.execution_error(f"the rubric's grader failed: {failure.cause or failure}")
+        s = self._ctx.session
         s.usage = s.usage.plus(result.usage)
         return hooks.rubric_verdict(result.content)
 
@@ -321,7 +321,6 @@ class HookRunner:
 
     async def run_script(
         self,
-        s: SessionState,
         slug: str,
         arguments: dict[str, Any],
         dispatch: ScriptDispatcher | None = None,
@@ -335,6 +334,7 @@ class HookRunner:
         again from the top with every earlier answer replayed from its journal. None: the
         dispatched child parked, and the session parks with it (``journal`` then resumes it).
         """
+        s = self._ctx.session
         path = str(arguments.get("file_path"))
         inner = arguments.get("args")
         script_args = {
@@ -351,7 +351,6 @@ class HookRunner:
         try:
             while True:
                 result = await self._sandbox(
-                    s,
                     slug,
                     f"archmax_run · {path[:80]}"
                     + (
@@ -383,7 +382,7 @@ class HookRunner:
         return matching.mock_result_text(result.value), "ok"
 
     async def run_eval(
-        self, s: SessionState, slug: str, arguments: dict[str, Any]
+        self, slug: str, arguments: dict[str, Any]
     ) -> tuple[str, Literal["ok", "error"]]:
         """``archmax_eval``: the snippet in the sandbox on the agent's authority; the answer
         is its console output, then ``=> `` and its value (a string as it is, else JSON)."""
@@ -392,13 +391,12 @@ class HookRunner:
             return "archmax_eval needs `code`: the JavaScript to evaluate", "error"
         try:
             result = await self._sandbox(
-                s,
                 slug,
                 f"archmax_eval · {' '.join(code.split())[:80]}",
                 label="archmax_eval",
                 kind="eval",
                 source=code,
-                args=_agent_run_args(s, slug),
+                args=_agent_run_args(self._ctx.session, slug),
                 visible=governance.enabled_skills(self._spec, slug),
             )
         except ActivityError as failure:
@@ -408,7 +406,6 @@ class HookRunner:
 
     async def _sandbox(
         self,
-        s: SessionState,
         slug: str,
         summary: str,
         *,
@@ -432,7 +429,7 @@ class HookRunner:
                 args=args,
                 spec=self._spec,
                 state=slug,
-                variables=s.variables,
+                variables=self._ctx.session.variables,
                 mocks=self._input.mocks,
                 visible_skills=sorted(visible),
                 limits=limits,

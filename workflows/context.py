@@ -1,0 +1,113 @@
+"""``SessionContext``: what the turn engine, the hook runner and the sub-workflow dispatcher
+may touch of a session.
+
+The session workflow (:mod:`workflows.session`) owns one context per run and lends it to its
+collaborators; none of them reaches into the workflow itself. The context holds the durable
+session state (:attr:`SessionContext.session`, what continue-as-new carries), the run's
+input and spec, and the record-keeping every collaborator shares: trail steps, runtime notes,
+tool answers, new visits. Deterministic: the only clock is ``workflow.now()``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from archmax_temporal.workflows.models import (
+        Message,
+        NoteKind,
+        SessionInput,
+        SessionState,
+        ToolCall,
+        TrailKind,
+        TrailStep,
+    )
+    from archmax_temporal.workflows.spec import WorkflowSpec
+    from archmax_temporal.workflows.tools import NOTE
+
+ToolStatus = Literal["ok", "error", "blocked"]
+"""How a tool call ended, as the model reads it."""
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    """The answer to one tool call: its text, its status, and for a blocked call the
+    governance rule that refused it."""
+
+    content: str
+    status: ToolStatus = "ok"
+    rule: str | None = None
+
+
+class SessionContext:
+    """One session run's state and input, and the records kept on them."""
+
+    def __init__(self, input: SessionInput) -> None:
+        self.input: SessionInput = input
+        """The run's input: ids, the pinned spec and prompt, host tools, mocks, delegates."""
+        self.spec: WorkflowSpec = input.spec
+        """The spec the session runs under (a turn runs under the spec it began with)."""
+        self.session: SessionState = input.carried or SessionState(status="completed")
+        """The durable session: status, position, variables, transcript, trail, parks."""
+
+    @property
+    def session_id(self) -> str:
+        """The session id (the workflow id)."""
+        return self.input.session_id
+
+    def state_slug(self) -> str:
+        """The state the session stands in (set from the first turn on)."""
+        assert self.session.state is not None
+        return self.session.state
+
+    def new_visit(self) -> None:
+        """An entry into the current state: its before hooks are due, corrections reset."""
+        self.session.before_done = False
+        self.session.hook_corrections = {}
+
+    def trail(self, to: str, kind: TrailKind, reason: str | None) -> None:
+        """Record a committed step of the audit trail, stamped with the workflow's clock."""
+        self.session.trail.append(TrailStep(to=to, kind=kind, reason=reason, ts=workflow.now()))
+
+    def note(self, kind: NoteKind, text: str) -> None:
+        """A runtime note: a synthetic ``archmax_note`` call and its result, both marked."""
+        s = self.session
+        call_id = f"note_{len(s.transcript)}"
+        arguments = json.dumps({"kind": kind})
+        s.transcript.append(
+            Message(
+                role="assistant",
+                tool_calls=[ToolCall(id=call_id, name=NOTE, arguments=arguments)],
+                note=kind,
+                state=s.state,
+            )
+        )
+        s.transcript.append(
+            Message(
+                role="tool",
+                tool_call_id=call_id,
+                name=NOTE,
+                content=text,
+                note=kind,
+                status="ok",
+                state=s.state,
+            )
+        )
+
+    def answer(self, call: ToolCall, answer: ToolAnswer) -> None:
+        """Append the answer to ``call`` to the transcript, in the current state."""
+        self.session.transcript.append(
+            Message(
+                role="tool",
+                tool_call_id=call.id,
+                name=call.name,
+                content=answer.content,
+                status=answer.status,
+                rule=answer.rule,
+                state=self.session.state,
+            )
+        )

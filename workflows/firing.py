@@ -1,0 +1,255 @@
+"""Firing admission: what may fire a session, and whether it may fire it now.
+
+A *firing* is everything the session's run loop serves, one at a time, as a typed union:
+
+- :class:`SendFiring`: a host's ``send`` (a new turn, a delivery into a parked session, or a
+  reply at a human state), or a delegated child's own ``manual`` arrival;
+- :class:`DeliverFiring`: a delivery (the ``deliver`` update or signal), or the session's own
+  timer waking a timed park (trigger ``timer`` with variable ``now``);
+- :class:`DecideFiring`: a reviewer's decision at a human state;
+- :class:`ReplyFiring`: a person's reply at a human state;
+- :class:`ChildSettled`: a parked sub-workflow's report, by its session id.
+
+Each carries its idempotency key: the update's key its result is kept under (None for a
+signal, the timer and a child's report, which nobody waits on).
+
+The checks run in the update validators (a refusal writes nothing to the history) and again
+in the handlers, over a read-only :class:`Admission` view of the session. They raise the typed
+errors of :mod:`workflows.errors` as ``ApplicationError`` s. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from archmax_temporal.workflows import signatures, variables
+from archmax_temporal.workflows.errors import (
+    ArchmaxError,
+    EmptyMessageError,
+    InvalidDecisionTargetError,
+    InvalidVariableNameError,
+    MissingDeliveryTriggerError,
+    SessionAwaitingSubWorkflowError,
+    SessionNotAwaitingInputError,
+    SessionNotParkedError,
+    SessionNotResumableError,
+    TriggerInputError,
+    UnknownTriggerError,
+    WorkflowDisabledError,
+)
+from archmax_temporal.workflows.models import (
+    DecideInput,
+    DeliverInput,
+    PendingDecision,
+    PendingDelegation,
+    SendInput,
+    SessionStatus,
+    Variable,
+)
+from archmax_temporal.workflows.spec import TIMER_TRIGGER, WorkflowSpec
+from archmax_temporal.workflows.zones import ATTACHMENTS
+
+# --- firings -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SendFiring:
+    """A host's ``send``, or a delegated child's ``manual`` arrival (no key)."""
+
+    send: SendInput
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class DeliverFiring:
+    """A delivery into a session parked awaiting input: the update, the signal (no key) or
+    the session's timer (no key)."""
+
+    delivery: DeliverInput
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class DecideFiring:
+    """A reviewer's decision at a human state."""
+
+    decision: DecideInput
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplyFiring:
+    """A person's reply at a human state."""
+
+    message: str
+    key: str | None = None
+
+
+@dataclass(frozen=True)
+class ChildSettled:
+    """A parked sub-workflow's report (kept by the dispatcher), by its session id."""
+
+    child: str
+    key: None = None
+
+
+Firing = SendFiring | DeliverFiring | DecideFiring | ReplyFiring | ChildSettled
+"""Everything the run loop serves."""
+
+
+def timer_wake(now: datetime) -> DeliverFiring:
+    """The session's own delivery when a timed park's ``resume_at`` passes."""
+    return DeliverFiring(DeliverInput(trigger=TIMER_TRIGGER, variables={"now": now.isoformat()}))
+
+
+class FiringRefused(Exception):
+    """A firing refused while it was being prepared; the session was not touched."""
+
+    def __init__(self, error: ApplicationError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+# --- admission ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Admission:
+    """What the checks read of a session, and nothing they could change it through."""
+
+    session_id: str
+    workflow: str
+    spec: WorkflowSpec
+    status: SessionStatus
+    state: str | None
+    variables: dict[str, Variable]
+    """The session's variables (read, never written)."""
+    pending_decision: PendingDecision | None
+    busy: bool
+    """A firing is queued or being served."""
+    waiting: PendingDelegation | None
+    """The sub-workflow call the session waits on, if any."""
+
+
+def wire(error: ArchmaxError) -> ApplicationError:
+    """``error`` as it travels: an ``ApplicationError`` typed with its class name."""
+    return error.to_application_error()
+
+
+def check_send(view: Admission, firing: SendInput) -> None:
+    """A host's firing: refused mid-turn, with bad names, without a trigger for a parked
+    session, at a human state without a reply, on a disabled workflow, under an undeclared
+    trigger, or short of the trigger's inputs."""
+    _refuse_while_waiting(view)
+    if view.busy or view.status == "running":
+        raise wire(
+            SessionNotResumableError(
+                f"session {view.session_id!r} is mid-turn; retry after it settles"
+            )
+        )
+    check_names({**firing.variables, **firing.files})
+    if view.status == "awaiting_input":
+        if not firing.trigger:
+            raise wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
+        return
+    if view.status == "awaiting_decision":
+        check_reply(view, firing.message or "")
+        return
+    if view.spec.disabled:
+        raise wire(
+            WorkflowDisabledError(f"Refusing to start: workflow '{view.workflow}' is disabled.")
+        )
+    if view.state is None and view.spec.start_state_for(firing.trigger) is None:
+        declared = ", ".join(view.spec.trigger_ids()) or "(none)"
+        raise wire(
+            UnknownTriggerError(
+                f"trigger {firing.trigger!r} is not declared by workflow "
+                f"{view.workflow!r}; declared triggers: {declared}"
+            )
+        )
+    incoming = {
+        **firing.variables,
+        **{var: f"{ATTACHMENTS}/{f.name}" for var, f in firing.files.items()},
+    }
+    seeded = variables.seed(view.variables, incoming, replace_title=False)
+    problems = signatures.missing_inputs(firing.trigger, view.spec.trigger(firing.trigger), seeded)
+    if problems:
+        raise wire(TriggerInputError("; ".join(problems)))
+
+
+def check_delivery(view: Admission, delivery: DeliverInput) -> None:
+    """A delivery: only into a session parked awaiting input, with a trigger, good names."""
+    _refuse_while_waiting(view)
+    if view.busy or view.status != "awaiting_input":
+        raise wire(
+            SessionNotAwaitingInputError(
+                f"session {view.session_id!r} is not parked awaiting input "
+                f"(status: {'running' if view.busy else view.status})"
+            )
+        )
+    if not delivery.trigger or not delivery.trigger.strip():
+        raise wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
+    check_names(delivery.variables)
+
+
+def check_human_park(view: Admission) -> PendingDecision:
+    """The park a decision or reply answers: refused unless parked at a human state."""
+    _refuse_while_waiting(view)
+    pending = view.pending_decision
+    if view.busy or view.status != "awaiting_decision" or pending is None:
+        raise wire(
+            SessionNotParkedError(
+                f"session {view.session_id!r} is not parked at a human state "
+                f"(status: {'running' if view.busy else view.status})"
+            )
+        )
+    return pending
+
+
+def check_decision(view: Admission, decision: DecideInput) -> None:
+    """A decision: one of the parked human state's edges."""
+    pending = check_human_park(view)
+    targets = [edge.to for edge in pending.transitions]
+    if decision.to not in targets:
+        raise wire(
+            InvalidDecisionTargetError(
+                f"{decision.to!r} is not a transition of '{pending.state}'; "
+                f"valid targets: {', '.join(targets)}"
+            )
+        )
+
+
+def check_reply(view: Admission, message: str) -> None:
+    """A reply: a non-empty message to a session parked at a human state."""
+    check_human_park(view)
+    if not message or not message.strip():
+        raise wire(EmptyMessageError("a reply needs a non-empty message"))
+
+
+def check_names(seeds: dict[str, Any]) -> None:
+    """Variable names a firing seeds: ``^[a-z][a-z0-9_]*$``, never ``trigger``."""
+    bad = variables.invalid_names(list(seeds))
+    if bad:
+        raise wire(
+            InvalidVariableNameError(
+                f"invalid variable name(s): {', '.join(map(str, bad))} "
+                "(names match ^[a-z][a-z0-9_]*$; 'trigger' is reserved)"
+            )
+        )
+
+
+def _refuse_while_waiting(view: Admission) -> None:
+    """Refuse a firing for a session that waits on its child, naming the child."""
+    waiting = view.waiting
+    if waiting is not None:
+        raise wire(
+            SessionAwaitingSubWorkflowError(
+                f"session {view.session_id!r} waits on its sub-workflow "
+                f"{waiting.workflow!r}: deliver to, decide on or reply to session "
+                f"{waiting.session_id!r}"
+            )
+        )

@@ -1,0 +1,177 @@
+"""What a session shows the outside: the :class:`Outcome` of a settled firing, the
+:class:`SessionSummary` and :class:`SessionView` queries answer, the UI's current details and
+the search attributes.
+
+Pure functions of the session state, the run's input and the delegation view (the parked
+sub-workflow call the session waits on, if any); the workflow publishes what they compute.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.common import SearchAttributeUpdate
+
+from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows.models import (
+    Disposition,
+    Message,
+    Outcome,
+    OutcomeKind,
+    PendingDelegation,
+    SessionExit,
+    SessionInput,
+    SessionState,
+    SessionSummary,
+    SessionView,
+    is_finished,
+)
+
+_KINDS: dict[str, OutcomeKind] = {
+    "completed": "completed",
+    "failed": "failed",
+    "rejected": "rejected",
+    "awaiting_input": "parked",
+    "awaiting_decision": "parked",
+}
+"""A settled session's status → the outcome's kind (a running one would be rejected)."""
+
+
+def exit_of(s: SessionState) -> SessionExit | None:
+    """How the agent ended a finished turn: success, or the code and reason it raised."""
+    if s.status == "completed":
+        return SessionExit(success=True)
+    if s.status == "failed" and s.raised is not None:
+        return SessionExit(success=False, code=s.raised.code, reason=s.raised.reason)
+    return None
+
+
+def last_reply(transcript: list[Message]) -> str:
+    """The agent's latest text (runtime notes are never a reply)."""
+    for message in reversed(transcript):
+        if message.role == "assistant" and message.note is None and (message.content or "").strip():
+            return message.content or ""
+    return ""
+
+
+def outcome(
+    s: SessionState,
+    input: SessionInput,
+    waiting: PendingDelegation | None,
+    disposition: Disposition,
+) -> Outcome:
+    """What a settled firing came to, as ``send`` / ``deliver`` / ``decide`` / ``reply``
+    return it."""
+    parked = s.status == "awaiting_input"
+    deciding = s.status == "awaiting_decision"
+    return Outcome(
+        session_id=input.session_id,
+        kind=_KINDS.get(s.status, "rejected"),
+        disposition=disposition,
+        status=s.status,
+        state=s.state,
+        parked_channel="input" if parked else "decision" if deciding else None,
+        pending=waiting.pending
+        if waiting
+        else s.pending_input
+        if parked
+        else s.pending_decision
+        if deciding
+        else None,
+        reply=last_reply(s.transcript),
+        rejected=s.rejected,
+        exit=exit_of(s),
+        variables=s.variables,
+        trail=s.trail,
+        usage=s.usage,
+        delegation=waiting,
+    )
+
+
+def summary(
+    s: SessionState, input: SessionInput, waiting: PendingDelegation | None, *, busy: bool
+) -> SessionSummary:
+    """Status (running while a firing is served), classification, position, pending park,
+    variables, usage."""
+    pending = s.pending_input if s.status == "awaiting_input" else None
+    return SessionSummary(
+        session_id=input.session_id,
+        workflow=input.workflow,
+        status="running" if busy and s.status != "awaiting_input" else s.status,
+        classification="finished" if is_finished(s.status) and not busy else "open",
+        state=s.state,
+        spec_hash=input.spec_hash,
+        pending_input=pending,
+        pending_decision=s.pending_decision if s.status == "awaiting_decision" else None,
+        wait_reason=pending.reason
+        if pending
+        else f"waiting on sub-workflow session {waiting.session_id!r}"
+        if waiting
+        else None,
+        resume_at=pending.resume_at if pending else None,
+        exit=exit_of(s),
+        rejected=s.rejected,
+        trigger=s.trigger,
+        variables=s.variables,
+        usage=s.usage,
+        turns=s.turns,
+        delegation=waiting,
+        parent_session_id=input.parent.session_id if input.parent else None,
+    )
+
+
+def view(
+    s: SessionState, input: SessionInput, waiting: PendingDelegation | None, *, busy: bool
+) -> SessionView:
+    """The whole recorded session: summary, transcript, trail and the agent's plan."""
+    return SessionView(
+        summary=summary(s, input, waiting, busy=busy),
+        transcript=s.transcript,
+        trail=s.trail,
+        todos=s.todos,
+    )
+
+
+def search_attribute_updates(
+    s: SessionState, input: SessionInput
+) -> list[SearchAttributeUpdate[Any]]:
+    """The Archmax* search attributes as the session stands (``ArchmaxResumeAt`` unset unless
+    a timed park waits)."""
+    pending = s.pending_input if s.status == "awaiting_input" else None
+    return [
+        sa.WORKFLOW.value_set(input.workflow),
+        sa.STATUS.value_set(s.status),
+        sa.STATE.value_set(s.state or ""),
+        sa.PARKED_CHANNEL.value_set(
+            "input"
+            if s.status == "awaiting_input"
+            else "decision"
+            if s.status == "awaiting_decision"
+            else ""
+        ),
+        sa.RESUME_AT.value_set(pending.resume_at)
+        if pending and pending.resume_at
+        else sa.RESUME_AT.value_unset(),
+    ]
+
+
+def current_details(s: SessionState, input: SessionInput, waiting: PendingDelegation | None) -> str:
+    """Where the session stands, as the Temporal UI's current details (Markdown)."""
+    pending = s.pending_input if s.status == "awaiting_input" else None
+    details = [f"**{input.workflow}** · `{s.status}` in `{s.state}`"]
+    if s.status == "awaiting_decision" and s.pending_decision:
+        edges = ", ".join(e.to for e in s.pending_decision.transitions)
+        details.append(f"awaiting a decision at `{s.pending_decision.state}`: {edges}")
+    if pending:
+        details.append(f"waiting for: {pending.reason}")
+        if pending.resume_at:
+            details.append(f"wakes at {pending.resume_at.isoformat()}")
+    if waiting is not None:
+        details.append(
+            f"waiting on sub-workflow `{waiting.workflow}`: session `{waiting.session_id}`"
+        )
+    if s.raised:
+        details.append(f"raised `{s.raised.code}`: {s.raised.reason}")
+    if s.rejected:
+        details.append(f"rejected: {s.rejected}")
+    return "\n\n".join(details)

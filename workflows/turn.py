@@ -1,0 +1,736 @@
+"""The turn engine: what one firing does to a session, from its opening to its settling.
+
+A turn opens (``open_turn``), a parked session resumes (``resume``), a reviewer decides
+(``decide``) or a person is answered (``reply``); then :meth:`TurnEngine.drive` calls the model
+and answers its tool calls until the turn settles: completed, rejected, raised, or parked
+(awaiting input, a decision, or a sub-workflow).
+
+Each tool call is served by the handler the registry (:mod:`workflows.tools`) names: the
+runtime tools here (their answers in :mod:`workflows.runtime_calls`), a sub-workflow through
+the dispatcher (:mod:`workflows.delegation`), everything else governed first and then run:
+``write_todos`` in the workflow, ``archmax_eval`` / ``archmax_run`` in the sandbox, a host
+tool or a workspace tool as its activity.
+
+The engine works through the session's :class:`SessionContext` and schedules activities only
+through :mod:`workflows.contracts`. Deterministic: the only clock is ``workflow.now()``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from archmax_temporal.workflows import (
+        contracts,
+        delegation,
+        governance,
+        matching,
+        projections,
+        prompt,
+        runtime_calls,
+        runtime_tools,
+        sandbox,
+        signatures,
+        todos,
+        tools,
+        variables,
+        workspace_tools,
+    )
+    from archmax_temporal.workflows.context import SessionContext, ToolAnswer
+    from archmax_temporal.workflows.contracts.host_tools import HostToolCall
+    from archmax_temporal.workflows.contracts.workspace import (
+        DEFAULT_MAX_RESULT_CHARS,
+        FilePlacementInput,
+        PlacedFile,
+        WorkspaceToolInput,
+    )
+    from archmax_temporal.workflows.firing import FiringRefused
+    from archmax_temporal.workflows.hook_runner import HookRunner, ScriptDispatcher, journal_entry
+    from archmax_temporal.workflows.models import (
+        DecideInput,
+        DecisionEdge,
+        DeliverInput,
+        Message,
+        ModelCallInput,
+        ModelCallResult,
+        PendingDecision,
+        PendingDelegation,
+        PendingInput,
+        PendingScript,
+        PersistTurnInput,
+        ScriptJournal,
+        SendInput,
+        ToolCall,
+        ToolSchema,
+    )
+
+Stop = Literal["continue", "raised", "parked", "routed", "rejected"]
+"""How a step of the drive loop left the turn."""
+
+
+@dataclass
+class _Batch:
+    """One assistant message's tool calls, answered in order: what they committed so far."""
+
+    calls: list[ToolCall]
+    advanced_to: str | None = None
+    """Where an ``archmax_advance`` of this message landed (one per message)."""
+    park: PendingInput | None = None
+    """The park an ``archmax_wait`` of this message asked for (committed after the last call)."""
+
+
+@dataclass(frozen=True)
+class _Step:
+    """How one runtime call went: it ended the session (raised), or failed the turn."""
+
+    raised: bool = False
+    terminal: str | None = None
+
+
+class TurnEngine:
+    """Drives one session's turns: the model, the tool calls, the parks and the failures."""
+
+    def __init__(
+        self, ctx: SessionContext, hooks: HookRunner, delegations: delegation.Delegations
+    ) -> None:
+        self._ctx = ctx
+        self._hooks = hooks
+        self._delegation = delegations
+        self._follow_up = False
+        """The turn continues a conversation (the prompt says so); a run starts without."""
+        self._last_model_failure = "model call failed"
+        """Why the last model call failed for good (the turn failure's reason)."""
+
+    # --- turn boundaries ------------------------------------------------------------------
+
+    def open_turn(self, firing: SendInput) -> None:
+        """A turn boundary: reset the turn's own mechanics, keep the conversation."""
+        ctx = self._ctx
+        s = ctx.session
+        s.park_counts = {}
+        s.raised = None
+        s.rejected = None
+        self._follow_up = s.state is not None
+        if s.state is None:
+            start = ctx.spec.start_state_for(firing.trigger)
+            assert start is not None  # the validator refused undeclared triggers
+            s.state = start
+            s.entry_state = start
+        ctx.new_visit()
+        s.trigger = firing.trigger
+        s.variables = variables.set_trigger(
+            variables.seed(s.variables, firing.variables, replace_title=False), firing.trigger
+        )
+        ctx.trail(s.state, "trigger", firing.trigger)
+        if firing.message:
+            s.transcript.append(Message(role="user", content=firing.message, state=s.state))
+        else:
+            ctx.note(
+                "opening",
+                f"[opening] trigger {firing.trigger!r} fired" + _with_variables(firing.variables),
+            )
+        s.status = "running"
+        s.turns += 1
+
+    def resume(self, delivery: DeliverInput) -> None:
+        """An accepted delivery: seed, record the arrival, and continue in the parked state."""
+        ctx = self._ctx
+        s = ctx.session
+        assert delivery.trigger and s.state is not None
+        s.trigger = delivery.trigger
+        s.variables = variables.set_trigger(
+            variables.seed(s.variables, delivery.variables, replace_title=True), delivery.trigger
+        )
+        ctx.trail(s.state, "trigger", delivery.trigger)
+        ctx.note(
+            "event",
+            f"[event] trigger {delivery.trigger!r} delivered" + _with_variables(delivery.variables),
+        )
+        if delivery.message:
+            s.transcript.append(Message(role="user", content=delivery.message, state=s.state))
+        s.pending_input = None
+        s.status = "running"
+        s.deliveries += 1
+        self._follow_up = False
+
+    async def place_files(self, firing: SendInput) -> SendInput:
+        """Place the firing's files in ``scratchpad/attachments/`` (one session at a time,
+        never overwriting) and seed each variable with the placed path. A refused placement
+        (a binary file on a text-only store) refuses the firing and writes nothing."""
+        try:
+            placed = await contracts.workspace.place_files(
+                FilePlacementInput(
+                    session_id=self._ctx.session_id,
+                    files={
+                        var: PlacedFile(name=f.name, content=f.content, encoding=f.encoding)
+                        for var, f in firing.files.items()
+                    },
+                ),
+                summary=f"place {len(firing.files)} file(s)",
+            )
+        except ActivityError as failure:
+            cause = failure.cause
+            if isinstance(cause, ApplicationError):
+                raise FiringRefused(
+                    ApplicationError(cause.message, type=cause.type, non_retryable=True)
+                ) from None
+            raise FiringRefused(ApplicationError(str(failure), non_retryable=True)) from None
+        return firing.model_copy(
+            update={"variables": {**firing.variables, **placed.paths}, "files": {}}
+        )
+
+    # --- human states ---------------------------------------------------------------------
+
+    async def decide(self, decision: DecideInput) -> None:
+        """Commit the decision, note it, and continue in the target state."""
+        ctx = self._ctx
+        s = ctx.session
+        pending = s.pending_decision
+        assert pending is not None
+        s.pending_decision = None
+        s.status = "running"
+        comment = decision.comment.strip() if decision.comment else None
+        s.state = decision.to
+        ctx.new_visit()
+        ctx.trail(decision.to, "human", comment)
+        ctx.note(
+            "decision",
+            f"[decision] the reviewer chose '{decision.to}' at '{pending.state}'"
+            + (f": {comment}" if comment else "."),
+        )
+        self._follow_up = False
+        self.publish()
+        if ctx.spec.state(decision.to).is_human:
+            await self.park_for_decision()
+            return
+        await self.drive()
+
+    async def reply(self, message: str) -> None:
+        """Answer a person on one tool-less call; the session stays parked, record unchanged."""
+        s = self._ctx.session
+        s.transcript.append(Message(role="user", content=message, state=s.state))
+        result = await self.call_model(handoff=True)
+        if result is not None and result.content:
+            s.transcript.append(Message(role="assistant", content=result.content, state=s.state))
+
+    async def park_for_decision(self) -> None:
+        """Park at the human state the session stands in, after one handoff message."""
+        ctx = self._ctx
+        s = ctx.session
+        slug = ctx.state_slug()
+        state = ctx.spec.state(slug)
+        s.decisions += 1
+        s.pending_decision = PendingDecision(
+            state=slug,
+            title=state.title,
+            seq=s.decisions,
+            transitions=[
+                DecisionEdge(to=t.to, description=t.description, type=t.type)
+                for t in state.transitions
+            ],
+            evidence=list(state.evidence),
+            created_at=workflow.now(),
+        )
+        s.status = "awaiting_decision"
+        result = await self.call_model(handoff=True)
+        if result is not None and result.content:
+            s.transcript.append(Message(role="assistant", content=result.content, state=slug))
+
+    # --- the agent loop -------------------------------------------------------------------
+
+    async def drive(self) -> None:
+        """Call the model and run its tool calls until the turn settles."""
+        ctx = self._ctx
+        s = ctx.session
+        visit_calls = 0
+        routes = 0
+        while True:
+            slug = ctx.state_slug()
+            state = ctx.spec.state(slug)
+            if state.is_human:
+                await self.park_for_decision()
+                return
+            max_calls = state.budget.max_turns or contracts.DEFAULT_MAX_MODEL_CALLS_PER_VISIT
+            stop: Stop = "continue"
+            refused = await self._entry_hooks(slug)
+            if refused is not None:
+                stop = self._turn_failure(refused, routes)
+            elif visit_calls >= max_calls:
+                stop = self._turn_failure(
+                    f"budget.maxTurns ({max_calls}) exhausted in state '{slug}'", routes
+                )
+            else:
+                result = await self.call_model(handoff=False)
+                if result is None:
+                    stop = self._turn_failure(self._last_model_failure, routes)
+                else:
+                    visit_calls += 1
+                    s.transcript.append(
+                        Message(
+                            role="assistant",
+                            content=result.content,
+                            tool_calls=result.tool_calls,
+                            state=slug,
+                        )
+                    )
+                    if result.tool_calls:
+                        stop = await self._run_tool_calls(result.tool_calls)
+                        if ctx.state_slug() != slug:
+                            visit_calls = 0
+                    else:
+                        failure, retry = await self._completion_hooks(slug)
+                        if failure is not None:
+                            stop = self._turn_failure(failure, routes)
+                        elif retry:
+                            continue
+                        else:
+                            shortfall = self._returns_shortfall(slug)
+                            if shortfall is not None:
+                                s.rejected = shortfall
+                                s.status = "rejected"
+                                return
+                            s.status = "completed"
+                            return
+
+            if stop == "routed":
+                routes += 1
+                visit_calls = 0
+                continue
+            if stop in ("raised", "parked", "rejected"):
+                return
+
+    async def call_model(self, *, handoff: bool) -> ModelCallResult | None:
+        """One model call as an activity; None (with the reason kept) when it failed for good."""
+        ctx = self._ctx
+        s = ctx.session
+        slug = ctx.state_slug()
+        state = ctx.spec.state(slug)
+        system = "\n\n".join(
+            [
+                prompt.render_system_prompt(ctx.spec, ctx.input.prompt, ctx.input.workflow),
+                prompt.render_state_block(
+                    ctx.spec,
+                    slug,
+                    entry_state=s.entry_state,
+                    follow_up=self._follow_up,
+                    variables=s.variables,
+                    handoff=handoff,
+                    skills={
+                        slug_: description
+                        for slug_, description in ctx.input.prompt.skills.items()
+                        if slug_ in governance.enabled_skills(ctx.spec, slug)
+                    },
+                ),
+            ]
+        )
+        call = ModelCallInput(
+            session_id=ctx.session_id,
+            state=slug,
+            model=state.model or ctx.spec.settings.model,
+            messages=[Message(role="system", content=system), *s.transcript],
+            tools=self.surface(slug),
+            tool_choice="none" if handoff else "auto",
+        )
+        if state.budget.timeout_ms:
+            per_call = timedelta(milliseconds=state.budget.timeout_ms)
+            attempt_timeout, deadline = per_call, per_call
+        else:
+            attempt_timeout = contracts.DEFAULT_MODEL_CALL_TIMEOUT
+            deadline = contracts.DEFAULT_MODEL_CALL_DEADLINE
+        try:
+            result = await contracts.model.complete(
+                call,
+                summary=f"{'handoff' if handoff else 'model'} · {slug}",
+                attempt_timeout=attempt_timeout,
+                deadline=deadline,
+            )
+        except ActivityError as failure:
+            cause = failure.cause
+            detail = str(cause) if cause is not None else str(failure)
+            self._last_model_failure = f"model call failed in state '{slug}': {detail}"
+            return None
+        s.usage = s.usage.plus(result.usage)
+        return result
+
+    def surface(self, slug: str) -> list[ToolSchema]:
+        """What the model is shown in ``slug``: the runtime tools no denial bans, then the
+        workspace tools, ``write_todos``, ``archmax_eval``, ``archmax_run`` (where a skill is
+        enabled), the host's tools and the sub-workflows, as far as the state discloses them."""
+        spec, input = self._ctx.spec, self._ctx.input
+        runtime = [
+            schema
+            for schema in runtime_tools.runtime_tool_schemas(spec.state(slug))
+            if governance.forbidden_outright(spec, slug, schema.name) is None
+        ]
+        scripts = governance.enabled_skills(spec, slug)  # a script lives in a skill bundle
+        candidates = [
+            *workspace_tools.workspace_tool_schemas(),
+            todos.write_todos_schema(),
+            sandbox.archmax_eval_schema(),
+            *([sandbox.archmax_run_schema()] if scripts else []),
+            *input.host_tools,
+            *delegation.tool_schemas(input.delegates),
+        ]
+        shown = set(governance.disclosed_tools(spec, slug, [s.name for s in candidates]))
+        return runtime + [s for s in candidates if s.name in shown]
+
+    # --- tool calls -----------------------------------------------------------------------
+
+    async def _run_tool_calls(self, calls: list[ToolCall]) -> Stop:
+        """Answer every call of one assistant message, in order; then park if one waited."""
+        ctx = self._ctx
+        batch = _Batch(calls)
+        host_tools = [tool.name for tool in ctx.input.host_tools]
+        for position, call in enumerate(calls):
+            arguments, parse_error = _arguments(call)
+            if parse_error is not None:
+                ctx.answer(call, ToolAnswer(parse_error, "error"))
+                continue
+            handler = tools.handler_of(call.name, host_tools)
+            terminal: str | None
+            if handler == "runtime":
+                step = await self._runtime_call(call, arguments, batch)
+                if step.raised:
+                    return "raised"
+                terminal = step.terminal
+            elif handler == "delegation":
+                terminal = (await self._delegation.dispatch(call, arguments)).terminal
+            else:
+                governed, terminal = await self._governed_call(call, arguments)
+                if governed is not None:
+                    ctx.answer(call, governed)
+            if terminal is not None:
+                for later in calls[position + 1 :]:  # every call needs its result
+                    ctx.answer(
+                        later, ToolAnswer(f"Not run: the turn failed ({terminal}).", "error")
+                    )
+                return self._turn_failure(terminal, routes=0)
+        if ctx.session.pending_delegations:  # a child parked: the session parks with it
+            self._delegation.mirror()
+            return "parked"
+        if batch.park is not None:
+            await self._park(batch.park)
+            return "parked"
+        return "continue"
+
+    async def _runtime_call(
+        self, call: ToolCall, arguments: dict[str, Any], batch: _Batch
+    ) -> _Step:
+        """A runtime tool's call, unless a bare denial bans the tool here; ``archmax_note``
+        is never the agent's to call."""
+        ctx = self._ctx
+        if tools.BY_NAME[call.name].reserved:
+            ctx.answer(call, ToolAnswer("archmax_note is reserved for the runtime.", "blocked"))
+            return _Step()
+        banned = governance.forbidden_outright(ctx.spec, ctx.state_slug(), call.name)
+        if banned is not None:
+            ctx.answer(
+                call,
+                ToolAnswer(
+                    f"Blocked by governance ({banned}): {call.name} is forbidden here.",
+                    "blocked",
+                    rule=banned,
+                ),
+            )
+            return _Step()
+        match call.name:
+            case tools.RAISE:
+                answer, raised = runtime_calls.raise_session(
+                    ctx, arguments, alone=len(batch.calls) == 1
+                )
+                ctx.answer(call, answer)
+                return _Step(raised=raised)
+            case tools.ADVANCE:
+                answer, terminal = await runtime_calls.advance(
+                    ctx, self._hooks, arguments, advanced_to=batch.advanced_to
+                )
+                if answer.status == "ok":
+                    batch.advanced_to = ctx.state_slug()
+                ctx.answer(call, answer)
+                return _Step(terminal=terminal)
+            case tools.WAIT:
+                answer, park, failure = runtime_calls.wait(
+                    ctx, arguments, workflow.now(), parking=batch.park is not None
+                )
+                if batch.park is None:
+                    batch.park = park
+                ctx.answer(call, answer)
+                return _Step(terminal=failure)
+            case tools.SET_VARIABLES:
+                answer = runtime_calls.set_variables(ctx, arguments)
+            case tools.GET_VARIABLES:
+                answer = runtime_calls.get_variables(ctx.session.variables, arguments)
+            case _:
+                assert call.name == tools.RESET
+                answer = runtime_calls.reset(ctx, arguments)
+        ctx.answer(call, answer)
+        return _Step()
+
+    async def _governed_call(
+        self, call: ToolCall, arguments: dict[str, Any]
+    ) -> tuple[ToolAnswer | None, str | None]:
+        """Substitute, govern, then run a tool that is no runtime control.
+
+        Every call is decided, disclosed or not. A refusal is answered as blocked with the
+        rule that refused it and the model goes on; an unresolvable guard is terminal (the
+        second value: the turn-failure reason). A tool that fails is an error result the
+        model reads, never a turn failure. No answer (None) for an ``archmax_run`` whose script
+        waits on a parked sub-workflow: the session parks, and the answer comes on resume.
+        """
+        ctx = self._ctx
+        s = ctx.session
+        slug = ctx.state_slug()
+        substituted, problem = governance.substitute_references(arguments, s.variables)
+        if problem is not None:
+            return ToolAnswer(f"{call.name} refused: {problem}", "error"), None
+        verdict = governance.decide(ctx.spec, slug, call.name, substituted, s.variables)
+        if not verdict.allowed:
+            answer = ToolAnswer(
+                f"Blocked by governance ({verdict.rule}): {verdict.reason}",
+                "blocked",
+                rule=verdict.rule,
+            )
+            return answer, (verdict.reason if verdict.terminal else None)
+        mock = matching.find_mock(ctx.input.mocks, call.name, substituted)
+        if mock is not None:
+            return _mocked_answer(mock.result), None
+        handler = tools.handler_of(call.name, [tool.name for tool in ctx.input.host_tools])
+        if handler == "todos":
+            plan, text = todos.write(substituted)
+            if plan is None:
+                return ToolAnswer(text, "error"), None
+            s.todos = plan
+            return ToolAnswer(text), None
+        if handler == "sandbox" and call.name == tools.ARCHMAX_EVAL:
+            return ToolAnswer(*await self._hooks.run_eval(slug, substituted)), None
+        if handler == "sandbox":
+            ran = await self._hooks.run_script(
+                slug, substituted, dispatch=self._script_dispatch(call.id, substituted)
+            )
+            if ran is None:  # a child it dispatched parked: the call is answered on resume
+                return None, None
+            return ToolAnswer(*ran), None
+        if handler == "host":
+            return await self._host_tool(call.name, substituted), None
+        if handler != "workspace":
+            return ToolAnswer(
+                f"Tool '{call.name}' is not registered on this worker.", "error"
+            ), None
+        settings = ctx.spec.settings
+        try:
+            result = await contracts.workspace.run_tool(
+                WorkspaceToolInput(
+                    session_id=ctx.session_id,
+                    tool=call.name,
+                    arguments=substituted,
+                    max_result_chars=settings.max_result_chars or DEFAULT_MAX_RESULT_CHARS,
+                    visible_skills=sorted(governance.enabled_skills(ctx.spec, slug)),
+                ),
+                summary=_tool_summary(call.name, substituted),
+            )
+        except ActivityError as failure:
+            return ToolAnswer(f"{call.name} failed: {failure.cause or failure}", "error"), None
+        return ToolAnswer(result.content, result.status), None
+
+    async def _host_tool(self, name: str, arguments: dict[str, Any]) -> ToolAnswer:
+        """Run a host's Python tool on the worker (one activity, dispatched by name)."""
+        try:
+            result = await contracts.host_tools.run(
+                HostToolCall(session_id=self._ctx.session_id, tool=name, arguments=arguments),
+                summary=f"host tool · {name}",
+            )
+        except ActivityError as failure:
+            return ToolAnswer(f"{name} failed: {failure.cause or failure}", "error")
+        return ToolAnswer(result.content, result.status)
+
+    # --- scripts and their sub-workflow calls ---------------------------------------------
+
+    def _script_dispatch(self, run_call_id: str, arguments: dict[str, Any]) -> ScriptDispatcher:
+        """How the ``archmax_run`` call ``run_call_id`` carries out its script's sub-workflow
+        calls: through the session's dispatcher, parking the session if a child parks."""
+
+        async def dispatch(
+            tool: str, tool_arguments: dict[str, Any], made: ScriptJournal
+        ) -> tuple[str, delegation.Status] | None:
+            script = PendingScript(
+                arguments=arguments, journal=made, tool=tool, tool_arguments=tool_arguments
+            )
+            return await self._delegation.from_script(tool, tool_arguments, script, run_call_id)
+
+        return dispatch
+
+    async def resume_script(
+        self, waiting: PendingDelegation, content: str, status: delegation.Status
+    ) -> tuple[str, delegation.Status] | None:
+        """A script's parked child finished: run the script on from its journal plus the
+        child's answer; its result answers the ``archmax_run`` call (None: it parked again)."""
+        script = waiting.script
+        assert script is not None
+        journal = script.journal.then(
+            journal_entry(script.tool, script.tool_arguments, content, status)
+        )
+        return await self._hooks.run_script(
+            waiting.state,
+            script.arguments,
+            dispatch=self._script_dispatch(waiting.tool_call_id, script.arguments),
+            journal=journal,
+        )
+
+    # --- lifecycle hooks, parks and failures ----------------------------------------------
+
+    async def _entry_hooks(self, slug: str) -> str | None:
+        """The state's before hooks, once per visit not entered by an advance: the turn
+        failure a veto (its reason the turn's reply) or a hook error causes, or None."""
+        s = self._ctx.session
+        if s.before_done:
+            return None
+        s.before_done = True
+        if not self._ctx.spec.state(slug).before:
+            return None
+        entry = await self._hooks.on_entry(slug)
+        if entry.reply is not None:
+            s.transcript.append(Message(role="assistant", content=entry.reply, state=slug))
+        return entry.failure
+
+    async def _completion_hooks(self, slug: str) -> tuple[str | None, bool]:
+        """A terminal state's after hooks at completion: ``(turn failure, call again)``."""
+        state = self._ctx.spec.state(slug)
+        if not (state.is_terminal and state.after):
+            return None, False
+        completion = await self._hooks.at_completion(slug)
+        if completion.note is not None:
+            self._ctx.note("after", completion.note)
+            return None, True
+        return completion.failure, False
+
+    async def _park(self, park: PendingInput) -> None:
+        """Commit the park; spend the handoff call only if the agent said nothing yet."""
+        s = self._ctx.session
+        s.park_counts[park.state] = s.park_counts.get(park.state, 0) + 1
+        if not _agent_spoke_since_last_opening(s.transcript):
+            result = await self.call_model(handoff=True)
+            if result is not None and result.content:
+                s.transcript.append(
+                    Message(role="assistant", content=result.content, state=park.state)
+                )
+        s.pending_input = park
+        s.status = "awaiting_input"
+
+    def _returns_shortfall(self, slug: str) -> str | None:
+        """At a terminal state, the reason the session is short of its trigger's returns."""
+        ctx = self._ctx
+        trigger = ctx.session.trigger
+        if trigger is None or not ctx.spec.state(slug).is_terminal:
+            return None
+        return signatures.missing_returns(
+            trigger,
+            ctx.spec.trigger(trigger),
+            slug,
+            ctx.session.variables,
+            allow_unset=ctx.input.parent is not None,  # the caller is told instead
+        )
+
+    def _turn_failure(self, reason: str, routes: int) -> Stop:
+        """Route a turn failure through ``on_error`` with an [error] note, or reject."""
+        ctx = self._ctx
+        s = ctx.session
+        slug = ctx.state_slug()
+        target = ctx.spec.state(slug).on_error
+        if target is not None and routes < contracts.MAX_ERROR_ROUTES_PER_TURN:
+            ctx.note("error", f"[error] {reason}; routed to '{target}'")
+            s.state = target
+            ctx.new_visit()
+            ctx.trail(target, "on_error", reason)
+            s.pending_input = None
+            return "routed"
+        s.rejected = reason
+        s.status = "rejected"
+        return "rejected"
+
+    # --- records --------------------------------------------------------------------------
+
+    async def persist(self) -> None:
+        """Rewrite the artifacts; a store outage never fails the session (it is logged)."""
+        ctx = self._ctx
+        s = ctx.session
+        try:
+            await contracts.store.persist_turn(
+                PersistTurnInput(
+                    session_id=ctx.session_id,
+                    workflow=ctx.input.workflow,
+                    spec_hash=ctx.input.spec_hash,
+                    spec=ctx.spec,
+                    status=s.status,
+                    state=s.state,
+                    trail=s.trail,
+                    variables=s.variables,
+                    usage=s.usage,
+                    transcript=s.transcript,
+                ),
+                summary=f"artifacts · {s.status}",
+            )
+        except ActivityError as failure:
+            workflow.logger.warning("artifacts not written: %s", failure.cause or failure)
+
+    def publish(self) -> None:
+        """Keep search attributes and the UI's current details in step with the session."""
+        ctx = self._ctx
+        if ctx.input.search_attributes:
+            workflow.upsert_search_attributes(
+                projections.search_attribute_updates(ctx.session, ctx.input)
+            )
+        workflow.set_current_details(
+            projections.current_details(ctx.session, ctx.input, self._delegation.current())
+        )
+
+
+def _mocked_answer(result: Any) -> ToolAnswer:
+    """A mock's answer: its result as text; a mapping with an ``error`` key fails the call."""
+    if isinstance(result, dict) and "error" in result:
+        return ToolAnswer(matching.mock_result_text(result["error"]), "error")
+    return ToolAnswer(matching.mock_result_text(result))
+
+
+def _tool_summary(tool: str, arguments: dict[str, Any]) -> str:
+    """``read_file · scratchpad/notes.md``: what the Temporal UI shows for a tool call."""
+    for key in ("file_path", "path", "pattern"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return f"{tool} · {value[:80]}"
+    return tool
+
+
+def _arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
+    """The call's arguments as a JSON object, or the answer that says why they are not."""
+    try:
+        parsed = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as exc:
+        return {}, f"Arguments of {call.name} are not valid JSON ({exc.msg}). Nothing was done."
+    if not isinstance(parsed, dict):
+        return {}, f"Arguments of {call.name} must be a JSON object. Nothing was done."
+    return parsed, None
+
+
+def _agent_spoke_since_last_opening(transcript: list[Message]) -> bool:
+    """Whether the agent wrote any text since the person's last message (or last delivery)."""
+    for message in reversed(transcript):
+        if message.role == "user" or (
+            message.role == "tool" and message.note in ("event", "opening")
+        ):
+            return False
+        if message.role == "assistant" and message.note is None and (message.content or "").strip():
+            return True
+    return False
+
+
+def _with_variables(seeds: dict[str, Any]) -> str:
+    """`` with variables {...}`` for a note (sorted JSON), or a plain full stop."""
+    if not seeds:
+        return "."
+    return " with variables " + json.dumps(seeds, ensure_ascii=False, default=str, sort_keys=True)
