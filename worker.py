@@ -81,6 +81,8 @@ def build_worker(
     ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
     workspace tools; sessions' own files live in the store under ``store_dir``.
     ``hook_executors`` serve the custom hook kinds a spec declares in ``extensions.hooks``.
+    The worker registers exactly the activities :mod:`workflows.contracts` records (a
+    missing, extra or doubled one is a ``ValueError``).
     """
     from archmax_temporal.workflows import contracts
 
