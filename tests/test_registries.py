@@ -14,7 +14,11 @@ from temporalio.client import Client
 from archmax_temporal import worker
 from archmax_temporal.activities import workspace as workspace_activities
 from archmax_temporal.activities.model import ModelConfig
-from archmax_temporal.activities.session_store import MemorySessionStore, ReadOnlyPathError
+from archmax_temporal.activities.session_store import (
+    FileNotFoundInWorkspaceError,
+    MemorySessionStore,
+    ReadOnlyPathError,
+)
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client.testing import cases
 from archmax_temporal.workflows import (
@@ -28,7 +32,7 @@ from archmax_temporal.workflows import (
     workspace_tools,
     zones,
 )
-from archmax_temporal.workflows.spec import parse_spec
+from archmax_temporal.workflows.spec import StateSpec, parse_spec
 from archmax_temporal.workflows.workspace_tools import FileContent, SeedFilesInput
 
 REPO = Path(__file__).resolve().parents[1]
@@ -61,7 +65,7 @@ def _string_collections(skip: str) -> list[tuple[str, int, set[str]]]:
     return found
 
 
-def _spec(terminal: bool = False):
+def _spec(terminal: bool = False) -> StateSpec:
     """A one- or two-state spec; ``terminal`` stands the session in the terminal state."""
     return parse_spec(
         {
@@ -207,7 +211,7 @@ class TestZones:
         """The workspace activities refuse and hide every runtime-internal area."""
         ws = workspace_activities._Workspace(MemorySessionStore(), REPO, "zones-1", [])
         for area in zones.RUNTIME_INTERNAL:
-            with pytest.raises(workspace_activities.FileNotFoundInWorkspaceError):
+            with pytest.raises(FileNotFoundInWorkspaceError):
                 ws.locate(f"{area}/x")
             assert not ws._visible_top(area)
         for mount in zones.MOUNTS:
