@@ -16,9 +16,13 @@ import socket
 from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, Final
 
+from pydantic import BaseModel
+from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticPayloadConverter
+from temporalio.converter import DataConverter
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
@@ -29,6 +33,7 @@ from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import StoreActivities
 from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.workflows import text
 from archmax_temporal.workflows.session import ArchmaxSession
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=15)
@@ -45,11 +50,36 @@ SERVICE_IDENTITY_PREFIX = "archmax-worker:"
 """Identity prefix of long-lived workers (``archmax worker``, ``archmax dev``)."""
 
 
+class SafeTextPayloadConverter(PydanticPayloadConverter):
+    """Pydantic's payload converter, made total over text: a value holding a lone UTF-16
+    surrogate (which no UTF-8 encoder takes) is written with each one replaced by U+FFFD
+    instead of failing. Without it, one such string from a model, a host tool or a script
+    fails every workflow task that schedules it, forever. The turn engine cleans (and says
+    so to the model) where it can; this is the net under everything else."""
+
+    def to_payloads(self, values: Sequence[Any]) -> list[Payload]:
+        try:
+            return super().to_payloads(values)
+        except Exception as exc:
+            if "surrogate" not in str(exc):
+                raise
+            return super().to_payloads([_without_surrogates(value) for value in values])
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        cleaned, _ = text.clean(value.model_dump(mode="python", round_trip=True))
+        return type(value).model_validate(cleaned)
+    return text.clean(value)[0]
+
+
+DATA_CONVERTER: Final = DataConverter(payload_converter_class=SafeTextPayloadConverter)
+"""The project's one data converter: pydantic models on the wire, total over text."""
+
+
 async def connect(address: str, namespace: str) -> Client:
-    """A client with the project's one data converter (pydantic)."""
-    return await Client.connect(
-        address, namespace=namespace, data_converter=pydantic_data_converter
-    )
+    """A client with the project's one data converter."""
+    return await Client.connect(address, namespace=namespace, data_converter=DATA_CONVERTER)
 
 
 def worker_identity(prefix: str) -> str:

@@ -53,7 +53,6 @@ with workflow.unsafe.imports_passed_through():
     import openai
     from temporalio.client import Client
     from temporalio.client import Interceptor as ClientInterceptor
-    from temporalio.contrib.pydantic import pydantic_data_converter
     from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import (
         ActivityInboundInterceptor,
@@ -73,7 +72,7 @@ with workflow.unsafe.imports_passed_through():
         ScriptedModelServer,
         _Handler,
     )
-    from archmax_temporal.worker import build_worker, workflow_runner
+    from archmax_temporal.worker import DATA_CONVERTER, build_worker, workflow_runner
     from archmax_temporal.workflows import search_attributes as sa
     from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 
@@ -644,7 +643,7 @@ async def run(args: argparse.Namespace) -> str:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_cli()),
         search_attributes=list(sa.ALL),
-        data_converter=pydantic_data_converter,
+        data_converter=DATA_CONVERTER,
         dev_server_log_level="error",
     )
     server = StampedModelServer(playbook).start()
@@ -653,7 +652,7 @@ async def run(args: argparse.Namespace) -> str:
         client = Client(
             env.client.service_client,
             namespace=env.client.namespace,
-            data_converter=pydantic_data_converter,
+            data_converter=DATA_CONVERTER,
             interceptors=[stamps],
         )
         queue = f"bench-{uuid.uuid4().hex[:8]}"

@@ -16,7 +16,6 @@ from typing import Any, TypeAlias
 
 import pytest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.host_tools import as_host_tools
@@ -27,7 +26,7 @@ from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.runtime import Runtime
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
-from archmax_temporal.worker import build_worker
+from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows import search_attributes as sa
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +58,7 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
     environment = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_cli()),
         search_attributes=list(sa.ALL),
-        data_converter=pydantic_data_converter,
+        data_converter=DATA_CONVERTER,
         dev_server_log_level="error",
     )
     try:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from archmax_temporal.client.events import SessionEvent, read_history
+from archmax_temporal.worker import DATA_CONVERTER
 from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
@@ -20,7 +20,7 @@ HISTORIES = Path(__file__).parent / "histories"
 
 def _golden(name: str, **kwargs: int) -> list[SessionEvent]:
     history = WorkflowHistory.from_json(name, (HISTORIES / f"{name}.json").read_text())
-    return read_history(history.events, name, pydantic_data_converter, **kwargs)
+    return read_history(history.events, name, DATA_CONVERTER, **kwargs)
 
 
 def test_a_park_and_delivery_reads_as_turns_states_and_calls() -> None:

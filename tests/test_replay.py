@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.runner import run_tests
-from archmax_temporal.worker import workflow_runner
+from archmax_temporal.worker import DATA_CONVERTER, workflow_runner
 from archmax_temporal.workflows.session import ArchmaxSession
 from tests.conftest import EXAMPLES, Scripted, copy_example, model_config, running_agent
 
@@ -30,7 +29,7 @@ PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"
 def _replayer() -> Replayer:
     return Replayer(
         workflows=[ArchmaxSession],
-        data_converter=pydantic_data_converter,
+        data_converter=DATA_CONVERTER,
         workflow_runner=workflow_runner(),
     )
 

@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Replayer
 
 from archmax_temporal.client.host import Agent
-from archmax_temporal.worker import workflow_runner
+from archmax_temporal.worker import DATA_CONVERTER, workflow_runner
 from archmax_temporal.workflows.errors import SessionAwaitingSubWorkflowError
 from archmax_temporal.workflows.models import (
     Message,
@@ -347,7 +346,7 @@ async def test_a_child_reads_a_file_argument_and_returns_a_file(
     assert EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED in types
     replayer = Replayer(
         workflows=[ArchmaxSession],
-        data_converter=pydantic_data_converter,
+        data_converter=DATA_CONVERTER,
         workflow_runner=workflow_runner(),
     )
     for recorded in (history, child_history):

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from temporalio.api.enums.v1 import EventType
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.devserver import find_test_server
+from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows.models import PendingInput
 from tests.conftest import Scripted, running_agent, write_workflow
 
@@ -64,7 +64,7 @@ PLAYBOOK = {
 async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(find_test_server()),
-        data_converter=pydantic_data_converter,
+        data_converter=DATA_CONVERTER,
     )
     try:
         yield env

@@ -29,6 +29,12 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.spec import WorkflowSpec
     from archmax_temporal.workflows.tools import NOTE
 
+CLEANED_ARGUMENTS = (
+    "[runtime] Your arguments held invalid Unicode (lone surrogates); each was replaced by "
+    "U+FFFD before the call ran.\n"
+)
+"""What a tool answer starts with when the call's arguments had to be cleaned."""
+
 ToolStatus = Literal["ok", "error", "blocked"]
 """How a tool call ended, as the model reads it."""
 
@@ -53,6 +59,9 @@ class SessionContext:
         """The spec the session runs under (a turn runs under the spec it began with)."""
         self.session: SessionState = input.carried or SessionState(status="completed")
         """The durable session: status, position, variables, transcript, trail, parks."""
+        self.cleaned_calls: set[str] = set()
+        """Tool calls whose arguments held invalid Unicode (replaced before they ran): their
+        answers say so, so the model knows what it sent is not what ran."""
 
     @property
     def session_id(self) -> str:
@@ -100,12 +109,16 @@ class SessionContext:
 
     def answer(self, call: ToolCall, answer: ToolAnswer) -> None:
         """Append the answer to ``call`` to the transcript, in the current state."""
+        content = answer.content
+        if call.id in self.cleaned_calls:
+            self.cleaned_calls.discard(call.id)
+            content = CLEANED_ARGUMENTS + content
         self.session.transcript.append(
             Message(
                 role="tool",
                 tool_call_id=call.id,
                 name=call.name,
-                content=answer.content,
+                content=content,
                 status=answer.status,
                 rule=answer.rule,
                 state=self.session.state,

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         runtime_tools,
         sandbox,
         signatures,
+        text,
         todos,
         tools,
         variables,
@@ -388,10 +389,12 @@ class TurnEngine:
         batch = _Batch(calls)
         host_tools = [tool.name for tool in ctx.input.host_tools]
         for position, call in enumerate(calls):
-            arguments, parse_error = _arguments(call)
+            arguments, parse_error, cleaned = _arguments(call)
             if parse_error is not None:
                 ctx.answer(call, ToolAnswer(parse_error, "error"))
                 continue
+            if cleaned:
+                ctx.cleaned_calls.add(call.id)
             handler = tools.handler_of(call.name, host_tools)
             terminal: str | None
             if handler == "runtime":
@@ -706,15 +709,23 @@ def _tool_summary(tool: str, arguments: dict[str, Any]) -> str:
     return tool
 
 
-def _arguments(call: ToolCall) -> tuple[dict[str, Any], str | None]:
-    """The call's arguments as a JSON object, or the answer that says why they are not."""
+def _arguments(call: ToolCall) -> tuple[dict[str, Any], str | None, bool]:
+    """The call's arguments as a JSON object with every string valid UTF-8, or the answer
+    that says why they are not an object; the third value says whether a lone surrogate
+    (``"\\ud800"`` is valid JSON) had to be replaced."""
     try:
         parsed = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as exc:
-        return {}, f"Arguments of {call.name} are not valid JSON ({exc.msg}). Nothing was done."
+    except (json.JSONDecodeError, RecursionError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+        return (
+            {},
+            f"Arguments of {call.name} are not valid JSON ({reason}). Nothing was done.",
+            False,
+        )
     if not isinstance(parsed, dict):
-        return {}, f"Arguments of {call.name} must be a JSON object. Nothing was done."
-    return parsed, None
+        return {}, f"Arguments of {call.name} must be a JSON object. Nothing was done.", False
+    cleaned, altered = text.clean(parsed)
+    return cleaned, None, altered
 
 
 def _agent_spoke_since_last_opening(transcript: list[Message]) -> bool:

@@ -333,10 +333,12 @@ class When(_Strict):
 
 
 class ScriptedToolCall(_Strict):
-    """One tool call of a reply; string leaves of ``arguments`` are templated."""
+    """One tool call of a reply; string leaves of ``arguments`` are templated. ``raw_arguments``
+    is sent verbatim instead (malformed JSON, escapes a model may emit)."""
 
     name: str = Field(min_length=1)
     arguments: dict[str, Any] = Field(default_factory=dict)
+    raw_arguments: str | None = None
 
 
 class Reply(_Strict):
@@ -530,7 +532,12 @@ def _render_reply(
 ) -> tuple[str | None, list[tuple[str, str]]]:
     content = None if reply.content is None else fill_template(reply.content, groups)
     calls = [
-        (call.name, json.dumps(_fill_json(call.arguments, groups), ensure_ascii=False))
+        (
+            call.name,
+            call.raw_arguments
+            if call.raw_arguments is not None
+            else json.dumps(_fill_json(call.arguments, groups), ensure_ascii=False),
+        )
         for call in reply.tool_calls
     ]
     if view.handoff and calls:
