@@ -19,6 +19,7 @@ of the ``ApplicationError`` they travel as (:meth:`WorkspaceError.to_application
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
 from dataclasses import dataclass
@@ -171,6 +172,33 @@ class SessionStore(Protocol):
         ...
 
 
+UPLOADS = "_uploads"
+"""The store's area for files a host hands a session by reference (``<root>/_uploads/<sha>``),
+content-addressed: the firing carries the digest, never the bytes."""
+
+
+def write_upload(store: SessionStore, data: bytes) -> str:
+    """Put ``data`` where the workers will find it; returns its SHA-256 (the reference)."""
+    put = getattr(store, "write_upload", None)
+    if put is None:
+        raise StoreCapabilityError("this session store takes no uploads (files by reference)", "")
+    digest: str = put(data)
+    return digest
+
+
+def read_upload(store: SessionStore, digest: str) -> bytes:
+    """The bytes a host uploaded under ``digest``, checked against it."""
+    get = getattr(store, "read_upload", None)
+    if get is None:
+        raise StoreCapabilityError("this session store takes no uploads (files by reference)", "")
+    if not (len(digest) == 64 and all(c in "0123456789abcdef" for c in digest)):
+        raise WorkspaceError(f"{digest[:80]!r} is no upload reference", "")
+    data: bytes = get(digest)
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise WorkspaceError(f"upload {digest[:12]}… does not match its digest", "")
+    return data
+
+
 def delete_file(store: SessionStore, session_id: str, path: str) -> None:
     """Remove one file through ``store``'s optional ``delete``; a store without it refuses
     with :class:`StoreCapabilityError` (deleting is not part of the minimal protocol)."""
@@ -295,6 +323,26 @@ class FilesystemSessionStore:
                     found.append(full.relative_to(target).as_posix())
         return sorted(found)
 
+    def write_upload(self, data: bytes) -> str:
+        """Store ``data`` under ``_uploads/<sha256>`` (once); the digest is the reference."""
+        digest = hashlib.sha256(data).hexdigest()
+        target = self._root / UPLOADS / digest
+        if not target.is_file():
+            atomic_write(target, data)
+        return digest
+
+    def read_upload(self, digest: str) -> bytes:
+        """The uploaded bytes, or :class:`FileNotFoundInWorkspaceError` (a host and a worker
+        that do not share the store)."""
+        try:
+            return (self._root / UPLOADS / digest).read_bytes()
+        except FileNotFoundError:
+            raise FileNotFoundInWorkspaceError(
+                f"upload {digest[:12]}… is not in the session store: the host and the workers "
+                "must share the store (ARCHMAX_STORE)",
+                "",
+            ) from None
+
 
 # --- memory -------------------------------------------------------------------------------
 
@@ -307,6 +355,18 @@ class MemorySessionStore:
 
     def __init__(self) -> None:
         self._files: dict[str, dict[str, bytes]] = {}
+        self._uploads: dict[str, bytes] = {}
+
+    def write_upload(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        self._uploads[digest] = bytes(data)
+        return digest
+
+    def read_upload(self, digest: str) -> bytes:
+        try:
+            return self._uploads[digest]
+        except KeyError:
+            raise FileNotFoundInWorkspaceError(f"upload {digest[:12]}… is not stored", "") from None
 
     def _session(self, session_id: str) -> dict[str, bytes]:
         return self._files.setdefault(check_session_id(session_id), {})
@@ -401,6 +461,12 @@ class TextOnlyStore:
 
     def __init__(self, inner: SessionStore) -> None:
         self._inner = inner
+
+    def write_upload(self, data: bytes) -> str:
+        return write_upload(self._inner, data)
+
+    def read_upload(self, digest: str) -> bytes:
+        return read_upload(self._inner, digest)
 
     def read_bytes(self, session_id: str, path: str) -> bytes:
         return self._inner.read_bytes(session_id, path)

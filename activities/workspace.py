@@ -45,6 +45,7 @@ from archmax_temporal.activities.session_store import (
     WorkspaceError,
     delete_file,
     is_text,
+    read_upload,
 )
 from archmax_temporal.workflows.contracts.workspace import (
     COPY_FILE_ACTIVITY,
@@ -747,7 +748,11 @@ class WorkspaceActivities:
         decoded: list[tuple[str, str, bytes]] = []
         for var, file in placement.files.items():
             name = sanitize_name(file.name)
-            data = _decode_content(file, f"file '{var}' ({file.name})")
+            data = (
+                read_upload(self._store, file.ref)
+                if file.ref is not None
+                else _decode_content(file, f"file '{var}' ({file.name})")
+            )
             if not self._store.supports_bytes and not is_text(data):
                 raise StoreCapabilityError(
                     f"cannot place file '{var}' at '{ATTACHMENTS}/{name}': it is not text and "

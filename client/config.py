@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from archmax_temporal.workflows.errors import ConfigurationError
+from archmax_temporal.workflows.limits import Limits
 
 DEFAULT_ADDRESS = "localhost:7233"
 DEFAULT_NAMESPACE = "default"
@@ -30,6 +33,8 @@ class RuntimeConfig:
     search_attributes: bool = True
     """Whether sessions publish the Archmax* search attributes (ARCHMAX_SEARCH_ATTRIBUTES=0
     for a namespace that has not registered them)."""
+    limits: Limits = field(default_factory=Limits)
+    """How big a firing may be (``ARCHMAX_MAX_*_BYTES``); new sessions start with these."""
 
     @classmethod
     def from_env(
@@ -39,7 +44,12 @@ class RuntimeConfig:
         env = os.environ if env is None else env
         resolved_root = Path(root or env.get("ARCHMAX_ROOT") or Path.cwd()).resolve()
         store = env.get("ARCHMAX_STORE")
+        try:
+            limits = Limits.from_env(env)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         return cls(
+            limits=limits,
             root=resolved_root,
             store=Path(store).resolve() if store else resolved_root / "sessions",
             address=env.get("TEMPORAL_ADDRESS") or DEFAULT_ADDRESS,

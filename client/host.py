@@ -31,6 +31,11 @@ from temporalio.service import RPCError
 from archmax_temporal.activities.hook_executors import HookExecutor, check_executors
 from archmax_temporal.activities.host_tools import HostTool, as_host_tools
 from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.activities.session_store import (
+    FilesystemSessionStore,
+    SessionStore,
+    write_upload,
+)
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import (
     EventCallback,
@@ -52,12 +57,20 @@ from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import WORKFLOW_NAME
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
+    PayloadTooLargeError,
     SessionNotFoundError,
     SessionNotResumableError,
     SessionUnavailableError,
     WorkflowDisabledError,
 )
+from archmax_temporal.workflows.firing import (
+    check_decision_size,
+    check_delivery_size,
+    check_reply_size,
+    check_send_size,
+)
 from archmax_temporal.workflows.identity import check_session_id
+from archmax_temporal.workflows.limits import INLINE_FILE_BYTES
 from archmax_temporal.workflows.models import (
     DecideInput,
     DelegateSpec,
@@ -96,10 +109,14 @@ def _encoded(content: str | bytes) -> tuple[str, Literal["utf-8", "base64"]]:
     return base64.b64encode(content).decode("ascii"), "base64"
 
 
-def file_upload(name: str, content: str | bytes) -> FileUpload:
-    """A file for ``send(files=...)``."""
+def file_upload(name: str, content: str | bytes, store: SessionStore | None = None) -> FileUpload:
+    """A file for ``send(files=...)``: inline when small, else written to ``store``'s uploads
+    and carried by its digest (a large file never travels in a history)."""
+    data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+    if store is not None and len(data) > INLINE_FILE_BYTES:
+        return FileUpload(name=name, ref=write_upload(store, data), size=len(data))
     text, encoding = _encoded(content)
-    return FileUpload(name=name, content=text, encoding=encoding)
+    return FileUpload(name=name, content=text, encoding=encoding, size=len(data))
 
 
 def mint_session_id() -> str:
@@ -216,14 +233,24 @@ class WorkflowSurface:
             hook_sources=loaded.hook_sources,
             delegates=agent.delegates,
         )
+        limits = agent.config.limits
+        for var, (name, content) in (files or {}).items():
+            size = len(content.encode("utf-8") if isinstance(content, str) else content)
+            if size > limits.file_bytes:
+                raise PayloadTooLargeError(
+                    f"file {var!r} ({name}) is {size} bytes; the limit is {limits.file_bytes}"
+                )
+        store = FilesystemSessionStore(agent.config.store) if files else None
         firing = SendInput(
             message=message,
             trigger=trigger,
             variables=seeds,
             files={
-                var: file_upload(name, content) for var, (name, content) in (files or {}).items()
+                var: file_upload(name, content, store)
+                for var, (name, content) in (files or {}).items()
             },
         )
+        check_send_size(limits, firing)
         key = idempotency_key or new_key()
 
         def start() -> Awaitable[WorkflowUpdateHandle[Outcome]]:
@@ -289,6 +316,7 @@ class WorkflowSurface:
     ) -> Outcome:
         """Resume a session parked by ``archmax_wait``; returns the resumed turn's Outcome."""
         delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
+        check_delivery_size(self._agent.config.limits, delivery)
         return await self._update(session_id, "deliver", delivery, on_event, idempotency_key)
 
     async def _update(
@@ -328,6 +356,7 @@ class WorkflowSurface:
     ) -> Outcome:
         """Resume a session parked at a human state along the edge ``to``, as the reviewer."""
         decision = DecideInput(to=to, comment=comment)
+        check_decision_size(self._agent.config.limits, decision)
         return await self._update(session_id, "decide", decision, on_event, idempotency_key)
 
     async def reply(
@@ -339,6 +368,7 @@ class WorkflowSurface:
         idempotency_key: str | None = None,
     ) -> Outcome:
         """Send a message to a session parked at a human state; it answers and stays parked."""
+        check_reply_size(self._agent.config.limits, message)
         return await self._update(
             session_id, "reply", ReplyInput(message=message), on_event, idempotency_key
         )

@@ -343,7 +343,8 @@ async def test_streaming_yields_the_same_answer() -> None:
         ),
         (
             "rules: [{reply: {tool_calls: [{nme: t}]}}]",
-            "rules[0].reply.tool_calls[0].nme: unknown key (allowed: name, arguments, raw_arguments)",
+            "rules[0].reply.tool_calls[0].nme: unknown key "
+            "(allowed: name, arguments, raw_arguments)",
         ),
         (
             "rules: [{reply: {content: x}, error: {status: 500}}]",

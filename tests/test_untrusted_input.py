@@ -10,9 +10,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.workflows.context import CLEANED_ARGUMENTS
+from archmax_temporal.workflows.errors import PayloadTooLargeError
+from archmax_temporal.workflows.limits import Limits
+from archmax_temporal.workflows.models import DeliverInput
 from archmax_temporal.workflows.text import REPLACEMENT
 from tests.conftest import Scripted, running_agent, write_workflow
 
@@ -106,3 +110,114 @@ class TestLoneSurrogates:
         assert outcome.kind == "completed"
         assert outcome.reply == f"answer {REPLACEMENT} here"
         assert len(server.requests) == 1
+
+
+ASK = """
+title: Ask
+instructions: Ask, then answer.
+states:
+  ask:
+    triggers: { manual: {} }
+    instructions: Ask for the document, wait, then finish.
+    tools:
+      allow: [read_file]
+"""
+
+
+def _parks_then_answers() -> str:
+    return _book(
+        {
+            "when": {"last_user": "start"},
+            "times": 1,
+            "reply": {
+                "content": "Send it please.",
+                "tool_calls": [{"name": "archmax_wait", "arguments": {"reason": "the document"}}],
+            },
+        },
+        default="Thanks.",
+    )
+
+
+@pytest.fixture
+def ask_root(tmp_path: Path) -> Path:
+    write_workflow(tmp_path, "ask", ASK)
+    return tmp_path
+
+
+async def _largest_event(client: Client, session_id: str) -> int:
+    history = await client.get_workflow_handle(session_id).fetch_history()
+    return max(event.ByteSize() for event in history.events)
+
+
+class TestBoundedFirings:
+    async def test_a_huge_delivered_variable_is_refused_and_the_session_stays_parked(
+        self, client: Client, task_queue: str, scripted: Scripted, ask_root: Path
+    ) -> None:
+        """1.5 MB in one variable is PayloadTooLargeError naming it, its size and the limit,
+        from the host before Temporal sees it and from the validator for any other caller;
+        the session stays parked, its history unchanged, and a normal delivery then works."""
+        server = scripted(_parks_then_answers())
+        sid = _sid()
+        huge = "x" * 1_500_000
+        async with running_agent(client, task_queue, ask_root, "ask", server) as agent:
+            parked = await agent.workflow.send(sid, "start")
+            assert parked.kind == "parked"
+            before = len((await agent.handle(sid).fetch_history()).events)
+            with pytest.raises(PayloadTooLargeError) as host_side:
+                await agent.workflow.deliver(sid, trigger="doc", variables={"body": huge})
+            assert "variable 'body'" in str(host_side.value)
+            assert "the limit is 64.0 KiB" in str(host_side.value)
+            raw = client.get_workflow_handle(sid)
+            with pytest.raises(WorkflowUpdateFailedError) as validator:
+                await raw.execute_update(
+                    "deliver", DeliverInput(trigger="doc", variables={"body": "y" * 200_000})
+                )
+            cause = validator.value.cause
+            assert isinstance(cause, ApplicationError) and cause.type == "PayloadTooLargeError"
+            assert len((await agent.handle(sid).fetch_history()).events) == before
+            done = await agent.workflow.deliver(
+                sid, trigger="doc", variables={"body": "z" * 60_000}
+            )
+        assert done.kind == "completed"
+        assert await _largest_event(client, sid) < 256 * 1024
+
+    async def test_a_large_value_is_previewed_in_the_event_note(
+        self, client: Client, task_queue: str, scripted: Scripted, ask_root: Path
+    ) -> None:
+        """The ``[event]`` note copies a preview of a large variable, never the value."""
+        server = scripted(_parks_then_answers())
+        sid = _sid()
+        async with running_agent(client, task_queue, ask_root, "ask", server) as agent:
+            await agent.workflow.send(sid, "start")
+            await agent.workflow.deliver(sid, trigger="doc", variables={"body": "q" * 60_000})
+            view = await agent.sessions.view(sid)
+        (note,) = [m for m in view.transcript if m.role == "tool" and m.note == "event"]
+        assert len(note.content or "") < 1_000
+        assert "chars)" in (note.content or "")
+        assert view.summary.variables["body"].value == "q" * 60_000
+
+    async def test_a_fifty_megabyte_attachment_travels_by_reference(
+        self, client: Client, task_queue: str, scripted: Scripted, notes_root: Path
+    ) -> None:
+        """A 50 MB file is placed byte for byte; no event of the history is near its size."""
+        server = scripted(_book())
+        sid = _sid()
+        data = bytes(range(256)) * (50 * 1024 * 1024 // 256)
+        async with running_agent(client, task_queue, notes_root, "notes", server) as agent:
+            outcome = await agent.workflow.send(
+                sid, "file this", files={"scan": ("scan.bin", data)}
+            )
+        assert outcome.kind == "completed"
+        placed = notes_root / "sessions" / sid / "scratchpad" / "attachments" / "scan.bin"
+        assert placed.read_bytes() == data
+        assert outcome.variables["scan"].value == "scratchpad/attachments/scan.bin"
+        assert await _largest_event(client, sid) < 64 * 1024
+
+    def test_limits_come_from_the_environment_and_refuse_nonsense(self) -> None:
+        """Each limit has its variable; a value Temporal could never carry is refused."""
+        limits = Limits.from_env({"ARCHMAX_MAX_VARIABLE_BYTES": "1000"})
+        assert limits.variable_bytes == 1000
+        with pytest.raises(ValueError, match="ARCHMAX_MAX_FIRING_BYTES"):
+            Limits.from_env({"ARCHMAX_MAX_FIRING_BYTES": "5000000"})
+        with pytest.raises(ValueError, match="ARCHMAX_MAX_MESSAGE_BYTES"):
+            Limits.from_env({"ARCHMAX_MAX_MESSAGE_BYTES": "lots"})

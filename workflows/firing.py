@@ -20,19 +20,21 @@ errors of :mod:`workflows.errors` as ``ApplicationError`` s. Pure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.workflows import signatures, variables
+from archmax_temporal.workflows import limits, signatures, variables
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     EmptyMessageError,
     InvalidDecisionTargetError,
     InvalidVariableNameError,
     MissingDeliveryTriggerError,
+    PayloadTooLargeError,
     SessionAwaitingSubWorkflowError,
     SessionNotAwaitingInputError,
     SessionNotParkedError,
@@ -41,6 +43,7 @@ from archmax_temporal.workflows.errors import (
     UnknownTriggerError,
     WorkflowDisabledError,
 )
+from archmax_temporal.workflows.limits import Limits
 from archmax_temporal.workflows.models import (
     DecideInput,
     DeliverInput,
@@ -133,6 +136,8 @@ class Admission:
     """A firing is queued or being served."""
     waiting: PendingDelegation | None
     """The sub-workflow call the session waits on, if any."""
+    limits: Limits = field(default_factory=Limits)
+    """How big a firing may be."""
 
 
 def wire(error: ArchmaxError) -> ApplicationError:
@@ -145,6 +150,7 @@ def check_send(view: Admission, firing: SendInput) -> None:
     session, at a human state without a reply, on a disabled workflow, under an undeclared
     trigger, or short of the trigger's inputs."""
     _refuse_while_waiting(view)
+    _wired(check_send_size, view.limits, firing)
     if view.busy or view.status == "running":
         raise wire(
             SessionNotResumableError(
@@ -184,6 +190,7 @@ def check_send(view: Admission, firing: SendInput) -> None:
 def check_delivery(view: Admission, delivery: DeliverInput) -> None:
     """A delivery: only into a session parked awaiting input, with a trigger, good names."""
     _refuse_while_waiting(view)
+    _wired(check_delivery_size, view.limits, delivery)
     if view.busy or view.status != "awaiting_input":
         raise wire(
             SessionNotAwaitingInputError(
@@ -212,6 +219,7 @@ def check_human_park(view: Admission) -> PendingDecision:
 
 def check_decision(view: Admission, decision: DecideInput) -> None:
     """A decision: one of the parked human state's edges."""
+    _wired(check_decision_size, view.limits, decision)
     pending = check_human_park(view)
     targets = [edge.to for edge in pending.transitions]
     if decision.to not in targets:
@@ -225,9 +233,55 @@ def check_decision(view: Admission, decision: DecideInput) -> None:
 
 def check_reply(view: Admission, message: str) -> None:
     """A reply: a non-empty message to a session parked at a human state."""
+    _wired(check_reply_size, view.limits, message)
     check_human_park(view)
     if not message or not message.strip():
         raise wire(EmptyMessageError("a reply needs a non-empty message"))
+
+
+def check_send_size(bounds: Limits, firing: SendInput) -> None:
+    """A send within its limits, or :class:`PayloadTooLargeError` (the host checks the same
+    before it sends, so an oversized firing never reaches Temporal)."""
+    limits.check(
+        bounds,
+        message=firing.message,
+        variables=firing.variables,
+        files={
+            var: (
+                f.size if f.ref is not None and f.size is not None else len(f.content),
+                len(f.content),
+            )
+            for var, f in firing.files.items()
+        },
+        extra={"the trigger id": firing.trigger},
+    )
+
+
+def check_delivery_size(bounds: Limits, delivery: DeliverInput) -> None:
+    """A delivery within its limits, or :class:`PayloadTooLargeError`."""
+    limits.check(
+        bounds,
+        message=delivery.message,
+        variables=delivery.variables,
+        extra={"the trigger id": delivery.trigger or ""},
+    )
+
+
+def check_decision_size(bounds: Limits, decision: DecideInput) -> None:
+    """A decision within its limits, or :class:`PayloadTooLargeError`."""
+    limits.check(bounds, extra={"the comment": decision.comment or "", "`to`": decision.to})
+
+
+def check_reply_size(bounds: Limits, message: str) -> None:
+    """A reply within its limits, or :class:`PayloadTooLargeError`."""
+    limits.check(bounds, message=message)
+
+
+def _wired(check: Callable[[Limits, Any], None], bounds: Limits, firing: Any) -> None:
+    try:
+        check(bounds, firing)
+    except PayloadTooLargeError as refusal:
+        raise wire(refusal) from None
 
 
 def check_names(seeds: dict[str, Any]) -> None:

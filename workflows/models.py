@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from archmax_temporal.workflows.limits import Limits
 from archmax_temporal.workflows.spec import WorkflowSpec
 
 SessionStatus = Literal[
@@ -346,14 +347,21 @@ class SessionInput(_Model):
     """The callers' workflow slugs, outermost first (cycle and depth checks)."""
     initial: SendInput | None = None
     """A firing the session runs as soon as it starts (a child's ``manual`` arrival)."""
+    limits: Limits = Field(default_factory=Limits)
+    """How big a firing may be (:mod:`workflows.limits`), fixed when the session starts."""
 
 
 class FileUpload(_Model):
-    """A file a host hands a session: its name and content (text, or base64 for bytes)."""
+    """A file a host hands a session: its name and either its content inline (text, or
+    base64 for bytes; small files) or ``ref``, the SHA-256 of bytes the host wrote to the
+    session store's uploads (large files never travel in a history)."""
 
     name: str
-    content: str
+    content: str = ""
     encoding: Literal["utf-8", "base64"] = "utf-8"
+    ref: str | None = None
+    size: int | None = None
+    """The file's size in bytes (set with ``ref``)."""
 
 
 class SendInput(_Model):

@@ -296,6 +296,7 @@ class ArchmaxSession:
             pending_decision=s.pending_decision,
             busy=self._busy,
             waiting=self._delegation.current(),
+            limits=self._ctx.input.limits,
         )
 
     def _next_key(self) -> str:

@@ -169,7 +169,9 @@ class TurnEngine:
                 FilePlacementInput(
                     session_id=self._ctx.session_id,
                     files={
-                        var: PlacedFile(name=f.name, content=f.content, encoding=f.encoding)
+                        var: PlacedFile(
+                            name=f.name, content=f.content, encoding=f.encoding, ref=f.ref
+                        )
                         for var, f in firing.files.items()
                     },
                 ),
@@ -740,8 +742,24 @@ def _agent_spoke_since_last_opening(transcript: list[Message]) -> bool:
     return False
 
 
+NOTE_VALUE_CHARS = 200
+"""How much of each variable's value an ``[event]`` or ``[opening]`` note copies: the whole
+value is in the session's variables (``archmax_get_variables``); a note never copies a large
+one verbatim."""
+
+
 def _with_variables(seeds: dict[str, Any]) -> str:
-    """`` with variables {...}`` for a note (sorted JSON), or a plain full stop."""
+    """`` with variables {...}`` for a note (sorted, each value previewed), or a full stop."""
     if not seeds:
         return "."
-    return " with variables " + json.dumps(seeds, ensure_ascii=False, default=str, sort_keys=True)
+    shown = {
+        name: value
+        if text.preview(value, NOTE_VALUE_CHARS) == _json(value)
+        else text.preview(value, NOTE_VALUE_CHARS)
+        for name, value in seeds.items()
+    }
+    return " with variables " + json.dumps(shown, ensure_ascii=False, default=str, sort_keys=True)
+
+
+def _json(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)

@@ -113,10 +113,12 @@ class WorkspaceToolResult(_Model):
 
 
 class FileContent(_Model):
-    """A file's content as it crosses the wire: text, or base64 for bytes."""
+    """A file's content as it crosses the wire: text, or base64 for bytes; or ``ref``, the
+    SHA-256 of bytes a host uploaded to the session store (a large file)."""
 
-    content: str
+    content: str = ""
     encoding: Literal["utf-8", "base64"] = "utf-8"
+    ref: str | None = None
 
 
 class PlacedFile(FileContent):

@@ -1,0 +1,141 @@
+"""How big a firing may be, checked before it is accepted.
+
+Everything a firing carries ends up in the workflow's history (the update's payload, then the
+transcript and the activity inputs that carry it), and Temporal refuses any payload over
+2 MB, failing every workflow task that would write one. So a firing is bounded *before* its
+update is accepted: over a limit, the validator refuses it with
+:class:`~workflows.errors.PayloadTooLargeError` naming the field, its size and the limit, and
+nothing is written. Files are different: they travel by reference through the session store
+(the host writes the bytes, the firing carries their digest), so only their own limit applies.
+
+The defaults, and why:
+
+- a message: 128 KiB (a long email thread in plain text);
+- one variable: 64 KiB of JSON (an identifier, a payload excerpt; bulk data belongs in a file);
+- a whole firing (message and variables, and any inline file content): 256 KiB, Temporal's
+  own warning threshold, leaving the rest of its 2 MB for the session's records;
+- one file: 64 MiB, by reference.
+
+Hosts set them with ``ARCHMAX_MAX_MESSAGE_BYTES``, ``ARCHMAX_MAX_VARIABLE_BYTES``,
+``ARCHMAX_MAX_FIRING_BYTES`` and ``ARCHMAX_MAX_FILE_BYTES``; a session keeps the limits it was
+started with (they travel in its input), so its validators never change under it. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from archmax_temporal.workflows.errors import PayloadTooLargeError
+
+KIB: Final = 1024
+MIB: Final = 1024 * KIB
+
+HARD_CEILING: Final = 1536 * KIB
+"""No configured firing limit may exceed this: Temporal's payload limit is 2 MB."""
+
+INLINE_FILE_BYTES: Final = 32 * KIB
+"""A file up to this size may travel inline in its firing; a larger one goes by reference."""
+
+
+class Limits(BaseModel):
+    """The bounds a session's firings are held to (carried in its input)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    message_bytes: int = Field(default=128 * KIB, gt=0)
+    variable_bytes: int = Field(default=64 * KIB, gt=0)
+    firing_bytes: int = Field(default=256 * KIB, gt=0)
+    file_bytes: int = Field(default=64 * MIB, gt=0)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Limits:
+        """The limits the environment sets; an unusable value raises ``ValueError`` naming
+        the variable (the firing ones are capped below Temporal's 2 MB)."""
+        values: dict[str, int] = {}
+        for field, name in ENV_NAMES.items():
+            raw = env.get(name)
+            if not raw:
+                continue
+            try:
+                number = int(raw)
+            except ValueError:
+                raise ValueError(f"{name} must be a number of bytes, not {raw!r}") from None
+            if number <= 0:
+                raise ValueError(f"{name} must be positive, not {number}")
+            if field != "file_bytes" and number > HARD_CEILING:
+                raise ValueError(
+                    f"{name} must be at most {HARD_CEILING} (Temporal's payload limit is 2 MB)"
+                )
+            values[field] = number
+        return cls(**values)
+
+
+ENV_NAMES: Final = {
+    "message_bytes": "ARCHMAX_MAX_MESSAGE_BYTES",
+    "variable_bytes": "ARCHMAX_MAX_VARIABLE_BYTES",
+    "firing_bytes": "ARCHMAX_MAX_FIRING_BYTES",
+    "file_bytes": "ARCHMAX_MAX_FILE_BYTES",
+}
+"""Each limit's environment variable."""
+
+
+def size_of(value: Any) -> int:
+    """The UTF-8 size of ``value``'s JSON (a string's own bytes)."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+
+
+def _refuse(field: str, size: int, limit: int) -> PayloadTooLargeError:
+    return PayloadTooLargeError(
+        f"{field} is {_human(size)} ({size} bytes); the limit is {_human(limit)} ({limit} bytes)"
+    )
+
+
+def _human(size: int) -> str:
+    if size >= MIB:
+        return f"{size / MIB:.1f} MiB"
+    if size >= KIB:
+        return f"{size / KIB:.1f} KiB"
+    return f"{size} B"
+
+
+def check(
+    limits: Limits,
+    *,
+    message: str | None = None,
+    variables: Mapping[str, Any] | None = None,
+    files: Mapping[str, tuple[int, int]] | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Raise :class:`PayloadTooLargeError` for the first part of a firing over its limit.
+
+    ``files`` maps a variable to (its size, the bytes it puts inline in the firing);
+    ``extra`` holds other fields that count toward the firing (a decision's comment).
+    """
+    total = 0
+    if message is not None:
+        size = size_of(message)
+        if size > limits.message_bytes:
+            raise _refuse("the message", size, limits.message_bytes)
+        total += size
+    for name, value in (variables or {}).items():
+        size = size_of(value)
+        if size > limits.variable_bytes:
+            raise _refuse(f"variable {name!r}", size, limits.variable_bytes)
+        total += size + len(name)
+    for name, (size, inline) in (files or {}).items():
+        if size > limits.file_bytes:
+            raise _refuse(f"file {name!r}", size, limits.file_bytes)
+        total += inline
+    for name, value in (extra or {}).items():
+        size = size_of(value)
+        if size > limits.message_bytes:
+            raise _refuse(name, size, limits.message_bytes)
+        total += size
+    if total > limits.firing_bytes:
+        raise _refuse("the firing", total, limits.firing_bytes)
