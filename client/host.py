@@ -21,12 +21,14 @@ from typing import Any, Literal
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateHandle,
     WorkflowUpdateStage,
 )
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
-from temporalio.service import RPCError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.activities.hook_executors import HookExecutor, check_executors
 from archmax_temporal.activities.host_tools import HostTool, as_host_tools
@@ -62,11 +64,14 @@ from archmax_temporal.workflows.errors import (
     SessionNotResumableError,
     SessionUnavailableError,
     WorkflowDisabledError,
+    error_from_type,
 )
 from archmax_temporal.workflows.firing import (
+    Admission,
     check_decision_size,
     check_delivery_size,
     check_reply_size,
+    check_send,
     check_send_size,
 )
 from archmax_temporal.workflows.identity import check_session_id
@@ -251,6 +256,8 @@ class WorkflowSurface:
             },
         )
         check_send_size(limits, firing)
+        if minted or await self._starts_afresh(sid):
+            self._admit_first_firing(sid, firing)
         key = idempotency_key or new_key()
 
         def start() -> Awaitable[WorkflowUpdateHandle[Outcome]]:
@@ -265,7 +272,7 @@ class WorkflowSurface:
                 search_attributes=TypedSearchAttributes(
                     [
                         SearchAttributePair(sa.WORKFLOW, loaded.slug),
-                        SearchAttributePair(sa.STATUS, "running"),
+                        SearchAttributePair(sa.STATUS, "new"),
                     ]
                 )
                 if agent.config.search_attributes
@@ -280,6 +287,40 @@ class WorkflowSurface:
             )
 
         return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
+
+    async def _starts_afresh(self, session_id: str) -> bool:
+        """Whether a firing on ``session_id`` starts a new workflow run (no run, or the last
+        one closed): then the host admits it itself before anything starts."""
+        try:
+            described = await self._agent.handle(session_id).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return True
+            raise translate(exc, session_id=session_id) from exc
+        return described.status != WorkflowExecutionStatus.RUNNING
+
+    def _admit_first_firing(self, session_id: str, request: SendInput) -> None:
+        """The checks the session's validator would make of a first firing (trigger, names,
+        ``requires``, disabled), made here: a refused first firing starts no workflow, so it
+        leaves no session behind."""
+        loaded = self._agent.loaded
+        view = Admission(
+            session_id=session_id,
+            workflow=loaded.slug,
+            spec=loaded.spec,
+            status="new",
+            state=None,
+            variables={},
+            pending_decision=None,
+            busy=False,
+            waiting=None,
+            limits=self._agent.config.limits,
+        )
+        try:
+            check_send(view, request)
+        except ApplicationError as refused:
+            typed = error_from_type(refused.type, refused.message)
+            raise (typed or refused) from None
 
     async def _watched(
         self, session_id: str, on_event: EventCallback | None, update: Awaitable[Outcome]
@@ -488,12 +529,16 @@ class SessionsSurface:
         )
         if workflow:
             query += f" AND ArchmaxWorkflow = '{workflow}'"
+        if self._agent.config.search_attributes:
+            query += " AND ArchmaxStatus != 'new'"
         summaries: list[SessionSummary] = []
         async for execution in self._agent.client.list_workflows(query, limit=limit):
             try:
-                summaries.append(await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT))
+                summary = await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT)
             except Exception:  # a session that cannot answer right now is left out
                 continue
+            if summary.status != "new":  # a run that never admitted a firing is no session
+                summaries.append(summary)
         return summaries
 
 

@@ -10,13 +10,31 @@ import uuid
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import (
+    Client,
+    WithStartWorkflowOperation,
+    WorkflowUpdateFailedError,
+)
+from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+from temporalio.testing import WorkflowEnvironment
 
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.devserver import find_test_server
+from archmax_temporal.client.loader import load_workflow
+from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows.context import CLEANED_ARGUMENTS
-from archmax_temporal.workflows.errors import PayloadTooLargeError
+from archmax_temporal.workflows.errors import (
+    InvalidVariableNameError,
+    PayloadTooLargeError,
+    TriggerInputError,
+    UnknownTriggerError,
+)
 from archmax_temporal.workflows.limits import Limits
-from archmax_temporal.workflows.models import DeliverInput
+from archmax_temporal.workflows.models import DeliverInput, SendInput, SessionInput
+from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.text import REPLACEMENT
 from tests.conftest import Scripted, running_agent, write_workflow
 
@@ -221,3 +239,156 @@ class TestBoundedFirings:
             Limits.from_env({"ARCHMAX_MAX_FIRING_BYTES": "5000000"})
         with pytest.raises(ValueError, match="ARCHMAX_MAX_MESSAGE_BYTES"):
             Limits.from_env({"ARCHMAX_MAX_MESSAGE_BYTES": "lots"})
+
+
+TRIGGERED = """
+title: Triggered
+instructions: Serve mail.
+states:
+  inbox:
+    triggers:
+      email_received:
+        session: conversation_id
+        requires: [conversation_id, { name: body, type: string }]
+    instructions: Answer the mail.
+"""
+
+
+@pytest.fixture
+def mail_root(tmp_path: Path) -> Path:
+    write_workflow(tmp_path, "mail", TRIGGERED)
+    return tmp_path
+
+
+async def _exists(client: Client, session_id: str) -> bool:
+    try:
+        await client.get_workflow_handle(session_id).describe()
+    except RPCError as exc:
+        assert exc.status == RPCStatusCode.NOT_FOUND
+        return False
+    return True
+
+
+class TestRefusedFirstFirings:
+    @pytest.mark.parametrize(
+        ("trigger", "variables", "error"),
+        [
+            ("email_recieved", {"conversation_id": "x", "body": "b"}, UnknownTriggerError),
+            ("email_received", {"conversation_id": "x", "Body": "b"}, InvalidVariableNameError),
+            ("email_received", {"conversation_id": "x"}, TriggerInputError),
+        ],
+    )
+    async def test_a_refused_first_firing_starts_no_session(
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        mail_root: Path,
+        trigger: str,
+        variables: dict[str, str],
+        error: type[Exception],
+    ) -> None:
+        """The host admits a first firing itself: refused, no workflow starts, nothing is
+        listed, and a valid firing on the same id then starts cleanly."""
+        server = scripted(_book(default="Answered."))
+        sid = _sid()
+        async with running_agent(client, task_queue, mail_root, "mail", server) as agent:
+            listed = [s.session_id for s in await agent.sessions.list()]
+            with pytest.raises(error):
+                await agent.workflow.send(sid, "hello", trigger=trigger, variables=variables)
+            assert not await _exists(client, sid)
+            assert [s.session_id for s in await agent.sessions.list()] == listed
+            outcome = await agent.workflow.send(
+                sid,
+                "hello",
+                trigger="email_received",
+                variables={"conversation_id": sid, "body": "b"},
+            )
+        assert outcome.kind == "completed" and outcome.state == "inbox"
+
+    async def test_a_run_started_for_a_refused_update_is_no_session(
+        self, client: Client, task_queue: str, scripted: Scripted, mail_root: Path
+    ) -> None:
+        """Another SDK's update-with-start whose update the validator refuses started a run:
+        it reports ``new`` (never ``completed``), is not listed, and the next valid firing on
+        the id is admitted and runs the first turn."""
+        server = scripted(_book(default="Answered."))
+        sid = _sid()
+        async with running_agent(client, task_queue, mail_root, "mail", server) as agent:
+            loaded = agent.loaded
+            start = WithStartWorkflowOperation(
+                ArchmaxSession.run,
+                SessionInput(
+                    session_id=sid, workflow="mail", spec=loaded.spec, spec_hash=loaded.spec_hash
+                ),
+                id=sid,
+                task_queue=task_queue,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+            )
+            with pytest.raises(WorkflowUpdateFailedError):
+                await client.execute_update_with_start_workflow(
+                    ArchmaxSession.send,
+                    SendInput(message="hi", trigger="nope"),
+                    start_workflow_operation=start,
+                )
+            summary = await agent.handle(sid).query(ArchmaxSession.summary)
+            assert (summary.status, summary.classification, summary.turns) == ("new", "new", 0)
+            assert sid not in [s.session_id for s in await agent.sessions.list()]
+            outcome = await agent.workflow.send(
+                sid,
+                "hello",
+                trigger="email_received",
+                variables={"conversation_id": sid, "body": "b"},
+            )
+        assert outcome.kind == "completed" and outcome.state == "inbox"
+
+    async def test_a_run_that_admits_no_firing_ends_after_the_grace(
+        self, task_queue: str, mail_root: Path
+    ) -> None:
+        """On the time-skipping server: a run started with no firing waits the grace period
+        for one, then ends reporting ``new``, leaving the id free for a fresh start."""
+        env = await WorkflowEnvironment.start_time_skipping(
+            test_server_existing_path=str(find_test_server()), data_converter=DATA_CONVERTER
+        )
+        try:
+            loaded = load_workflow(mail_root, "mail")
+            async with build_worker(
+                env.client,
+                task_queue=task_queue,
+                model=ModelConfig(base_url="http://127.0.0.1:9/v1"),
+                store_dir=mail_root / "sessions",
+                authoring_root=mail_root,
+            ):
+                handle = await env.client.start_workflow(
+                    ArchmaxSession.run,
+                    SessionInput(
+                        session_id="phantom-1",
+                        workflow="mail",
+                        spec=loaded.spec,
+                        spec_hash=loaded.spec_hash,
+                        search_attributes=False,
+                    ),
+                    id="phantom-1",
+                    task_queue=task_queue,
+                )
+                ended = await handle.result()
+        finally:
+            await env.shutdown()
+        assert (ended.status, ended.turns) == ("new", 0)
+
+    async def test_an_admitted_first_firing_adds_no_timer(
+        self, client: Client, task_queue: str, scripted: Scripted, mail_root: Path
+    ) -> None:
+        """The grace period costs a normal session nothing: no timer in its history."""
+        server = scripted(_book(default="Answered."))
+        sid = _sid()
+        async with running_agent(client, task_queue, mail_root, "mail", server) as agent:
+            await agent.workflow.send(
+                sid,
+                "hello",
+                trigger="email_received",
+                variables={"conversation_id": sid, "body": "b"},
+            )
+        history = await client.get_workflow_handle(sid).fetch_history()
+        timers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
+        assert timers == []

@@ -57,7 +57,7 @@ class SessionContext:
         """The run's input: ids, the pinned spec and prompt, host tools, mocks, delegates."""
         self.spec: WorkflowSpec = input.spec
         """The spec the session runs under (a turn runs under the spec it began with)."""
-        self.session: SessionState = input.carried or SessionState(status="completed")
+        self.session: SessionState = input.carried or SessionState(status="new")
         """The durable session: status, position, variables, transcript, trail, parks."""
         self.cleaned_calls: set[str] = set()
         """Tool calls whose arguments held invalid Unicode (replaced before they ran): their

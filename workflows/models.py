@@ -19,8 +19,10 @@ from archmax_temporal.workflows.limits import Limits
 from archmax_temporal.workflows.spec import WorkflowSpec
 
 SessionStatus = Literal[
-    "running", "awaiting_input", "awaiting_decision", "completed", "failed", "rejected"
+    "new", "running", "awaiting_input", "awaiting_decision", "completed", "failed", "rejected"
 ]
+"""``new``: the session's workflow started but no firing has been accepted yet (it never
+ran a turn); then open (running, parked) or finished, as the seeds partition them."""
 FINISHED_STATUSES: frozenset[str] = frozenset({"completed", "failed", "rejected"})
 OPEN_STATUSES: frozenset[str] = frozenset({"running", "awaiting_input", "awaiting_decision"})
 
@@ -423,7 +425,7 @@ class SessionSummary(_Model):
     session_id: str
     workflow: str
     status: SessionStatus
-    classification: Literal["open", "finished"]
+    classification: Literal["new", "open", "finished"]
     state: str | None = None
     spec_hash: str
     pending_input: PendingInput | None = None

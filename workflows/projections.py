@@ -98,7 +98,11 @@ def summary(
         session_id=input.session_id,
         workflow=input.workflow,
         status="running" if busy and s.status != "awaiting_input" else s.status,
-        classification="finished" if is_finished(s.status) and not busy else "open",
+        classification="new"
+        if s.status == "new" and not busy
+        else "finished"
+        if is_finished(s.status) and not busy
+        else "open",
         state=s.state,
         spec_hash=input.spec_hash,
         pending_input=pending,

@@ -58,6 +58,10 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.turn import TurnEngine
 
 
+FIRST_FIRING_PATCH = "archmax-first-firing-grace"
+"""``workflow.patched`` id: runs that admitted no firing end after a grace period."""
+
+
 @workflow.defn(name=contracts.WORKFLOW_NAME)
 class ArchmaxSession:
     """One session: its durable state, its handlers and its turn loop."""
@@ -83,7 +87,8 @@ class ArchmaxSession:
         """Serve the session's firings forever; continue as new when the history grows."""
         limit = input.requests_per_run or contracts.DEFAULT_REQUESTS_PER_RUN
         while True:
-            await self._wait_for_work()
+            if not await self._wait_for_work():
+                return self._summary()  # started for a refused firing: ends without a trace
             next_firing = self._queue.pop(0)
             outcome: Outcome | ApplicationError
             try:
@@ -130,13 +135,22 @@ class ArchmaxSession:
         )
         return self._summary()
 
-    async def _wait_for_work(self) -> None:
+    async def _wait_for_work(self) -> bool:
         """Wait for the next firing; a timed park also wakes itself when ``resume_at`` passes.
+        False when the run should end instead: it started for a firing that was refused
+        (an update-with-start whose update the validator refused) and none came since.
 
         The wait always passes the park's timeout (None without ``until``) so its shape never
         changes between replays.
         """
         s = self._ctx.session
+        if (
+            s.status == "new"
+            and not self._queue
+            and self._ctx.input.parent is None
+            and workflow.patched(FIRST_FIRING_PATCH)
+        ):
+            return await self._await_first_firing()
         pending = s.pending_input
         timeout: timedelta | None = None
         summary: str | None = None
@@ -150,6 +164,22 @@ class ArchmaxSession:
         except TimeoutError:
             self._busy = True
             self._queue.append(firing.timer_wake(workflow.now()))
+        return True
+
+    async def _await_first_firing(self) -> bool:
+        """A run that has admitted no firing yet waits :data:`contracts.FIRST_FIRING_GRACE`
+        for one, then ends: a refused first firing leaves no session behind (not listed, not
+        ``completed``), and the next firing on that id starts afresh under the workflow as
+        it is then."""
+        try:
+            await workflow.wait_condition(
+                lambda: bool(self._queue),
+                timeout=contracts.FIRST_FIRING_GRACE,
+                timeout_summary="no firing admitted yet",
+            )
+        except TimeoutError:
+            return False
+        return True
 
     async def _process(self, next_firing: Firing) -> Outcome:
         """Serve one firing until the session settles, and say what it came to."""

@@ -25,6 +25,7 @@ activity                              module                         typed call
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Final
 
 from archmax_temporal.workflows.contracts import host_tools, model, sandbox, store, workspace
@@ -48,6 +49,7 @@ __all__ = [
     "DEFAULT_MODEL_CALL_DEADLINE",
     "DEFAULT_MODEL_CALL_TIMEOUT",
     "DEFAULT_REQUESTS_PER_RUN",
+    "FIRST_FIRING_GRACE",
     "MAX_ERROR_ROUTES_PER_TURN",
     "MODEL_ACTIVITY",
     "MODEL_RETRY",
@@ -66,6 +68,11 @@ __all__ = [
 
 WORKFLOW_NAME: Final = "ArchmaxSession"
 """The Temporal workflow type of a session."""
+
+FIRST_FIRING_GRACE: Final = timedelta(seconds=60)
+"""How long a run that has admitted no firing waits for one before it ends. An update-with-
+start's update arrives with the run's first task; the grace covers a first task that timed
+out under load and was retried with it."""
 
 ACTIVITIES: Final[tuple[ActivityContract, ...]] = (
     model.CONTRACT,
