@@ -490,7 +490,7 @@ async def _session_post(request: Request, model: type[T]) -> tuple[HttpService, 
     session_id = check_session_id(request.path_params["id"])
     raw = await service.body(request)
     content_type = request.headers.get("content-type", "")
-    if raw and not _is_json(content_type):
+    if raw and content_type and not _is_json(content_type):
         raise UnsupportedMediaTypeError("this route takes application/json")
     return service, session_id, _parse(model, _json_body(raw))
 
@@ -516,7 +516,7 @@ async def _firing(
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
         return await _multipart(request, raw)
-    if raw and not _is_json(content_type):
+    if raw and content_type and not _is_json(content_type):
         raise UnsupportedMediaTypeError("a trigger takes application/json or multipart/form-data")
     firing = _parse(TriggerFiring, _json_body(raw))
     files: dict[str, tuple[str, str | bytes]] = {}

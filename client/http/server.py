@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import structlog
 from starlette.applications import Starlette
@@ -66,14 +68,31 @@ async def serve(
     settings: ServeSettings,
     *,
     worker: str | None = None,
-    announce: object = None,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
-    """Run the API under uvicorn until SIGINT/SIGTERM (``archmax serve``)."""
+    """Run the API under uvicorn until SIGINT/SIGTERM (``archmax serve``), then shut down
+    gracefully and return (exit 0, as ``archmax worker`` does)."""
     import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            """uvicorn's handlers, without re-raising the signal after the graceful shutdown
+            (which would end the process by the signal instead of exiting 0)."""
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
 
     settings.check_exposure()
     app = create_app(config=config, settings=settings, worker=worker)
-    server = uvicorn.Server(
+    server = Server(
         uvicorn.Config(
             app,
             host=settings.host,
@@ -83,7 +102,7 @@ async def serve(
             timeout_graceful_shutdown=5,
         )
     )
-    if callable(announce):
+    if announce is not None:
         auth = "bearer tokens" if settings.auth_enabled else "no auth (loopback only)"
         announce(f"serving  http://{settings.host}:{settings.port}  ·  {auth}")
     await server.serve()
