@@ -14,20 +14,16 @@ accepted the firing (its validators passed), with ``Location`` naming the sessio
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import json
-import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
 
 import structlog
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
-from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -40,7 +36,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.client.host import Agent, minted_for_key
-from archmax_temporal.client.http import auth
+from archmax_temporal.client.http import auth, reading
 from archmax_temporal.client.http.agents import AgentFactory
 from archmax_temporal.client.http.listing import list_page
 from archmax_temporal.client.http.notify import Notifier
@@ -51,7 +47,6 @@ from archmax_temporal.client.http.problems import (
     AuthenticationRequiredError,
     MalformedRequestError,
     MethodNotAllowedError,
-    RequestValidationError,
     RouteNotFoundError,
     UnsupportedMediaTypeError,
     from_temporal,
@@ -63,15 +58,12 @@ from archmax_temporal.client.http.wire import (
     Delivery,
     Reply,
     SessionMessage,
-    TriggerFiring,
     to_wire,
 )
 from archmax_temporal.client.runtime import translate
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
-    InvalidVariableNameError,
-    PayloadTooLargeError,
     SessionBusyError,
     SessionNotFoundError,
     TemporalUnavailableError,
@@ -80,12 +72,8 @@ from archmax_temporal.workflows.errors import (
 from archmax_temporal.workflows.identity import check_session_id
 from archmax_temporal.workflows.models import Outcome, SessionStatus
 from archmax_temporal.workflows.spec import SLUG
-from archmax_temporal.workflows.variables import invalid_names
 
 log = structlog.get_logger("archmax.http")
-
-IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
-"""An ``Idempotency-Key``: 1-200 visible ASCII characters (it becomes a Temporal update id)."""
 
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200
@@ -152,37 +140,22 @@ class HttpService:
             )
         self.authorize(request)
 
-    async def body(self, request: Request) -> bytes:
-        """The body, refused with 413 as soon as it is known to be over the limit: from
-        ``Content-Length`` before a byte is read, else while it streams in."""
-        limit = self.settings.max_body
-        declared = request.headers.get("content-length")
-        if declared is not None:
-            try:
-                size = int(declared)
-            except ValueError:
-                raise MalformedRequestError("Content-Length is not a number") from None
-            if size > limit:
-                raise PayloadTooLargeError(f"the body is {size} bytes; the limit is {limit}")
-        chunks: list[bytes] = []
-        received = 0
-        async for chunk in request.stream():
-            received += len(chunk)
-            if received > limit:
-                raise PayloadTooLargeError(f"the body is over the limit of {limit} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     def document(self) -> dict[str, Any]:
         if self._document is None:
             self._document = openapi_document()
         return self._document
 
     def spawn(self, awaitable: Awaitable[Any]) -> asyncio.Task[Any]:
+        """Run ``awaitable`` beyond the request; its failure is logged, never left unread."""
         task = asyncio.ensure_future(awaitable)
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._finished)
         return task
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.info("async firing ended without an outcome", error=str(task.exception()))
 
     # --- firing --------------------------------------------------------------------------
 
@@ -196,7 +169,7 @@ class HttpService:
     ) -> Response:
         """Run the host call that settles one turn; answer its Outcome, or ``202`` when the
         caller asked for ``respond-async`` (once the session accepted the firing)."""
-        if session_id is None or not _prefers_async(request):
+        if session_id is None or not reading.prefers_async(request):
             outcome = await call()
             self.notify(outcome, update_id)
             return _json(to_wire(outcome))
@@ -212,11 +185,7 @@ class HttpService:
         return _json(body, 202, headers)
 
     async def _notified(self, call: Callable[[], Awaitable[Outcome]], update_id: str) -> Outcome:
-        try:
-            outcome = await call()
-        except Exception as exc:
-            log.warning("async firing failed after acceptance", error=str(exc))
-            raise
+        outcome = await call()
         self.notify(outcome, update_id)
         return outcome
 
@@ -297,11 +266,11 @@ async def fire_trigger(request: Request) -> Response:
     secret = service.settings.secrets.get(f"{slug}/{trigger}")
     if secret is None:
         service.authorize(request)  # before reading a byte of an unauthorized body
-    raw = await service.body(request)
+    raw = await reading.body(request, service.settings.max_body)
     if secret is not None:
         service.authorize_signed(request, f"{slug}/{trigger}", secret, raw)
-    update_id = _update_id(request)
-    firing, files = await _firing(request, raw)
+    update_id = reading.update_id(request)
+    firing, files = await reading.firing(request, raw)
     agent = await service.agent(slug)
     spec = agent.loaded.spec
     if spec.start_state_for(trigger) is None:
@@ -310,10 +279,10 @@ async def fire_trigger(request: Request) -> Response:
             f"trigger {trigger!r} is not declared by workflow {slug!r}; "
             f"declared triggers: {declared}"
         )
-    _check_names({**firing.variables, **files})
+    reading.check_names({**firing.variables, **files})
     key = update_id or uuid.uuid4().hex
     session_id = firing.session
-    if _prefers_async(request) and session_id is None:
+    if reading.prefers_async(request) and session_id is None:
         resolved = await agent.workflow.resolve_session(
             trigger=trigger,
             variables=firing.variables,
@@ -339,9 +308,9 @@ async def fire_trigger(request: Request) -> Response:
 async def deliver(request: Request) -> Response:
     """``POST /v1/sessions/{id}/deliver``: resume a session parked for input."""
     service, session_id, body = await _session_post(request, Delivery)
-    _check_names(body.variables)
+    reading.check_names(body.variables)
     agent = await service.agent(None)
-    key = _update_id(request) or uuid.uuid4().hex
+    key = reading.update_id(request) or uuid.uuid4().hex
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.deliver(
@@ -360,7 +329,7 @@ async def decide(request: Request) -> Response:
     """``POST /v1/sessions/{id}/decide``: route a session parked at a human state."""
     service, session_id, body = await _session_post(request, Decision)
     agent = await service.agent(None)
-    key = _update_id(request) or uuid.uuid4().hex
+    key = reading.update_id(request) or uuid.uuid4().hex
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.decide(
@@ -375,7 +344,7 @@ async def reply(request: Request) -> Response:
     """``POST /v1/sessions/{id}/reply``: a person's message to a session at a human state."""
     service, session_id, body = await _session_post(request, Reply)
     agent = await service.agent(None)
-    key = _update_id(request) or uuid.uuid4().hex
+    key = reading.update_id(request) or uuid.uuid4().hex
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.reply(session_id, body.message, idempotency_key=key)
@@ -387,10 +356,10 @@ async def reply(request: Request) -> Response:
 async def message(request: Request) -> Response:
     """``POST /v1/sessions/{id}/messages``: send to an existing session (the send rule)."""
     service, session_id, body = await _session_post(request, SessionMessage)
-    _check_names(body.variables)
+    reading.check_names(body.variables)
     workflow = await _workflow_of(await service.agent(None), session_id)
     agent = await service.agent(workflow)
-    key = _update_id(request) or uuid.uuid4().hex
+    key = reading.update_id(request) or uuid.uuid4().hex
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.send(
@@ -412,8 +381,8 @@ async def list_sessions(request: Request) -> Response:
     params = request.query_params
     status = params.get("status")
     workflow = params.get("workflow")
-    due = _flag(params.get("due"), "due", default=False)
-    limit = _int(params.get("limit"), "limit", LIST_LIMIT_DEFAULT, 1, LIST_LIMIT_MAX)
+    due = reading.flag(params.get("due"), "due", default=False)
+    limit = reading.integer(params.get("limit"), "limit", LIST_LIMIT_DEFAULT, 1, LIST_LIMIT_MAX)
     if status is not None and status not in STATUSES:
         raise MalformedRequestError(f"status must be one of {', '.join(STATUSES)}")
     if workflow is not None and not SLUG.match(workflow):
@@ -449,11 +418,11 @@ async def session_events(request: Request) -> Response:
     service.authorize(request)
     session_id = check_session_id(request.path_params["id"])
     params = request.query_params
-    follow = _flag(params.get("follow"), "follow", default=True)
-    after = (_int(params.get("after"), "after", 0, 0, 2**62), 2**62)
+    follow = reading.flag(params.get("follow"), "follow", default=True)
+    after = (reading.integer(params.get("after"), "after", 0, 0, 2**62), 2**62)
     last = request.headers.get("last-event-id")
     if last:
-        after = _event_position(last)
+        after = reading.event_position(last)
     agent = await service.agent(None)
     try:
         await agent.handle(session_id).describe()
@@ -488,11 +457,11 @@ async def _session_post(request: Request, model: type[T]) -> tuple[HttpService, 
     service = _service(request)
     service.authorize(request)
     session_id = check_session_id(request.path_params["id"])
-    raw = await service.body(request)
+    raw = await reading.body(request, service.settings.max_body)
     content_type = request.headers.get("content-type", "")
-    if raw and content_type and not _is_json(content_type):
+    if raw and content_type and not reading.is_json(content_type):
         raise UnsupportedMediaTypeError("this route takes application/json")
-    return service, session_id, _parse(model, _json_body(raw))
+    return service, session_id, reading.parse(model, reading.json_body(raw))
 
 
 async def _workflow_of(agent: Agent, session_id: str) -> str:
@@ -507,108 +476,6 @@ async def _workflow_of(agent: Agent, session_id: str) -> str:
     if slug:
         return slug
     return (await agent.sessions.get(session_id)).workflow
-
-
-async def _firing(
-    request: Request, raw: bytes
-) -> tuple[TriggerFiring, dict[str, tuple[str, str | bytes]]]:
-    """The trigger body (JSON, or multipart whose file parts are named by their variable)."""
-    content_type = request.headers.get("content-type", "")
-    if content_type.startswith("multipart/form-data"):
-        return await _multipart(request, raw)
-    if raw and content_type and not _is_json(content_type):
-        raise UnsupportedMediaTypeError("a trigger takes application/json or multipart/form-data")
-    firing = _parse(TriggerFiring, _json_body(raw))
-    files: dict[str, tuple[str, str | bytes]] = {}
-    for variable, part in firing.files.items():
-        if part.encoding == "base64":
-            try:
-                files[variable] = (part.name, base64.b64decode(part.content, validate=True))
-            except (binascii.Error, ValueError):
-                raise RequestValidationError(
-                    f"files.{variable}.content is not valid base64"
-                ) from None
-        else:
-            files[variable] = (part.name, part.content)
-    return firing, files
-
-
-async def _multipart(
-    request: Request, raw: bytes
-) -> tuple[TriggerFiring, dict[str, tuple[str, str | bytes]]]:
-    sent = False
-
-    async def replay() -> Mapping[str, Any]:
-        nonlocal sent
-        if sent:
-            return {"type": "http.disconnect"}
-        sent = True
-        return {"type": "http.request", "body": raw, "more_body": False}
-
-    copy = Request(request.scope, receive=replay)  # type: ignore[arg-type]
-    try:
-        form = await copy.form(max_part_size=len(raw) + 1)
-    except Exception as exc:
-        raise MalformedRequestError(f"the multipart body does not parse: {exc}") from None
-    fields: dict[str, Any] = {}
-    files: dict[str, tuple[str, str | bytes]] = {}
-    for name, value in form.multi_items():
-        if isinstance(value, UploadFile):
-            files[name] = (value.filename or name, await value.read())
-        elif name == "variables":
-            fields[name] = _json_body(value.encode(), "variables")
-        else:
-            fields[name] = value
-    await form.close()
-    return _parse(TriggerFiring, fields), files
-
-
-def _parse(model: type[T], data: Any) -> T:
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or '<body>'}: {error['msg']}"
-            for error in exc.errors()
-        )
-        raise RequestValidationError(problems) from None
-
-
-def _json_body(raw: bytes, what: str = "the body") -> Any:
-    if not raw.strip():
-        return {}
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedRequestError(f"{what} is not valid JSON: {exc}") from None
-
-
-def _is_json(content_type: str) -> bool:
-    media = content_type.split(";")[0].strip().lower()
-    return media == "application/json" or media.endswith("+json")
-
-
-def _check_names(seeds: Mapping[str, Any]) -> None:
-    bad = invalid_names(list(seeds))
-    if bad:
-        raise InvalidVariableNameError(
-            f"invalid variable name(s): {', '.join(map(str, bad))} "
-            "(names match ^[a-z][a-z0-9_]*$; 'trigger' is reserved)"
-        )
-
-
-def _update_id(request: Request) -> str | None:
-    key = request.headers.get("idempotency-key")
-    if key is None:
-        return None
-    if not IDEMPOTENCY_KEY.match(key):
-        raise MalformedRequestError("Idempotency-Key must be 1-200 visible ASCII characters")
-    return key
-
-
-def _prefers_async(request: Request) -> bool:
-    preferences = request.headers.get("prefer", "")
-    return any(p.split(";")[0].strip().lower() == "respond-async" for p in preferences.split(","))
 
 
 async def _accepted(
@@ -634,41 +501,6 @@ async def _accepted(
             if exc.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.DEADLINE_EXCEEDED):
                 raise
         await asyncio.wait({task}, timeout=ACCEPT_POLL_SECONDS)
-
-
-def _flag(raw: str | None, name: str, *, default: bool) -> bool:
-    if raw is None:
-        return default
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes"):
-        return True
-    if value in ("0", "false", "no"):
-        return False
-    raise MalformedRequestError(f"{name} must be true or false")
-
-
-def _int(raw: str | None, name: str, default: int, low: int, high: int) -> int:
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise MalformedRequestError(f"{name} must be an integer") from None
-    if not low <= value <= high:
-        raise MalformedRequestError(f"{name} must be between {low} and {high}")
-    return value
-
-
-def _event_position(raw: str) -> tuple[int, int]:
-    """``Last-Event-ID`` (``seq`` or ``seq.k``) as the last event the client has."""
-    seq, _, index = raw.strip().partition(".")
-    try:
-        position = (int(seq), int(index) if index else 0)
-    except ValueError:
-        raise MalformedRequestError("Last-Event-ID must be seq or seq.k") from None
-    if position[0] < 0 or position[1] < 0:
-        raise MalformedRequestError("Last-Event-ID must be seq or seq.k")
-    return position
 
 
 def _seconds(value: float) -> timedelta:
