@@ -481,8 +481,11 @@ async def _workflow_of(agent: Agent, session_id: str) -> str:
 async def _accepted(
     client: Client, session_id: str, update_id: str, task: asyncio.Task[Any]
 ) -> None:
-    """Return once the session accepted update ``update_id`` (its validators passed), or the
-    call ``task`` ended first (refused: the caller raises its error)."""
+    """Return once the session accepted update ``update_id`` (its validators passed), or once
+    the call ``task`` ended (refused: the caller raises its error). A poll that answers with a
+    failed outcome (a validator's rejection, or a failure after acceptance) waits for the call,
+    which raises the typed error."""
+    stages = UpdateWorkflowExecutionLifecycleStage
     poll = PollWorkflowExecutionUpdateRequest(
         namespace=client.namespace,
         update_ref=UpdateRef(
@@ -490,16 +493,23 @@ async def _accepted(
         ),
         identity=client.identity,
         wait_policy=WaitPolicy(
-            lifecycle_stage=UpdateWorkflowExecutionLifecycleStage.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED
+            lifecycle_stage=stages.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED
         ),
     )
     while not task.done():
         try:
-            await client.workflow_service.poll_workflow_execution_update(poll, timeout=_seconds(1))
-            return
+            answer = await client.workflow_service.poll_workflow_execution_update(
+                poll, timeout=_seconds(1)
+            )
         except RPCError as exc:
             if exc.status not in (RPCStatusCode.NOT_FOUND, RPCStatusCode.DEADLINE_EXCEEDED):
                 raise
+        else:
+            if answer.outcome.HasField("failure"):
+                await asyncio.wait({task})
+                return
+            if answer.stage >= stages.UPDATE_WORKFLOW_EXECUTION_LIFECYCLE_STAGE_ACCEPTED:
+                return
         await asyncio.wait({task}, timeout=ACCEPT_POLL_SECONDS)
 
 
