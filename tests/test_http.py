@@ -206,7 +206,7 @@ class TestTriggers:
         async with http_api(client, task_queue, inbox, INBOX, model, store=tmp_path / "s") as api:
             post = api.http.post
             names = await post(url, json={"session": conversation, "variables": {"Bad": 1}})
-            bad_id = await post(url, json={"session": "-no good-"})
+            bad_id = await post(url, json={"session": "line\nbreak"})
             bad_path = await post(url, json={"sessionPath": "a..b", "variables": {"a": 1}})
             not_json = await post(
                 url, content=b"{nope", headers={"content-type": "application/json"}
@@ -266,7 +266,9 @@ class TestSessionRoutes:
             no_trigger = await post(f"{s}/deliver", json={"variables": {}})
             unknown = await post("/v1/sessions/nobody-here/deliver", json={"trigger": "x"})
             unknown_message = await post("/v1/sessions/nobody-here/messages", json={"message": "x"})
-            bad_id = await post("/v1/sessions/..x/deliver", json={"trigger": "x"})
+            bad_id = await post(f"/v1/sessions/{'x' * 256}/deliver", json={"trigger": "x"})
+            control = await post("/v1/sessions/a%01b/deliver", json={"trigger": "x"})
+            slashed = await post("/v1/sessions/mail%2F42/deliver", json={"trigger": "x"})
             via_message = await post(
                 f"{s}/messages",
                 json={"message": "Which order? The usual one.", "trigger": "email_reply"},
@@ -283,6 +285,8 @@ class TestSessionRoutes:
         _problem(unknown, 404, "SessionNotFoundError")
         _problem(unknown_message, 404, "SessionNotFoundError")
         _problem(bad_id, 400, "InvalidSessionIdError")
+        _problem(control, 400, "InvalidSessionIdError")
+        assert "'mail/42'" in _problem(slashed, 404, "SessionNotFoundError")["detail"]
         assert via_message.status_code == 200, via_message.text
         assert (via_message.json()["disposition"], via_message.json()["kind"]) == (
             "deliver",

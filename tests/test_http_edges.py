@@ -25,7 +25,8 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.client.http import ServeSettings, signed_headers, verify_signature
-from archmax_temporal.client.http.problems import PROBLEM_JSON, from_temporal, problem
+from archmax_temporal.client.http.app import problem_response
+from archmax_temporal.client.http.problems import PROBLEM_JSON
 from tests.conftest import EXAMPLES, Scripted, copy_example
 from tests.http_harness import Api, http_api, read_events
 
@@ -368,16 +369,20 @@ class TestNotifications:
 
 
 class TestProblemTable:
-    def test_temporal_refusals_the_host_api_leaves_untyped(self) -> None:
-        """The per-workflow update limit is SessionBusyError (409, retryable); a server that
-        does not answer is TemporalUnavailableError (503)."""
-        busy = from_temporal(RPCError("limit", RPCStatusCode.RESOURCE_EXHAUSTED, b""))
-        down = from_temporal(RPCError("gone", RPCStatusCode.UNAVAILABLE, b""))
-        other = from_temporal(RPCError("nope", RPCStatusCode.PERMISSION_DENIED, b""))
-        assert busy is not None and problem(busy)[1]["type"] == "SessionBusyError"
-        assert problem(busy)[0] == 409
-        assert down is not None and problem(down)[0] == 503
-        assert other is None
+    def test_temporal_refusals_map_through_the_one_translation(self) -> None:
+        """The per-workflow update limit is SessionBusyError (409, Retry-After); a server that
+        does not answer is TemporalUnavailableError (503, Retry-After)."""
+        busy = problem_response(RPCError("limit", RPCStatusCode.RESOURCE_EXHAUSTED, b""))
+        down = problem_response(RPCError("gone", RPCStatusCode.UNAVAILABLE, b""))
+        odd = problem_response(RuntimeError("a bug, with a secret in it"))
+        assert (busy.status_code, json.loads(bytes(busy.body))["type"]) == (409, "SessionBusyError")
+        assert busy.headers["retry-after"] == "1"
+        assert (down.status_code, json.loads(bytes(down.body))["type"]) == (
+            503,
+            "TemporalUnavailableError",
+        )
+        assert odd.status_code == 500
+        assert "secret" not in bytes(odd.body).decode()
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:

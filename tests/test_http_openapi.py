@@ -8,6 +8,7 @@ import asyncio
 import inspect
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import schemathesis
@@ -33,7 +34,7 @@ EXAMPLES_PER_OPERATION = 25
 """Bounded so the whole run stays well under a minute on two shared cores."""
 
 
-def _error_classes(module: object) -> set[type[errors.ArchmaxError]]:
+def _error_classes(module: ModuleType) -> set[type[errors.ArchmaxError]]:
     return {
         cls
         for _, cls in inspect.getmembers(module, inspect.isclass)
@@ -73,7 +74,7 @@ class TestDocument:
     def test_every_route_and_method_is_documented_and_nothing_else(self) -> None:
         document = openapi_document()
         routes = {
-            (route.path, method.lower())
+            (route.path.replace(":path}", "}"), method.lower())
             for route in ROUTES
             if isinstance(route, Route)
             for method in route.methods or ()
@@ -114,7 +115,7 @@ def _fuzz(document: dict[str, object], base: str) -> tuple[list[str], dict[str, 
     failures: list[str] = []
     seen: dict[str, set[int]] = {}
     for result in schema.get_all_operations():
-        operation = result.ok()
+        operation = result.ok()  # type: ignore[union-attr]  # an Err raises: the test fails
         name = f"{operation.method.upper()} {operation.path}"
         run = _exercise(operation, base, seen.setdefault(name, set()))
         try:
@@ -141,9 +142,9 @@ def _exercise(operation: Any, base: str, answered: set[int]) -> Callable[[], Non
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    def run(case: schemathesis.Case) -> None:
+    def run(case: schemathesis.Case[Any]) -> None:
         response = case.call(base_url=base, timeout=15)
         answered.add(response.status_code)
         case.validate_response(response, checks=checks)
 
-    return run  # type: ignore[no-any-return]
+    return run

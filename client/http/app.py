@@ -20,6 +20,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import structlog
 from pydantic import BaseModel
@@ -49,7 +50,6 @@ from archmax_temporal.client.http.problems import (
     MethodNotAllowedError,
     RouteNotFoundError,
     UnsupportedMediaTypeError,
-    from_temporal,
     problem,
 )
 from archmax_temporal.client.http.settings import ServeSettings
@@ -64,6 +64,7 @@ from archmax_temporal.client.runtime import translate
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
+    InvalidSessionIdError,
     SessionBusyError,
     SessionNotFoundError,
     TemporalUnavailableError,
@@ -82,6 +83,8 @@ ACCEPT_POLL_SECONDS = 0.05
 
 SSE_PING_SECONDS = 15
 """The comment line an idle event stream sends so proxies keep it open."""
+
+SESSIONS_PREFIX = b"/v1/sessions/"
 
 STATUSES: tuple[str, ...] = SessionStatus.__args__  # type: ignore[attr-defined]
 
@@ -219,11 +222,7 @@ def _endpoint(handler: Handler) -> Handler:
 def problem_response(error: BaseException, request: Request | None = None) -> Response:
     """The problem document of any failure; an unexpected one is logged and answered 500
     without its details."""
-    typed: BaseException = error
-    if not isinstance(typed, ArchmaxError):
-        typed = from_temporal(error) or translate(error)
-    if not isinstance(typed, ArchmaxError):
-        typed = from_temporal(typed) or typed
+    typed = translate(error)
     if not isinstance(typed, ArchmaxError):
         log.error("unexpected error", error=repr(error), exc_info=error)
         typed = ArchmaxError("the server failed to handle the request; see its log")
@@ -404,7 +403,7 @@ async def get_session(request: Request) -> Response:
     """``GET /v1/sessions/{id}``: the session's summary."""
     service = _service(request)
     service.authorize(request)
-    session_id = check_session_id(request.path_params["id"])
+    session_id = _session_id(request, whole=True)
     agent = await service.agent(None)
     return _json(to_wire(await agent.sessions.get(session_id)))
 
@@ -416,7 +415,7 @@ async def session_events(request: Request) -> Response:
     event), resumable with ``Last-Event-ID``; live until the client leaves (``follow``)."""
     service = _service(request)
     service.authorize(request)
-    session_id = check_session_id(request.path_params["id"])
+    session_id = _session_id(request)
     params = request.query_params
     follow = reading.flag(params.get("follow"), "follow", default=True)
     after = (reading.integer(params.get("after"), "after", 0, 0, 2**62), 2**62)
@@ -456,7 +455,7 @@ async def session_events(request: Request) -> Response:
 async def _session_post(request: Request, model: type[T]) -> tuple[HttpService, str, T]:
     service = _service(request)
     service.authorize(request)
-    session_id = check_session_id(request.path_params["id"])
+    session_id = _session_id(request)
     raw = await reading.body(request, service.settings.max_body)
     content_type = request.headers.get("content-type", "")
     if raw and content_type and not reading.is_json(content_type):
@@ -513,6 +512,25 @@ async def _accepted(
         await asyncio.wait({task}, timeout=ACCEPT_POLL_SECONDS)
 
 
+def _session_id(request: Request, *, whole: bool = False) -> str:
+    """The session id of a ``/v1/sessions/{id}...`` path, read from the raw path so that an id
+    holding ``/`` (sent as ``%2F``) or ``%`` arrives exactly; checked like any id. ``whole``:
+    the id must be the path's last segment (the summary route)."""
+    raw = request.scope.get("raw_path")
+    segment: str | None = None
+    if isinstance(raw, bytes) and SESSIONS_PREFIX in raw:
+        encoded, slash, _ = raw.split(SESSIONS_PREFIX, 1)[1].partition(b"/")
+        if whole and slash:
+            raise RouteNotFoundError(f"no route {request.url.path}")
+        try:
+            segment = unquote(encoded.decode("ascii"), errors="strict")
+        except UnicodeError:
+            raise InvalidSessionIdError("the session id in the path is not UTF-8") from None
+    if segment is None:
+        segment = str(request.path_params["id"]).split("/", 1)[0]
+    return check_session_id(segment)
+
+
 def _seconds(value: float) -> timedelta:
     return timedelta(seconds=value)
 
@@ -535,10 +553,12 @@ ROUTES = [
     Route("/openapi.json", openapi, methods=["GET"]),
     Route("/v1/workflows/{slug}/triggers/{trigger}", fire_trigger, methods=["POST"]),
     Route("/v1/sessions", list_sessions, methods=["GET"]),
-    Route("/v1/sessions/{id}", get_session, methods=["GET"]),
-    Route("/v1/sessions/{id}/events", session_events, methods=["GET"]),
-    Route("/v1/sessions/{id}/deliver", deliver, methods=["POST"]),
-    Route("/v1/sessions/{id}/decide", decide, methods=["POST"]),
-    Route("/v1/sessions/{id}/reply", reply, methods=["POST"]),
-    Route("/v1/sessions/{id}/messages", message, methods=["POST"]),
+    # ``{id:path}``: an id may hold "/" (sent as %2F, which routing sees decoded); the id
+    # itself is read from the raw path (_session_id). The bare summary route comes last.
+    Route("/v1/sessions/{id:path}/events", session_events, methods=["GET"]),
+    Route("/v1/sessions/{id:path}/deliver", deliver, methods=["POST"]),
+    Route("/v1/sessions/{id:path}/decide", decide, methods=["POST"]),
+    Route("/v1/sessions/{id:path}/reply", reply, methods=["POST"]),
+    Route("/v1/sessions/{id:path}/messages", message, methods=["POST"]),
+    Route("/v1/sessions/{id:path}", get_session, methods=["GET"]),
 ]

@@ -28,7 +28,7 @@ from archmax_temporal.client.http.wire import (
     TriggerFiring,
     wire_schema,
 )
-from archmax_temporal.workflows.identity import SESSION_ID
+from archmax_temporal.workflows.identity import MAX_SESSION_ID_CHARS
 from archmax_temporal.workflows.models import Outcome, SessionSummary
 from archmax_temporal.workflows.spec import SLUG
 
@@ -100,8 +100,14 @@ _SESSION_ID = {
     "name": "id",
     "in": "path",
     "required": True,
-    "description": "the session id (1-200 of letters, digits and ._:~@+=-, no '..')",
-    "schema": {"type": "string", "pattern": SESSION_ID.pattern},
+    "description": f"the session id: 1-{MAX_SESSION_ID_CHARS} printable characters, "
+    "percent-encoded in the path ('/' as %2F)",
+    "schema": {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_SESSION_ID_CHARS,
+        "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]+$",
+    },
 }
 _IDEMPOTENCY = {
     "name": "Idempotency-Key",

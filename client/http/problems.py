@@ -21,8 +21,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.service import RPCError, RPCStatusCode
-
 from archmax_temporal.workflows import errors as e
 
 PROBLEM_JSON = "application/problem+json"
@@ -88,6 +86,7 @@ STATUS: dict[type[e.ArchmaxError], int] = {
     e.SessionAwaitingSubWorkflowError: 409,
     e.SessionUnavailableError: 503,
     e.SessionBusyError: 409,
+    e.SessionTerminatedError: 409,
     e.ConfigurationError: 500,
     e.TemporalUnavailableError: 503,
     e.ModelCallError: 502,
@@ -137,22 +136,6 @@ def status_of(error: e.ArchmaxError) -> int:
     return 500
 
 
-def from_temporal(error: BaseException) -> e.ArchmaxError | None:
-    """The typed error a Temporal RPC failure the host API left untranslated stands for:
-    the per-workflow update limit is a busy session; a server that does not answer is
-    Temporal unavailable. None for anything else."""
-    if not isinstance(error, RPCError):
-        return None
-    if error.status == RPCStatusCode.RESOURCE_EXHAUSTED:
-        return e.SessionBusyError(
-            "the session has as many firings in flight as Temporal allows; nothing was "
-            "applied: retry shortly"
-        )
-    if error.status in (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED):
-        return e.TemporalUnavailableError(f"the Temporal server did not answer: {error.message}")
-    return None
-
-
 def problem(error: e.ArchmaxError, *, instance: str | None = None) -> tuple[int, dict[str, Any]]:
     """The status and problem document of ``error``."""
     status = status_of(error)
@@ -179,7 +162,6 @@ __all__ = [
     "RouteNotFoundError",
     "SignatureRejectedError",
     "UnsupportedMediaTypeError",
-    "from_temporal",
     "problem",
     "status_of",
 ]
