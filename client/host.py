@@ -129,6 +129,18 @@ def mint_session_id() -> str:
     return f"session-{uuid.uuid4()}"
 
 
+_KEYED_SESSIONS = uuid.UUID("6f1d3a0e-5b7c-4c1e-9a51-2d0c8e4b7a93")
+"""The namespace of the session ids minted for an idempotency key (uuid5)."""
+
+
+def minted_for_key(workflow: str, trigger: str, idempotency_key: str) -> str:
+    """The session id a keyed firing that names no session mints: the same on every retry of
+    that firing, so the retry reaches the session its first attempt started (and Temporal
+    dedupes the update there) instead of starting another."""
+    name = "\n".join((workflow, trigger, idempotency_key))
+    return f"session-{uuid.uuid5(_KEYED_SESSIONS, name)}"
+
+
 class WorkflowSurface:
     """Firings into sessions of one workflow: send, deliver, resolve_session."""
 
@@ -204,7 +216,8 @@ class WorkflowSurface:
 
         ``idempotency_key`` (generated when not given) is the firing's Temporal update id: a
         retried call with the same key applies nothing twice and returns the first call's
-        outcome (:mod:`client.firing`).
+        outcome (:mod:`client.firing`). A keyed firing that would mint a session mints the
+        same id on every retry (:func:`minted_for_key`).
 
         ``mocks`` (a test case's) answer matching governed tool calls for the session's whole
         life; they are fixed when the session starts and ignored for one already running.
@@ -222,6 +235,8 @@ class WorkflowSurface:
         agent = self._agent
         seeds = dict(variables or {})
         sid, minted = self._session_id_for(trigger, seeds, session_id, session_path)
+        if minted and idempotency_key:
+            sid = minted_for_key(agent.loaded.slug, trigger, idempotency_key)
         loaded = agent.loaded
         if loaded.spec.disabled:
             await self._refuse_new_turn(sid, minted)

@@ -265,6 +265,14 @@ async def _dev(config: RuntimeConfig) -> int:
     return 0
 
 
+async def _serve(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.http import ServeSettings, serve
+
+    settings = ServeSettings.from_env(host=args.host, port=args.port)
+    await serve(config, settings, worker=_turn_worker(), announce=err)
+    return 0
+
+
 def _dev_stop(config: RuntimeConfig) -> int:
     from archmax_temporal.client.background import stop_background_worker
     from archmax_temporal.client.devserver import stop_dev_server
@@ -352,6 +360,8 @@ async def dispatch(args: argparse.Namespace) -> int:
         return await _events(args, config)
     if args.command == "worker":
         return await _worker(config)
+    if args.command == "serve":
+        return await _serve(args, config)
     if args.command == "dev" and args.action == "stop":
         return _dev_stop(config)
     if args.command == "dev":

@@ -118,6 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("worker", help="a worker against TEMPORAL_ADDRESS (for production)")
 
+    serve = sub.add_parser("serve", help="the HTTP API: triggers in, events and notifications out")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+
     helper = sub.add_parser("help", help="this help, or a command's")
     helper.add_argument("topic", nargs="?", metavar="command", help="the command to explain")
 

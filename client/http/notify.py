@@ -1,0 +1,150 @@
+"""The way out: a signed POST to ``ARCHMAX_NOTIFY_URL`` when a turn the server ran settles.
+
+The body says what a receiver acts on without asking back::
+
+    {"event": "session.parked" | "turn.finished", "sessionId": "...", "kind": "parked",
+     "status": "awaiting_input", "state": "clarify", "channel": "input",
+     "question": "Which order is this about?", "handoff": null,
+     "resumeAt": "2026-01-02T09:00:00Z", "outcome": {...the Outcome...}}
+
+``question`` is the agent's message when it parked for input, ``handoff`` its message to the
+person when it parked at a human state. Each POST carries ``X-Archmax-Timestamp`` and
+``X-Archmax-Signature`` (see :mod:`.auth`) and an ``Idempotency-Key`` that is the same on every
+retry of one notification (the session id and the firing's update id), so a receiver applies
+it once. Network errors, 408, 429 and 5xx are retried with backoff (``Retry-After`` honoured).
+
+This runs host-side, in the server that ran the turn: a notification still retrying when the
+server stops is lost. The durable version belongs in the workflow (an activity scheduled at the
+turn's end, retried by Temporal); until then a receiver can reconcile from
+``GET /v1/sessions``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Any
+
+import httpx
+import structlog
+
+from archmax_temporal.client.http.auth import signed_headers
+from archmax_temporal.client.http.wire import to_wire
+from archmax_temporal.workflows.models import Outcome, PendingInput
+
+NOTIFY_ATTEMPTS = 5
+"""How many times one notification is tried before it is given up (and logged)."""
+
+NOTIFY_BACKOFF_SECONDS = 0.5
+"""The first retry's delay; each later one doubles it."""
+
+NOTIFY_MAX_DELAY_SECONDS = 30.0
+"""The longest delay between two attempts, ``Retry-After`` included."""
+
+NOTIFY_TIMEOUT_SECONDS = 10.0
+"""How long one attempt may take."""
+
+SHUTDOWN_GRACE_SECONDS = 5.0
+"""How long a stopping server waits for notifications still in flight."""
+
+_RETRYABLE = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+log = structlog.get_logger("archmax.http.notify")
+
+
+def notification(outcome: Outcome) -> dict[str, Any]:
+    """The body of the notification ``outcome`` calls for."""
+    parked = outcome.kind == "parked"
+    pending = outcome.pending
+    resume_at = pending.resume_at if isinstance(pending, PendingInput) else None
+    said = outcome.reply or None
+    return {
+        "event": "session.parked" if parked else "turn.finished",
+        "sessionId": outcome.session_id,
+        "kind": outcome.kind,
+        "status": outcome.status,
+        "state": outcome.state,
+        "channel": outcome.parked_channel,
+        "question": said if parked and outcome.parked_channel == "input" else None,
+        "handoff": said if parked and outcome.parked_channel == "decision" else None,
+        "resumeAt": to_wire(resume_at),
+        "outcome": to_wire(outcome),
+    }
+
+
+class Notifier:
+    """Sends notifications in the background; :meth:`aclose` waits for those in flight."""
+
+    def __init__(
+        self,
+        url: str,
+        secret: str,
+        *,
+        attempts: int = NOTIFY_ATTEMPTS,
+        backoff: float = NOTIFY_BACKOFF_SECONDS,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._url = url
+        self._secret = secret
+        self._attempts = attempts
+        self._backoff = backoff
+        self._client = httpx.AsyncClient(timeout=NOTIFY_TIMEOUT_SECONDS, transport=transport)
+        self._tasks: set[asyncio.Task[bool]] = set()
+
+    def outcome(self, outcome: Outcome, *, key: str) -> None:
+        """Notify of ``outcome`` (the settled turn of the firing whose update id is ``key``)."""
+        body = json.dumps(notification(outcome), separators=(",", ":")).encode()
+        task = asyncio.get_running_loop().create_task(
+            self.post(body, f"{outcome.session_id}/{key}")
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def post(self, body: bytes, key: str) -> bool:
+        """POST ``body`` until it is taken (2xx) or refused for good; whether it was taken."""
+        delay = self._backoff
+        for attempt in range(1, self._attempts + 1):
+            headers = {
+                "Content-Type": "application/json",
+                "Idempotency-Key": key,
+                **signed_headers(self._secret, body),
+            }
+            retry_after: float | None = None
+            try:
+                response = await self._client.post(self._url, content=body, headers=headers)
+            except httpx.HTTPError as exc:
+                log.warning("notification failed", key=key, attempt=attempt, error=str(exc))
+            else:
+                if response.is_success:
+                    return True
+                if response.status_code not in _RETRYABLE:
+                    log.warning("notification refused", key=key, status=response.status_code)
+                    return False
+                retry_after = _seconds(response.headers.get("retry-after"))
+                log.warning("notification deferred", key=key, status=response.status_code)
+            if attempt < self._attempts:
+                await asyncio.sleep(min(retry_after or delay, NOTIFY_MAX_DELAY_SECONDS))
+                delay *= 2
+        log.error("notification given up", key=key, attempts=self._attempts)
+        return False
+
+    async def aclose(self) -> None:
+        """Wait a little for notifications in flight, then stop."""
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=SHUTDOWN_GRACE_SECONDS)
+            for task in pending:
+                task.cancel()
+            for task in pending:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        await self._client.aclose()
+
+
+def _seconds(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        return None
