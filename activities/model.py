@@ -39,7 +39,7 @@ from openai.types import CompletionUsage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
+from archmax_temporal.workflows.contracts.model import BUDGET_EXHAUSTED, MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import ModelCallError
 from archmax_temporal.workflows.models import (
     Message,
@@ -159,7 +159,16 @@ class ModelActivities:
             request["tool_choice"] = call.tool_choice
         secrets = (self._config.api_key,)
         try:
-            response = await _heartbeating(self._client.chat.completions.create(**request))
+            response = await _heartbeating(
+                self._client.chat.completions.create(**request), budget_ms=call.budget_ms
+            )
+        except TimeoutError:
+            raise ApplicationError(
+                f"budget.timeoutMs ({call.budget_ms} ms) exhausted by a model call in "
+                f"state '{call.state}'",
+                type=BUDGET_EXHAUSTED,
+                non_retryable=True,
+            ) from None
         except openai.OpenAIError as exc:
             error = translate_error(exc, attempt=info.attempt, secrets=secrets)
             bound.warning("model call failed", error=error.message, kind=error.type)
@@ -174,15 +183,23 @@ class ModelActivities:
             ).to_application_error() from None
 
 
-async def _heartbeating(call: Awaitable[Any]) -> Any:
+async def _heartbeating(call: Awaitable[Any], *, budget_ms: int | None = None) -> Any:
     """Await ``call`` while heartbeating every :data:`HEARTBEAT_EVERY` (only inside an
-    activity): a dead worker's call is retried elsewhere within the heartbeat timeout."""
+    activity): a dead worker's call is retried elsewhere within the heartbeat timeout. With a
+    budget, ``TimeoutError`` once it has passed (the call is abandoned, as archmax does)."""
     task = asyncio.ensure_future(call)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + budget_ms / 1000 if budget_ms else None
     try:
         while True:
-            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY.total_seconds())
+            wait = HEARTBEAT_EVERY.total_seconds()
+            if deadline is not None:
+                wait = min(wait, max(deadline - loop.time(), 0.0))
+            done, _ = await asyncio.wait({task}, timeout=wait)
             if done:
                 return task.result()
+            if deadline is not None and loop.time() >= deadline:
+                raise TimeoutError
             if activity.in_activity():
                 activity.heartbeat()
     finally:

@@ -16,11 +16,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
     WorkflowUpdateHandle,
@@ -57,6 +58,7 @@ from archmax_temporal.client.runtime import (
 )
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import WORKFLOW_NAME
+from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
     PayloadTooLargeError,
@@ -122,6 +124,21 @@ def file_upload(name: str, content: str | bytes, store: SessionStore | None = No
         return FileUpload(name=name, ref=write_upload(store, data), size=len(data))
     text, encoding = _encoded(content)
     return FileUpload(name=name, content=text, encoding=encoding, size=len(data))
+
+
+WAITING_ON: Final = {
+    MODEL_ACTIVITY: "the model",
+}
+"""What a retried activity is, in a summary's ``waiting on …`` line (else its name)."""
+
+
+def _retrying(described: WorkflowExecutionDescription) -> str | None:
+    """``waiting on the model: <last failure>`` for a session whose activity is retrying."""
+    for pending in described.raw_description.pending_activities:
+        if pending.attempt > 1 and pending.last_failure.message:
+            what = WAITING_ON.get(pending.activity_type.name, pending.activity_type.name)
+            return f"waiting on {what}: {pending.last_failure.message} (attempt {pending.attempt})"
+    return None
 
 
 def mint_session_id() -> str:
@@ -479,12 +496,14 @@ class SessionsSurface:
         """The session's summary (a query), or :class:`SessionNotFoundError`; with no worker
         to answer, :class:`SessionUnavailableError` at once (not after the query's timeout)."""
         try:
-            await self._answerable(session_id)
-            return await self._agent.handle(session_id).query(
+            described = await self._answerable(session_id)
+            summary = await self._agent.handle(session_id).query(
                 ArchmaxSession.summary, rpc_timeout=timeout
             )
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
+        waiting = _retrying(described) if summary.status == "running" else None
+        return summary.model_copy(update={"waiting_on": waiting}) if waiting else summary
 
     async def view(self, session_id: str) -> SessionView:
         """The whole recorded session: summary, transcript and trail."""
@@ -494,22 +513,23 @@ class SessionsSurface:
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
 
-    async def _answerable(self, session_id: str) -> None:
+    async def _answerable(self, session_id: str) -> WorkflowExecutionDescription:
         """Refuse a query no worker would answer: a running session whose task queue no live
         worker polls (a finished run answers from its history, and a missing one is
-        :class:`SessionNotFoundError` from ``describe``)."""
+        :class:`SessionNotFoundError` from ``describe``). Returns the description."""
         described = await self._agent.handle(session_id).describe()
         if described.status is not None and described.status.name != "RUNNING":
-            return
+            return described
         queue = described.task_queue
         try:
             polled = not queue or await worker_polling(
                 self._agent.client, queue, include_commands=True
             )
         except RPCError:  # a server that cannot describe queues (the time-skipping one)
-            return
+            return described
         if not polled:
             raise unavailable(session_id, queue)
+        return described
 
     async def _typed(self, error: Exception, session_id: str) -> BaseException:
         """The typed error a failed query stands for; an unanswered one names the queue."""

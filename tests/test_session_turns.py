@@ -409,7 +409,9 @@ states:
             ("on_error", "apologise"),
         ]
         errors = [m for m in view.transcript if m.note == "error" and m.role == "tool"]
-        assert len(errors) == 1 and "[error] model call failed in state 'think'" in (
+        assert len(
+            errors
+        ) == 1 and "[error] budget.timeoutMs (300 ms) exhausted in state 'think'" in (
             errors[0].content or ""
         )
 

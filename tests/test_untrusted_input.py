@@ -5,6 +5,7 @@ real ``openai`` client talking to the scripted model."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from pathlib import Path
@@ -29,6 +30,7 @@ from archmax_temporal.workflows.context import CLEANED_ARGUMENTS
 from archmax_temporal.workflows.errors import (
     InvalidVariableNameError,
     PayloadTooLargeError,
+    SessionNotFoundError,
     TriggerInputError,
     UnknownTriggerError,
 )
@@ -392,3 +394,60 @@ class TestRefusedFirstFirings:
         history = await client.get_workflow_handle(sid).fetch_history()
         timers = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_TIMER_STARTED]
         assert timers == []
+
+
+GUARDED = """
+title: Guarded
+states:
+  answer:
+    triggers: { manual: {} }
+    on_error: closed
+    instructions: Answer.
+    transitions:
+      - { to: closed, description: Give up. }
+  closed:
+    instructions: Close the conversation.
+"""
+
+
+class TestConfigurationErrors:
+    async def test_a_rejected_key_waits_visibly_and_goes_on_once_fixed(
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
+        """A 401 is the deployment's fault: the turn is not routed through ``on_error``; the
+        session stays running, ``sessions.get`` says it waits on the model and why, and when
+        the endpoint accepts the key again the turn completes by itself."""
+        write_workflow(tmp_path, "guarded", GUARDED)
+        server = scripted(
+            json.dumps(
+                {
+                    "rules": [
+                        {"times": 2, "error": {"status": 401, "message": "Incorrect API key"}},
+                        {"reply": {"content": "The answer."}},
+                    ]
+                }
+            )
+        )
+        sid = _sid()
+        async with running_agent(client, task_queue, tmp_path, "guarded", server) as agent:
+            turn = asyncio.ensure_future(agent.workflow.send(sid, "hello"))
+            summary = None
+            for _ in range(300):
+                await asyncio.sleep(0.1)
+                try:
+                    summary = await agent.sessions.get(sid)
+                except SessionNotFoundError:  # the send has not started it yet
+                    continue
+                if summary.waiting_on:
+                    break
+            assert summary is not None and summary.status == "running"
+            assert summary.waiting_on is not None
+            assert summary.waiting_on.startswith("waiting on the model: ")
+            assert "Incorrect API key" in summary.waiting_on
+            outcome = await asyncio.wait_for(turn, timeout=60)
+        assert (outcome.kind, outcome.state, outcome.reply) == (
+            "completed",
+            "answer",
+            "The answer.",
+        )
+        assert [s.kind for s in outcome.trail] == ["trigger"]

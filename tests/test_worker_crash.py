@@ -3,6 +3,7 @@ by a brand-new worker process when the event is delivered."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -13,20 +14,20 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from tests.conftest import EXAMPLES, Scripted, running_agent
+from tests.conftest import EXAMPLES, Scripted, running_agent, write_workflow
 
 ROOT = EXAMPLES / "support-inbox"
 PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"
 
 
 def _worker_process(
-    client: Client, task_queue: str, model_url: str, store: Path
+    client: Client, task_queue: str, model_url: str, store: Path, *, root: Path = ROOT
 ) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "TEMPORAL_ADDRESS": client.service_client.config.target_host,
         "ARCHMAX_TASK_QUEUE": task_queue,
-        "ARCHMAX_ROOT": str(ROOT),
+        "ARCHMAX_ROOT": str(root),
         "ARCHMAX_STORE": str(store),
         "ARCHMAX_API_BASE_URL": model_url,
         "ARCHMAX_MODEL": "scripted",
@@ -90,3 +91,66 @@ async def test_a_killed_worker_loses_nothing(
     ]
     trail = json.loads((store / "crash-1" / "artifacts" / "trail.json").read_text())
     assert len(trail["steps"]) == 3
+
+
+SLOW_THEN_FAST = {
+    "rules": [
+        {"name": "hangs", "times": 1, "delay_ms": 90_000, "reply": {"content": "too late"}},
+        {"name": "answers", "reply": {"content": "Here is your answer."}},
+    ]
+}
+
+BUDGETED = """
+title: Budgeted
+states:
+  answer:
+    triggers: { manual: }
+    budget: { timeoutMs: 60000 }
+    on_error: sorry
+    instructions: Answer.
+    transitions:
+      - { to: sorry, description: Nothing works. }
+  sorry:
+    instructions: Apologise.
+"""
+
+
+async def test_a_worker_killed_mid_model_call_is_noticed_in_seconds(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """SIGKILL the worker while a model call is in flight, inside a state with a
+    ``budget.timeoutMs``: the call heartbeats, so a new worker retries it within 30 s (it
+    took three minutes, and a budget turned the crash into a rejected turn), and the turn
+    completes where it was."""
+    root = tmp_path / "root"
+    write_workflow(root, "budgeted", BUDGETED)
+    server = scripted(json.dumps(SLOW_THEN_FAST))
+    store = tmp_path / "store"
+    first = _worker_process(client, task_queue, server.url, store, root=root)
+    second: subprocess.Popen[str] | None = None
+    try:
+        async with running_agent(
+            client, task_queue, root, "budgeted", server, worker=False
+        ) as agent:
+            turn = asyncio.ensure_future(agent.workflow.send("crash-model-1", "hello"))
+            while not server.requests:
+                await asyncio.sleep(0.05)
+            first.send_signal(signal.SIGKILL)
+            killed_at = time.monotonic()
+            assert first.wait(timeout=10) == -signal.SIGKILL
+            second = _worker_process(client, task_queue, server.url, store, root=root)
+            while len(server.requests) < 2:
+                await asyncio.sleep(0.1)
+                assert time.monotonic() - killed_at < 60, "the call was never retried"
+            recovered_after = time.monotonic() - killed_at
+            outcome = await asyncio.wait_for(turn, timeout=60)
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                process.kill()
+    assert recovered_after < 30, f"retried {recovered_after:.1f} s after the kill"
+    assert (outcome.kind, outcome.state, outcome.reply) == (
+        "completed",
+        "answer",
+        "Here is your answer.",
+    )

@@ -442,6 +442,9 @@ class SessionSummary(_Model):
     """For a park mirrored from a sub-workflow: the child session it waits on."""
     parent_session_id: str | None = None
     """For a delegated child: its caller's session id."""
+    waiting_on: str | None = None
+    """Set by the host for a running session whose activity is being retried (``waiting on
+    the model: <its last failure>``): the deployment's problem, visible, not the agent's."""
 
 
 class SubWorkflowReport(_Model):
@@ -481,6 +484,8 @@ class ModelCallInput(_Model):
     messages: list[Message]
     tools: list[ToolSchema] = Field(default_factory=list)
     tool_choice: Literal["auto", "none"] = "auto"
+    budget_ms: int | None = None
+    """The state's ``budget.timeoutMs``: the activity races each attempt against it."""
 
 
 class ModelCallResult(_Model):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Literal
 
 from temporalio import workflow
@@ -339,22 +338,19 @@ class TurnEngine:
             messages=[Message(role="system", content=system), *s.transcript],
             tools=self.surface(slug),
             tool_choice="none" if handoff else "auto",
+            budget_ms=state.budget.timeout_ms,
         )
-        if state.budget.timeout_ms:
-            per_call = timedelta(milliseconds=state.budget.timeout_ms)
-            attempt_timeout, deadline = per_call, per_call
-        else:
-            attempt_timeout = contracts.DEFAULT_MODEL_CALL_TIMEOUT
-            deadline = contracts.DEFAULT_MODEL_CALL_DEADLINE
         try:
             result = await contracts.model.complete(
-                call,
-                summary=f"{'handoff' if handoff else 'model'} · {slug}",
-                attempt_timeout=attempt_timeout,
-                deadline=deadline,
+                call, summary=f"{'handoff' if handoff else 'model'} · {slug}"
             )
         except ActivityError as failure:
             cause = failure.cause
+            if isinstance(cause, ApplicationError) and cause.type == contracts.BUDGET_EXHAUSTED:
+                self._last_model_failure = (
+                    f"budget.timeoutMs ({state.budget.timeout_ms} ms) exhausted in state '{slug}'"
+                )
+                return None
             detail = str(cause) if cause is not None else str(failure)
             self._last_model_failure = f"model call failed in state '{slug}': {detail}"
             return None

@@ -87,6 +87,8 @@ def summary_line(s: SessionSummary) -> str:
     names = [n for n in s.variables if n != "trigger"]
     parts.append(f"vars={','.join(sorted(names))}")
     line = "  ".join(parts)
+    if s.waiting_on:
+        line += f"\n    {s.waiting_on}"
     if s.wait_reason:
         due = f" due={s.resume_at.isoformat()}" if s.resume_at else ""
         line += f"\n    waiting for: {s.wait_reason}{due}"
@@ -101,6 +103,8 @@ def summary_detail(s: SessionSummary) -> str:
         f"state     {s.state}",
         f"spec      {s.spec_hash}",
     ]
+    if s.waiting_on:
+        lines.append(f"waiting   {s.waiting_on.removeprefix('waiting ')}")
     if s.pending_decision is not None:
         edges = ", ".join(e.to for e in s.pending_decision.transitions)
         lines.append(f"awaiting  decision at {s.pending_decision.state}: {edges}")

@@ -31,6 +31,7 @@ from typing import Final
 from archmax_temporal.workflows.contracts import host_tools, model, sandbox, store, workspace
 from archmax_temporal.workflows.contracts.base import ActivityContract
 from archmax_temporal.workflows.contracts.model import (
+    BUDGET_EXHAUSTED,
     DEFAULT_MODEL_CALL_DEADLINE,
     DEFAULT_MODEL_CALL_TIMEOUT,
     MODEL_ACTIVITY,
@@ -45,6 +46,7 @@ from archmax_temporal.workflows.contracts.store import (
 __all__ = [
     "ACTIVITIES",
     "ACTIVITY_NAMES",
+    "BUDGET_EXHAUSTED",
     "DEFAULT_MAX_MODEL_CALLS_PER_VISIT",
     "DEFAULT_MODEL_CALL_DEADLINE",
     "DEFAULT_MODEL_CALL_TIMEOUT",

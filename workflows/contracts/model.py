@@ -16,42 +16,57 @@ MODEL_ACTIVITY: Final = "archmax.model.complete"
 """One Chat Completions call."""
 
 DEFAULT_MODEL_CALL_TIMEOUT: Final = timedelta(minutes=3)
-"""Per-attempt bound on a model call when the state sets no ``budget.timeoutMs``."""
+"""Per-attempt bound on a model call when the state sets no ``budget.timeoutMs`` (a hung
+endpoint costs at most this, then the attempt is retried)."""
 
-DEFAULT_MODEL_CALL_DEADLINE: Final = timedelta(minutes=15)
-"""Bound on a model call across all its retries when the state sets no budget."""
+DEFAULT_MODEL_CALL_DEADLINE: Final = None
+"""No bound across retries: the activity itself gives transient failures up after a few
+attempts, and waits out the deployment's errors (a missing key, an unreachable endpoint)
+for as long as they last, visibly, so a fixed worker picks the turn up by itself."""
+
+MODEL_HEARTBEAT_TIMEOUT: Final = timedelta(seconds=20)
+"""A model call heartbeats every 5 s while it waits: a worker that died mid-call is noticed,
+and the call retried on another worker, within this."""
+
+BUDGET_MARGIN: Final = timedelta(seconds=30)
+"""Beyond ``budget.timeoutMs``, what an attempt's start-to-close allows the activity to say
+the budget ran out (the activity races the call against the budget itself)."""
+
+BUDGET_EXHAUSTED: Final = "ModelBudgetExhausted"
+"""The error type of a call that outran its state's ``budget.timeoutMs``: final."""
 
 MODEL_RETRY: Final = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     backoff_coefficient=2.0,
-    maximum_interval=timedelta(seconds=30),
-    maximum_attempts=6,
-    non_retryable_error_types=["ModelCallError"],
+    maximum_interval=timedelta(seconds=60),
+    maximum_attempts=0,
+    non_retryable_error_types=["ModelCallError", BUDGET_EXHAUSTED],
 )
-"""Rate limits, 5xx, timeouts and connection errors retry with backoff (a ``Retry-After``
-travels as the error's next retry delay); 4xx answers are raised as the non-retryable
-``ModelCallError``."""
+"""Retries without a count: the activity decides what is final (``ModelCallError`` for the
+call's own faults and for transient failures after their attempts; ``ModelBudgetExhausted``)
+and what is the deployment's to fix (``ModelConfigurationError``, retried at a capped
+interval); a ``Retry-After`` travels as the error's next retry delay."""
 
 CONTRACT: Final = ActivityContract(
     MODEL_ACTIVITY, ModelCallInput, ModelCallResult, "one Chat Completions call"
 )
 
 
-async def complete(
-    call: ModelCallInput,
-    *,
-    summary: str,
-    attempt_timeout: timedelta = DEFAULT_MODEL_CALL_TIMEOUT,
-    deadline: timedelta = DEFAULT_MODEL_CALL_DEADLINE,
-) -> ModelCallResult:
+async def complete(call: ModelCallInput, *, summary: str) -> ModelCallResult:
     """Schedule one model call and wait for its answer (an ``ActivityError`` when it failed
-    for good)."""
+    for good). A call with a budget (``call.budget_ms``) is raced against it inside the
+    activity: the budget bounds the work of each attempt, never the retries after a crash."""
+    attempt = (
+        timedelta(milliseconds=call.budget_ms) + BUDGET_MARGIN
+        if call.budget_ms
+        else DEFAULT_MODEL_CALL_TIMEOUT
+    )
     result: ModelCallResult = await workflow.execute_activity(
         MODEL_ACTIVITY,
         call,
         result_type=ModelCallResult,
-        start_to_close_timeout=attempt_timeout,
-        schedule_to_close_timeout=deadline,
+        start_to_close_timeout=attempt,
+        heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT,
         retry_policy=MODEL_RETRY,
         summary=summary,
     )
