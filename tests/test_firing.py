@@ -133,3 +133,51 @@ class TestPressure:
                 await asyncio.wait_for(waiting, timeout=10)
         assert isinstance(raised.value, SessionTerminatedError)
         assert "terminated" in str(raised.value)
+
+
+class TestAcrossRuns:
+    async def test_a_key_is_remembered_across_continue_as_new(
+        self, client: Client, task_queue: str, scripted: Scripted
+    ) -> None:
+        """The session continues as new after every firing; a retry with the first key still
+        gets the first outcome, and nothing runs twice."""
+        server = scripted(PLAYBOOK)
+        sid = _sid()
+        async with running_agent(
+            client, task_queue, ROOT, "support-inbox", server, requests_per_run=1
+        ) as agent:
+            first = await _park(agent, sid, key="mail-across-1")
+            runs_before = [w async for w in client.list_workflows(f"WorkflowId = '{sid}'")]
+            calls = len(server.requests)
+            again = await _park(agent, sid, key="mail-across-1")
+            view = await agent.sessions.view(sid)
+        assert len(runs_before) >= 2  # the retry lands on a new run
+        assert again == first
+        assert len(server.requests) == calls
+        assert view.summary.turns == 1
+
+
+class TestRefusedSignals:
+    async def test_a_refused_deliver_signal_is_recorded_in_the_memo(
+        self, client: Client, task_queue: str, scripted: Scripted
+    ) -> None:
+        """A deliver signal to a session that is not parked is dropped and recorded (its
+        number, error type and reason), so the events can call it refused."""
+        server = scripted(PLAYBOOK)
+        sid = _sid()
+        async with running_agent(client, task_queue, ROOT, "support-inbox", server) as agent:
+            await _park(agent, sid)
+            await agent.workflow.deliver(
+                sid, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
+            )
+            await agent.workflow.signal_deliver(sid, trigger="email_reply")
+            for _ in range(100):
+                described = await agent.handle(sid).describe()
+                memo = await described.memo()
+                if "archmax.refused_signal" in memo:
+                    break
+                await asyncio.sleep(0.1)
+        refused = memo["archmax.refused_signal"]
+        assert refused["signal"] == 1
+        assert refused["type"] == "SessionNotAwaitingInputError"
+        assert "not parked awaiting input" in refused["reason"]

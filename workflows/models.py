@@ -274,6 +274,14 @@ class SessionState(_Model):
     """Sub-workflow calls waiting on a parked child, oldest first."""
     dispatches: dict[str, int] = Field(default_factory=dict)
     """Sub-workflow slug → how many children this session has started (child ids count on)."""
+    recent_firings: dict[str, Outcome] = Field(default_factory=dict)
+    """The outcomes of the session's last firings by idempotency key (the update id), so a
+    retry after continue-as-new still gets the first outcome (Temporal itself dedupes update
+    ids within a run); the newest :data:`RECENT_FIRINGS` are kept."""
+
+
+RECENT_FIRINGS = 32
+"""How many firings' outcomes a session remembers by idempotency key."""
 
 
 class PromptParts(_Model):
@@ -514,4 +522,5 @@ class PersistTurnInput(_Model):
     """The conversation so far, written as ``trajectory.json``."""
 
 
+SessionState.model_rebuild()
 SessionInput.model_rebuild()

@@ -43,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from archmax_temporal.workflows.hook_runner import HookRunner
     from archmax_temporal.workflows.models import (
+        RECENT_FIRINGS,
         DecideInput,
         DeliverInput,
         Disposition,
@@ -61,6 +62,13 @@ with workflow.unsafe.imports_passed_through():
 FIRST_FIRING_PATCH = "archmax-first-firing-grace"
 """``workflow.patched`` id: runs that admitted no firing end after a grace period."""
 
+REFUSED_SIGNAL_PATCH = "archmax-refused-signal-memo"
+"""``workflow.patched`` id: a refused ``deliver`` signal is recorded in the memo."""
+
+REFUSED_SIGNAL_MEMO = "archmax.refused_signal"
+"""The memo key a refused ``deliver`` signal is recorded under (``signal``: its number among
+this run's ``deliver`` signals; ``type`` and ``reason``: the refusal)."""
+
 
 @workflow.defn(name=contracts.WORKFLOW_NAME)
 class ArchmaxSession:
@@ -74,6 +82,7 @@ class ArchmaxSession:
         self._busy = False
         self._seq = 0
         self._handled_this_run = 0
+        self._deliver_signals = 0
         self._delegation = delegation.Delegations(self._ctx)
         self._turn = TurnEngine(self._ctx, HookRunner(self._ctx), self._delegation)
         if input.initial is not None and input.carried is None:  # a delegated child's firing
@@ -97,6 +106,8 @@ class ArchmaxSession:
                 outcome = refused.error
             if next_firing.key is not None:
                 self._results[next_firing.key] = outcome
+                if isinstance(outcome, Outcome):
+                    self._remember(next_firing.key, outcome)
             if input.parent is not None and isinstance(outcome, Outcome):
                 await self._delegation.report(outcome)
                 if is_finished(outcome.status):  # a delegated child ends with its dispatch
@@ -234,54 +245,83 @@ class ArchmaxSession:
     @workflow.update
     async def send(self, request: SendInput) -> Outcome:
         """A host's firing: a new turn, or a delivery into a session parked for input."""
+        remembered = self._remembered()
+        if remembered is not None:
+            return remembered
         firing.check_send(self._admission(), request)
         return await self._enqueue_and_wait(SendFiring(request, key=self._next_key()))
 
     @send.validator
     def _validate_send(self, request: SendInput) -> None:
-        firing.check_send(self._admission(), request)
+        if self._remembered() is None:
+            firing.check_send(self._admission(), request)
 
     @workflow.update
     async def deliver(self, delivery: DeliverInput) -> Outcome:
         """Resume a session parked by ``archmax_wait`` with the event that arrived."""
+        remembered = self._remembered()
+        if remembered is not None:
+            return remembered
         firing.check_delivery(self._admission(), delivery)
         return await self._enqueue_and_wait(DeliverFiring(delivery, key=self._next_key()))
 
     @deliver.validator
     def _validate_deliver(self, delivery: DeliverInput) -> None:
-        firing.check_delivery(self._admission(), delivery)
+        if self._remembered() is None:
+            firing.check_delivery(self._admission(), delivery)
 
     @workflow.update
     async def decide(self, decision: DecideInput) -> Outcome:
         """A reviewer picks one of the parked human state's edges; no model interprets it."""
+        remembered = self._remembered()
+        if remembered is not None:
+            return remembered
         firing.check_decision(self._admission(), decision)
         return await self._enqueue_and_wait(DecideFiring(decision, key=self._next_key()))
 
     @decide.validator
     def _validate_decide(self, decision: DecideInput) -> None:
-        firing.check_decision(self._admission(), decision)
+        if self._remembered() is None:
+            firing.check_decision(self._admission(), decision)
 
     @workflow.update
     async def reply(self, message: ReplyInput) -> Outcome:
         """A person's message to a session parked at a human state: answered, still parked."""
+        remembered = self._remembered()
+        if remembered is not None:
+            return remembered
         firing.check_reply(self._admission(), message.message)
         return await self._enqueue_and_wait(ReplyFiring(message.message, key=self._next_key()))
 
     @reply.validator
     def _validate_reply(self, message: ReplyInput) -> None:
-        firing.check_reply(self._admission(), message.message)
+        if self._remembered() is None:
+            firing.check_reply(self._admission(), message.message)
 
     @workflow.signal(name="deliver")
     def deliver_signal(self, delivery: DeliverInput) -> None:
         """Fire-and-forget delivery for external systems (``temporal workflow signal``).
 
-        A signal cannot be refused, so an invalid one is logged and dropped: the session stays
-        parked exactly as it was.
+        A signal cannot be refused, so an invalid one is dropped: the session stays parked
+        exactly as it was, and the refusal is recorded (a memo upsert naming the signal's
+        number in this run, its error type and reason) so the session's events report it as
+        refused, never as delivered.
         """
+        self._deliver_signals += 1
         try:
             firing.check_delivery(self._admission(), delivery)
         except ApplicationError as refusal:
             workflow.logger.warning("deliver signal refused: %s (%s)", refusal, refusal.type)
+            if workflow.patched(REFUSED_SIGNAL_PATCH):
+                workflow.upsert_memo(
+                    {
+                        REFUSED_SIGNAL_MEMO: {
+                            "signal": self._deliver_signals,
+                            "type": refusal.type,
+                            "reason": str(refusal),
+                        }
+                    }
+                )
             return
         self._busy = True
         self._queue.append(DeliverFiring(delivery))
@@ -330,8 +370,24 @@ class ArchmaxSession:
         )
 
     def _next_key(self) -> str:
+        """The firing's key: its update id, the caller's idempotency key (unique in a run:
+        Temporal hands a repeated id the first result without calling the handler)."""
+        info = workflow.current_update_info()
+        if info is not None:
+            return info.id
         self._seq += 1
         return f"r{self._seq}"
+
+    def _remembered(self) -> Outcome | None:
+        """The outcome a retried firing (its key seen before continue-as-new) gets again."""
+        info = workflow.current_update_info()
+        return self._ctx.session.recent_firings.get(info.id) if info is not None else None
+
+    def _remember(self, key: str, outcome: Outcome) -> None:
+        recent = self._ctx.session.recent_firings
+        recent[key] = outcome
+        while len(recent) > RECENT_FIRINGS:
+            del recent[next(iter(recent))]
 
     async def _enqueue_and_wait(self, queued: Firing) -> Outcome:
         """Queue an update's firing and wait for what it came to (a refusal is raised)."""
