@@ -32,6 +32,7 @@ from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import StoreActivities
+from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows import text
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -119,9 +120,10 @@ def build_worker(
     workspace = WorkspaceActivities(
         FilesystemSessionStore(store_dir), authoring_root or store_dir.parent
     )
+    logs = TranscriptLogs(store_dir)
     implementations = [
-        ModelActivities(model).complete,
-        StoreActivities(store_dir).persist_turn,
+        ModelActivities(model, logs=logs).complete,
+        StoreActivities(store_dir, logs).persist_turn,
         *workspace.activities(),
         HostToolActivities(host_tools).run,
         SandboxActivities(workspace).run,

@@ -39,6 +39,7 @@ from openai.types import CompletionUsage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.contracts.model import BUDGET_EXHAUSTED, MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import ModelCallError
 from archmax_temporal.workflows.models import (
@@ -46,6 +47,7 @@ from archmax_temporal.workflows.models import (
     ModelCallInput,
     ModelCallResult,
     ToolCall,
+    ToolSchema,
     Usage,
 )
 from archmax_temporal.workflows.text import clean_str, scrub
@@ -119,9 +121,16 @@ def openai_client(config: ModelConfig, *, max_retries: int = 0) -> openai.AsyncO
 class ModelActivities:
     """Activities that talk to the model endpoint, sharing one client per worker."""
 
-    def __init__(self, config: ModelConfig, client: openai.AsyncOpenAI | None = None) -> None:
+    def __init__(
+        self,
+        config: ModelConfig,
+        client: openai.AsyncOpenAI | None = None,
+        logs: TranscriptLogs | None = None,
+    ) -> None:
         self._config = config
         self._client = client or openai_client(config)
+        self._logs = logs
+        """The store's conversation logs (calls that carry only what is new read the rest)."""
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def complete(self, call: ModelCallInput) -> ModelCallResult:
@@ -140,11 +149,12 @@ class ModelActivities:
             attempt=info.attempt,
             model=model,
         )
+        messages, tools, logged = await self._conversation(call)
         request: dict[str, Any] = {
             "model": model,
-            "messages": [to_openai_message(m) for m in call.messages],
+            "messages": [to_openai_message(m) for m in messages],
         }
-        if call.tools:
+        if tools:
             request["tools"] = [
                 {
                     "type": "function",
@@ -154,7 +164,7 @@ class ModelActivities:
                         "parameters": t.parameters,
                     },
                 }
-                for t in call.tools
+                for t in tools
             ]
             request["tool_choice"] = call.tool_choice
         secrets = (self._config.api_key,)
@@ -174,13 +184,41 @@ class ModelActivities:
             bound.warning("model call failed", error=error.message, kind=error.type)
             raise error from None
         try:
-            return _result(response, call, model)
+            result = _result(response, call, model)
         except Exception as exc:  # a 200 whose body is not a chat completion
             body = scrub(str(response)[:300], secrets)
             raise ModelCallError(
                 f"model endpoint answered with a body that is no chat completion "
                 f"({type(exc).__name__}): {body}"
             ).to_application_error() from None
+        if logged is not None:
+            result.logged, result.log_hash = logged
+        return result
+
+    async def _conversation(
+        self, call: ModelCallInput
+    ) -> tuple[list[Message], list[ToolSchema], tuple[int, str] | None]:
+        """The messages and tools the call sends: as given, or, for a call that refers to the
+        store's log, the new messages appended to it first (a retry finds them there) and the
+        whole conversation read back after the system prompt; and the log's new end."""
+        if call.log is None:
+            return call.messages, call.tools, None
+        if self._logs is None:
+            raise ApplicationError(
+                "this worker keeps no conversation logs (build it with a session store)",
+                type="ModelCallError",
+                non_retryable=True,
+            )
+        logs = self._logs
+        conversation, end = await asyncio.to_thread(
+            logs.extend, call.session_id, call.log, call.messages
+        )
+        system = await asyncio.to_thread(
+            logs.prompt, call.session_id, call.system_digest or "", call.system
+        )
+        tools = await asyncio.to_thread(logs.tools, call.session_id, call.tools_digest, call.tools)
+        messages = [Message(role="system", content=system), *conversation]
+        return messages, tools, (len(conversation), end)
 
 
 async def _heartbeating(call: Awaitable[Any], *, budget_ms: int | None = None) -> Any:

@@ -12,11 +12,12 @@ temporary file, then rename), so a killed worker never leaves a half-written art
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
@@ -26,7 +27,21 @@ from archmax_temporal.workflows.models import PersistTurnInput
 from archmax_temporal.workflows.spec import WorkflowSpec
 from archmax_temporal.workflows.zones import ARTIFACTS, SCRATCHPAD, SPECS
 
-PACKAGE_VERSION = "0.1.0"
+if TYPE_CHECKING:
+    from archmax_temporal.activities.transcript_log import TranscriptLogs
+
+
+def _package_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("archmax-temporal")
+    except metadata.PackageNotFoundError:  # pragma: no cover - a bare checkout
+        return "0+unknown"
+
+
+PACKAGE_VERSION = _package_version()
+"""The runtime's version, from the installed distribution (written into metadata.json)."""
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -86,15 +101,35 @@ def graph(spec: WorkflowSpec) -> dict[str, Any]:
 class StoreActivities:
     """Activities that write the session store of this worker."""
 
-    def __init__(self, store_dir: Path) -> None:
+    def __init__(self, store_dir: Path, logs: TranscriptLogs | None = None) -> None:
+        from archmax_temporal.activities.transcript_log import TranscriptLogs
+
         self._dir = store_dir
+        self._logs = logs or TranscriptLogs(store_dir)
+        self._specs: dict[str, WorkflowSpec] = {}
+
+    def _spec(self, turn: PersistTurnInput) -> WorkflowSpec:
+        """The turn's spec: sent (once a run; its snapshot written when missing), or read back
+        from ``_specs/<hash>.json``."""
+        snapshot = self._dir / SPECS / f"{turn.spec_hash}.json"
+        if turn.spec is not None:
+            if not snapshot.exists():
+                atomic_write(snapshot, _json(spec_snapshot(turn.spec)))
+            self._specs[turn.spec_hash] = turn.spec
+            return turn.spec
+        known = self._specs.get(turn.spec_hash)
+        if known is None:
+            known = WorkflowSpec.model_validate(json.loads(snapshot.read_text(encoding="utf-8")))
+            self._specs[turn.spec_hash] = known
+        return known
 
     @activity.defn(name=PERSIST_ACTIVITY)
     async def persist_turn(self, turn: PersistTurnInput) -> None:
         """Rewrite the session's artifacts (and its spec snapshot once) at the end of a turn."""
-        snapshot = self._dir / SPECS / f"{turn.spec_hash}.json"
-        if not snapshot.exists():
-            atomic_write(snapshot, _json(spec_snapshot(turn.spec)))
+        await asyncio.to_thread(self._persist, turn)
+
+    def _persist(self, turn: PersistTurnInput) -> None:
+        spec = self._spec(turn)
         session_dir = self._dir / folder_name(turn.session_id)
         (session_dir / SCRATCHPAD).mkdir(parents=True, exist_ok=True)
         artifacts = session_dir / ARTIFACTS
@@ -119,7 +154,7 @@ class StoreActivities:
             _json(
                 {
                     **head,
-                    "runtimeContract": f"{turn.spec.runtime.engine}@{turn.spec.runtime.version}",
+                    "runtimeContract": f"{spec.runtime.engine}@{spec.runtime.version}",
                     "packageVersion": PACKAGE_VERSION,
                     "specHash": turn.spec_hash,
                     "status": turn.status,
@@ -128,7 +163,12 @@ class StoreActivities:
                 }
             ),
         )
-        atomic_write(artifacts / "graph.json", _json(graph(turn.spec)))
+        atomic_write(artifacts / "graph.json", _json(graph(spec)))
+        messages = (
+            [*self._logs.read(turn.session_id, turn.log.base), *turn.transcript]
+            if turn.log is not None
+            else turn.transcript
+        )
         atomic_write(
             artifacts / "trajectory.json",
             _json(
@@ -136,7 +176,7 @@ class StoreActivities:
                     **head,
                     "messages": [
                         m.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-                        for m in turn.transcript
+                        for m in messages
                     ],
                 }
             ),

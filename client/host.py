@@ -10,6 +10,7 @@ session parked by ``archmax_wait``. Refusals come back as the typed errors of
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -39,6 +40,7 @@ from archmax_temporal.activities.session_store import (
     SessionStore,
     write_upload,
 )
+from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import (
     EventCallback,
@@ -506,12 +508,20 @@ class SessionsSurface:
         return summary.model_copy(update={"waiting_on": waiting}) if waiting else summary
 
     async def view(self, session_id: str) -> SessionView:
-        """The whole recorded session: summary, transcript and trail."""
+        """The whole recorded session: summary, transcript and trail. The session holds only
+        its newest messages; the rest is read from the store's log of the conversation (this
+        host's ``ARCHMAX_STORE``, which the workers share)."""
         try:
             await self._answerable(session_id)
-            return await self._agent.handle(session_id).query(ArchmaxSession.view)
+            view: SessionView = await self._agent.handle(session_id).query(ArchmaxSession.view)
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
+        if view.transcript_offset == 0:
+            return view
+        logs = TranscriptLogs(self._agent.config.store)
+        logged = await asyncio.to_thread(logs.read, session_id, view.logged)
+        newer = view.transcript[max(view.logged - view.transcript_offset, 0) :]
+        return view.model_copy(update={"transcript": [*logged, *newer], "transcript_offset": 0})
 
     async def _answerable(self, session_id: str) -> WorkflowExecutionDescription:
         """Refuse a query no worker would answer: a running session whose task queue no live

@@ -120,6 +120,7 @@ async def running_agent(
     search_attributes: bool = True,
     tools: Sequence[Any] = (),
     hook_executors: dict[str, Any] | None = None,
+    worker_cache: int = 0,
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
@@ -143,7 +144,7 @@ async def running_agent(
         task_queue=task_queue,
         model=model_config(server),
         store_dir=config.store,
-        max_cached_workflows=0,
+        max_cached_workflows=worker_cache,
         authoring_root=root,
         host_tools=as_host_tools(tools),
         hook_executors=hook_executors,

@@ -275,7 +275,7 @@ async def test_case_timeout_kills_the_case_and_keeps_its_records(
     client: Client, task_queue: str, scripted: Scripted, desk: Path
 ) -> None:
     spec = desk / "workflows" / "desk" / "workflow.yaml"
-    spec.write_text(DESK + "tests: { caseTimeoutMs: 1500 }\n")
+    spec.write_text(DESK + "tests: { caseTimeoutMs: 6000 }\n")
     _case(
         desk,
         "slow.test.yaml",
@@ -286,14 +286,14 @@ async def test_case_timeout_kills_the_case_and_keeps_its_records(
     playbook = json.dumps(
         {
             "rules": [
-                {"when": {"last_user": "/slow/"}, "delay_ms": 5000, "reply": {"content": "late"}}
+                {"when": {"last_user": "/slow/"}, "delay_ms": 60000, "reply": {"content": "late"}}
             ],
             "default": {"content": "quick"},
         }
     )
     result, _ = await _suite(client, task_queue, scripted, desk, "desk", playbook)
     (case,) = result.results
-    assert case.error == "case exceeded tests.caseTimeoutMs (1500 ms)"
+    assert case.error == "case exceeded tests.caseTimeoutMs (6000 ms)"
     assert [(r.status, r.step) for r in case.records] == [("passed", 1), ("not-executed", 3)]
 
 

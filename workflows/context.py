@@ -17,6 +17,7 @@ from typing import Literal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from archmax_temporal.workflows import transcript
     from archmax_temporal.workflows.models import (
         Message,
         NoteKind,
@@ -85,17 +86,19 @@ class SessionContext:
     def note(self, kind: NoteKind, text: str) -> None:
         """A runtime note: a synthetic ``archmax_note`` call and its result, both marked."""
         s = self.session
-        call_id = f"note_{len(s.transcript)}"
+        call_id = f"note_{transcript.total(s)}"
         arguments = json.dumps({"kind": kind})
-        s.transcript.append(
+        transcript.append(
+            s,
             Message(
                 role="assistant",
                 tool_calls=[ToolCall(id=call_id, name=NOTE, arguments=arguments)],
                 note=kind,
                 state=s.state,
-            )
+            ),
         )
-        s.transcript.append(
+        transcript.append(
+            s,
             Message(
                 role="tool",
                 tool_call_id=call_id,
@@ -104,7 +107,7 @@ class SessionContext:
                 note=kind,
                 status="ok",
                 state=s.state,
-            )
+            ),
         )
 
     def answer(self, call: ToolCall, answer: ToolAnswer) -> None:
@@ -113,7 +116,8 @@ class SessionContext:
         if call.id in self.cleaned_calls:
             self.cleaned_calls.discard(call.id)
             content = CLEANED_ARGUMENTS + content
-        self.session.transcript.append(
+        transcript.append(
+            self.session,
             Message(
                 role="tool",
                 tool_call_id=call.id,
@@ -122,5 +126,5 @@ class SessionContext:
                 status=answer.status,
                 rule=answer.rule,
                 state=self.session.state,
-            )
+            ),
         )

@@ -252,6 +252,18 @@ class SessionState(_Model):
     trigger: str | None = None
     variables: dict[str, Variable] = Field(default_factory=dict)
     transcript: list[Message] = Field(default_factory=list)
+    """The newest messages of the conversation (:mod:`workflows.transcript`): those not yet
+    in the store's log, and a window of the latest before them; the whole conversation is
+    the log (``checkpoints/transcript.jsonl``) followed by the unlogged ones."""
+    transcript_offset: int = 0
+    """The conversation index of ``transcript[0]``."""
+    logged: int = 0
+    """How many of the conversation's messages the store's log holds."""
+    logged_hash: str = ""
+    """The log's chained digest after ``logged`` messages (what the next write extends)."""
+    last_reply: str | None = None
+    """The agent's latest text (None: read it off ``transcript``, a state carried by an
+    older version)."""
     trail: list[TrailStep] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     todos: list[Todo] = Field(default_factory=list)
@@ -468,11 +480,23 @@ class SessionView(_Model):
     summary: SessionSummary
     transcript: list[Message]
     trail: list[TrailStep]
+    transcript_offset: int = 0
+    """The conversation index of ``transcript[0]``: from the workflow, the newest messages
+    only; the host prepends the store's log (``sessions.view`` does)."""
+    logged: int = 0
+    """How many messages the store's log holds (the host reads that many)."""
     todos: list[Todo] = Field(default_factory=list)
     """The plan the agent keeps with ``write_todos``."""
 
 
 # --- activities -------------------------------------------------------------------------
+
+
+class TranscriptLog(_Model):
+    """Where the store's log of a conversation stands: its length and chained digest."""
+
+    base: int = 0
+    base_hash: str = ""
 
 
 class ToolSchema(_Model):
@@ -494,6 +518,16 @@ class ModelCallInput(_Model):
     tool_choice: Literal["auto", "none"] = "auto"
     budget_ms: int | None = None
     """The state's ``budget.timeoutMs``: the activity races each attempt against it."""
+    log: TranscriptLog | None = None
+    """With a log, ``messages`` are only what is new since ``log.base`` (the activity appends
+    them to the store's log and reads the rest from it): each message enters the history
+    once. Without one, ``messages`` are the whole conversation (a rubric's, an old run's)."""
+    system: str | None = None
+    """The system prompt, sent when its digest changed since the run's last call."""
+    system_digest: str | None = None
+    """The system prompt's SHA-256: the activity reads a prompt it was sent before."""
+    tools_digest: str | None = None
+    """The tool schemas' SHA-256; ``tools`` is empty when they were sent before."""
 
 
 class ModelCallResult(_Model):
@@ -504,6 +538,10 @@ class ModelCallResult(_Model):
     model: str
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    logged: int | None = None
+    """The store log's length after the call's new messages were appended."""
+    log_hash: str | None = None
+    """The log's chained digest at ``logged``."""
 
 
 class PersistTurnInput(_Model):
@@ -512,14 +550,18 @@ class PersistTurnInput(_Model):
     session_id: str
     workflow: str
     spec_hash: str
-    spec: WorkflowSpec
+    spec: WorkflowSpec | None = None
+    """Sent once a run (the snapshot ``_specs/<hash>.json`` is written when missing)."""
     status: SessionStatus
     state: str | None
     trail: list[TrailStep]
     variables: dict[str, Variable]
     usage: Usage
     transcript: list[Message] = Field(default_factory=list)
-    """The conversation so far, written as ``trajectory.json``."""
+    """With ``log``: the messages not yet in the store's log; without: the conversation so
+    far. Written (after the log's) as ``trajectory.json``."""
+    log: TranscriptLog | None = None
+    """The store log the trajectory starts with (its first ``log.base`` messages)."""
 
 
 SessionState.model_rebuild()

@@ -13,9 +13,9 @@ from typing import Any
 from temporalio.common import SearchAttributeUpdate
 
 from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows import transcript
 from archmax_temporal.workflows.models import (
     Disposition,
-    Message,
     Outcome,
     OutcomeKind,
     PendingDelegation,
@@ -46,12 +46,9 @@ def exit_of(s: SessionState) -> SessionExit | None:
     return None
 
 
-def last_reply(transcript: list[Message]) -> str:
+def last_reply(s: SessionState) -> str:
     """The agent's latest text (runtime notes are never a reply)."""
-    for message in reversed(transcript):
-        if message.role == "assistant" and message.note is None and (message.content or "").strip():
-            return message.content or ""
-    return ""
+    return transcript.last_reply(s) or ""
 
 
 def outcome(
@@ -78,7 +75,7 @@ def outcome(
         else s.pending_decision
         if deciding
         else None,
-        reply=last_reply(s.transcript),
+        reply=last_reply(s),
         rejected=s.rejected,
         exit=exit_of(s),
         variables=s.variables,
@@ -133,6 +130,8 @@ def view(
         transcript=s.transcript,
         trail=s.trail,
         todos=s.todos,
+        transcript_offset=s.transcript_offset,
+        logged=s.logged,
     )
 
 

@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         text,
         todos,
         tools,
+        transcript,
         variables,
         workspace_tools,
     )
@@ -106,6 +107,10 @@ class TurnEngine:
         """The turn continues a conversation (the prompt says so); a run starts without."""
         self._last_model_failure = "model call failed"
         """Why the last model call failed for good (the turn failure's reason)."""
+        self._sent: set[str] = set()
+        """Digests of the prompts and tool lists this run has sent (later calls name them)."""
+        self._spec_persisted = False
+        """Whether this run has handed the spec to the store activity (it keeps a snapshot)."""
 
     # --- turn boundaries ------------------------------------------------------------------
 
@@ -129,7 +134,7 @@ class TurnEngine:
         )
         ctx.trail(s.state, "trigger", firing.trigger)
         if firing.message:
-            s.transcript.append(Message(role="user", content=firing.message, state=s.state))
+            transcript.append(s, Message(role="user", content=firing.message, state=s.state))
         else:
             ctx.note(
                 "opening",
@@ -153,7 +158,7 @@ class TurnEngine:
             f"[event] trigger {delivery.trigger!r} delivered" + _with_variables(delivery.variables),
         )
         if delivery.message:
-            s.transcript.append(Message(role="user", content=delivery.message, state=s.state))
+            transcript.append(s, Message(role="user", content=delivery.message, state=s.state))
         s.pending_input = None
         s.status = "running"
         s.deliveries += 1
@@ -216,10 +221,10 @@ class TurnEngine:
     async def reply(self, message: str) -> None:
         """Answer a person on one tool-less call; the session stays parked, record unchanged."""
         s = self._ctx.session
-        s.transcript.append(Message(role="user", content=message, state=s.state))
+        transcript.append(s, Message(role="user", content=message, state=s.state))
         result = await self.call_model(handoff=True)
         if result is not None and result.content:
-            s.transcript.append(Message(role="assistant", content=result.content, state=s.state))
+            transcript.append(s, Message(role="assistant", content=result.content, state=s.state))
 
     async def park_for_decision(self) -> None:
         """Park at the human state the session stands in, after one handoff message."""
@@ -242,7 +247,7 @@ class TurnEngine:
         s.status = "awaiting_decision"
         result = await self.call_model(handoff=True)
         if result is not None and result.content:
-            s.transcript.append(Message(role="assistant", content=result.content, state=slug))
+            transcript.append(s, Message(role="assistant", content=result.content, state=slug))
 
     # --- the agent loop -------------------------------------------------------------------
 
@@ -273,13 +278,14 @@ class TurnEngine:
                     stop = self._turn_failure(self._last_model_failure, routes)
                 else:
                     visit_calls += 1
-                    s.transcript.append(
+                    transcript.append(
+                        s,
                         Message(
                             role="assistant",
                             content=result.content,
                             tool_calls=result.tool_calls,
                             state=slug,
-                        )
+                        ),
                     )
                     if result.tool_calls:
                         stop = await self._run_tool_calls(result.tool_calls)
@@ -331,14 +337,21 @@ class TurnEngine:
                 ),
             ]
         )
+        offered = self.surface(slug)
+        system_digest = transcript.digest_of(system)
+        tools_digest = transcript.digest_of(transcript.schemas_text(offered)) if offered else None
         call = ModelCallInput(
             session_id=ctx.session_id,
             state=slug,
             model=state.model or ctx.spec.settings.model,
-            messages=[Message(role="system", content=system), *s.transcript],
-            tools=self.surface(slug),
+            messages=transcript.unlogged(s),
+            tools=offered if tools_digest not in self._sent else [],
             tool_choice="none" if handoff else "auto",
             budget_ms=state.budget.timeout_ms,
+            log=transcript.log_of(s),
+            system=system if system_digest not in self._sent else None,
+            system_digest=system_digest,
+            tools_digest=tools_digest,
         )
         try:
             result = await contracts.model.complete(
@@ -355,6 +368,11 @@ class TurnEngine:
             self._last_model_failure = f"model call failed in state '{slug}': {detail}"
             return None
         s.usage = s.usage.plus(result.usage)
+        self._sent.add(system_digest)
+        if tools_digest is not None:
+            self._sent.add(tools_digest)
+        if result.logged is not None and result.log_hash is not None:
+            transcript.logged(s, result.logged, result.log_hash)
         return result
 
     def surface(self, slug: str) -> list[ToolSchema]:
@@ -596,7 +614,7 @@ class TurnEngine:
             return None
         entry = await self._hooks.on_entry(slug)
         if entry.reply is not None:
-            s.transcript.append(Message(role="assistant", content=entry.reply, state=slug))
+            transcript.append(s, Message(role="assistant", content=entry.reply, state=slug))
         return entry.failure
 
     async def _completion_hooks(self, slug: str) -> tuple[str | None, bool]:
@@ -614,11 +632,11 @@ class TurnEngine:
         """Commit the park; spend the handoff call only if the agent said nothing yet."""
         s = self._ctx.session
         s.park_counts[park.state] = s.park_counts.get(park.state, 0) + 1
-        if not _agent_spoke_since_last_opening(s.transcript):
+        if not transcript.agent_spoke_since_opening(s):
             result = await self.call_model(handoff=True)
             if result is not None and result.content:
-                s.transcript.append(
-                    Message(role="assistant", content=result.content, state=park.state)
+                transcript.append(
+                    s, Message(role="assistant", content=result.content, state=park.state)
                 )
         s.pending_input = park
         s.status = "awaiting_input"
@@ -666,16 +684,18 @@ class TurnEngine:
                     session_id=ctx.session_id,
                     workflow=ctx.input.workflow,
                     spec_hash=ctx.input.spec_hash,
-                    spec=ctx.spec,
+                    spec=None if self._spec_persisted else ctx.spec,
                     status=s.status,
                     state=s.state,
                     trail=s.trail,
                     variables=s.variables,
                     usage=s.usage,
-                    transcript=s.transcript,
+                    transcript=transcript.unlogged(s),
+                    log=transcript.log_of(s),
                 ),
                 summary=f"artifacts · {s.status}",
             )
+            self._spec_persisted = True
         except ActivityError as failure:
             workflow.logger.warning("artifacts not written: %s", failure.cause or failure)
 
@@ -724,18 +744,6 @@ def _arguments(call: ToolCall) -> tuple[dict[str, Any], str | None, bool]:
         return {}, f"Arguments of {call.name} must be a JSON object. Nothing was done.", False
     cleaned, altered = text.clean(parsed)
     return cleaned, None, altered
-
-
-def _agent_spoke_since_last_opening(transcript: list[Message]) -> bool:
-    """Whether the agent wrote any text since the person's last message (or last delivery)."""
-    for message in reversed(transcript):
-        if message.role == "user" or (
-            message.role == "tool" and message.note in ("event", "opening")
-        ):
-            return False
-        if message.role == "assistant" and message.note is None and (message.content or "").strip():
-            return True
-    return False
 
 
 NOTE_VALUE_CHARS = 200

@@ -1,0 +1,185 @@
+"""The store's log of each conversation, and the prompts model calls refer to by digest.
+
+``<store>/<session folder>/checkpoints/transcript.jsonl`` holds one message a line as
+``{"n": index, "h": chained digest, "m": message}``; the digest of line ``n`` is
+``sha256(digest of line n-1 + the message's JSON)``. A model call names where the log stood
+(``TranscriptLog(base, base_hash)``) and carries the messages after it:
+
+- lines past ``base`` that equal the call's messages are a retry's (or an earlier failed
+  attempt's): kept, not written again;
+- lines past ``base`` that differ (a workflow reset rewound the session) are cut off first;
+- a log shorter than ``base``, or whose digest at ``base`` is not ``base_hash``, is a store
+  that lost what it held: a non-retryable error naming the session, never a silent rewrite.
+
+Prompts and tool schemas are kept once per digest under ``checkpoints/prompts/``: a call
+sends the text when it changed since the run's last call and its digest otherwise.
+
+Everything here is synchronous file I/O: callers run it in a thread. A per-process cache
+keeps the last read conversations, so a model call reads only the lines it appends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Final
+
+from temporalio.exceptions import ApplicationError
+
+from archmax_temporal.activities.store import atomic_write
+from archmax_temporal.workflows.identity import folder_name
+from archmax_temporal.workflows.models import Message, ToolSchema, TranscriptLog
+from archmax_temporal.workflows.transcript import schemas_text
+
+LOG_FILE: Final = "checkpoints/transcript.jsonl"
+"""Where a session's conversation lives, relative to its folder."""
+
+PROMPTS_DIR: Final = "checkpoints/prompts"
+"""Where prompts and tool schemas are kept by digest, relative to a session's folder."""
+
+CACHED_SESSIONS: Final = 64
+"""How many conversations a worker process keeps in memory (the hot ones)."""
+
+LOG_DIVERGED: Final = "TranscriptLogDiverged"
+"""The error type of a log that does not hold what the workflow says it does (final)."""
+
+
+def chain(previous: str, message: Message) -> str:
+    """The digest of a log line: the previous line's digest and this message's JSON."""
+    return hashlib.sha256((previous + message.model_dump_json()).encode("utf-8")).hexdigest()
+
+
+class TranscriptLogs:
+    """The conversations of the sessions under one store root."""
+
+    def __init__(self, root: Path) -> None:
+        self._root = Path(root)
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+
+    def _folder(self, session_id: str) -> Path:
+        return self._root / folder_name(session_id)
+
+    def _load(self, session_id: str) -> tuple[list[Message], list[str]]:
+        cached = self._cache.get(session_id)
+        if cached is not None:
+            self._cache.move_to_end(session_id)
+            return cached
+        messages: list[Message] = []
+        digests: list[str] = []
+        path = self._folder(session_id) / LOG_FILE
+        torn = False
+        if path.exists():
+            with path.open("r", encoding="utf-8", errors="replace") as log:
+                for line in log:
+                    try:
+                        entry = json.loads(line)
+                        message = Message.model_validate(entry["m"])
+                        digest = str(entry["h"])
+                    except (ValueError, KeyError, TypeError):
+                        torn = True  # a write cut short by a crash: the log ends before it
+                        break
+                    messages.append(message)
+                    digests.append(digest)
+        if torn:
+            self._rewrite(session_id, messages, digests)
+        self._cache[session_id] = (messages, digests)
+        while len(self._cache) > CACHED_SESSIONS:
+            self._cache.popitem(last=False)
+        return messages, digests
+
+    def _rewrite(self, session_id: str, messages: list[Message], digests: list[str]) -> None:
+        lines = "".join(
+            json.dumps({"n": n, "h": h, "m": m.model_dump(mode="json")}, ensure_ascii=False) + "\n"
+            for n, (m, h) in enumerate(zip(messages, digests, strict=True))
+        )
+        atomic_write(self._folder(session_id) / LOG_FILE, lines.encode("utf-8"))
+
+    def _append(self, session_id: str, first: int, lines: list[tuple[Message, str]]) -> None:
+        path = self._folder(session_id) / LOG_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join(
+            json.dumps({"n": first + k, "h": h, "m": m.model_dump(mode="json")}, ensure_ascii=False)
+            + "\n"
+            for k, (m, h) in enumerate(lines)
+        )
+        with path.open("a", encoding="utf-8") as log:
+            log.write(text)
+            log.flush()
+            os.fsync(log.fileno())
+
+    def extend(
+        self, session_id: str, log: TranscriptLog, new: list[Message]
+    ) -> tuple[list[Message], str]:
+        """The whole conversation once ``new`` follows the log's first ``log.base`` messages
+        (written unless a retry already did), and the digest at its end."""
+        with self._lock:
+            messages, digests = self._load(session_id)
+            if len(messages) < log.base or (log.base and digests[log.base - 1] != log.base_hash):
+                self._cache.pop(session_id, None)
+                raise ApplicationError(
+                    f"the store's conversation log of session {session_id!r} does not hold the "
+                    f"{log.base} messages the session recorded (it holds {len(messages)}): the "
+                    "store lost data or belongs to another deployment",
+                    type=LOG_DIVERGED,
+                    non_retryable=True,
+                )
+            already = 0  # how many of ``new`` the log holds after base (a retry's)
+            for held, message in zip(messages[log.base :], new, strict=False):
+                if held.model_dump_json() != message.model_dump_json():
+                    break
+                already += 1
+            cut = len(messages) > log.base + already  # lines a reset rewound past
+            previous = digests[log.base + already - 1] if log.base + already else ""
+            appended: list[tuple[Message, str]] = []
+            for message in new[already:]:
+                previous = chain(previous, message)
+                appended.append((message, previous))
+            del messages[log.base + already :]
+            del digests[log.base + already :]
+            messages.extend(m for m, _ in appended)
+            digests.extend(h for _, h in appended)
+            if cut:
+                self._rewrite(session_id, messages, digests)
+            elif appended:
+                self._append(session_id, len(messages) - len(appended), appended)
+            end = digests[-1] if digests else ""
+            return list(messages), end
+
+    def read(self, session_id: str, count: int) -> list[Message]:
+        """The conversation's first ``count`` messages (fewer if the log is shorter)."""
+        with self._lock:
+            messages, _ = self._load(session_id)
+            return list(messages[:count])
+
+    def prompt(self, session_id: str, digest: str, text: str | None) -> str:
+        """The prompt (or schema text) with ``digest``: ``text`` is kept when given, else
+        read from where an earlier call kept it."""
+        path = self._folder(session_id) / PROMPTS_DIR / digest
+        if text is not None:
+            if not path.exists():
+                atomic_write(path, text.encode("utf-8"))
+            return text
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ApplicationError(
+                f"prompt {digest[:12]}… of session {session_id!r} is not in the store: "
+                "the workers must share the store (ARCHMAX_STORE)",
+                type=LOG_DIVERGED,
+                non_retryable=True,
+            ) from None
+
+    def tools(
+        self, session_id: str, digest: str | None, tools: list[ToolSchema]
+    ) -> list[ToolSchema]:
+        """The tool schemas a call offers: sent, or kept under their digest."""
+        if digest is None:
+            return tools
+        text = self.prompt(session_id, digest, schemas_text(tools) if tools else None)
+        loaded: list[Any] = json.loads(text)
+        return [ToolSchema.model_validate(t) for t in loaded]

@@ -1,0 +1,99 @@
+"""Each message enters the history once: a model call carries what is new since the last and
+refers to the rest, kept in the store's log; the prompt and tool list travel once a run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
+
+from archmax_temporal.worker import DATA_CONVERTER
+from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
+from archmax_temporal.workflows.models import ModelCallInput
+from tests.conftest import Scripted, running_agent, write_workflow
+
+READER = """
+title: Reader
+states:
+  read:
+    triggers: { manual: {} }
+    instructions: Read the file as often as asked, then say done.
+    tools:
+      allow: [read_file]
+"""
+
+
+def _book(steps: int) -> str:
+    return json.dumps(
+        {
+            "rules": [
+                {
+                    "times": steps,
+                    "reply": {
+                        "tool_calls": [
+                            {"name": "read_file", "arguments": {"file_path": "scratchpad/data.txt"}}
+                        ]
+                    },
+                }
+            ],
+            "default": {"content": "done"},
+        }
+    )
+
+
+async def _one_turn(
+    client: Client, task_queue: str, scripted: Scripted, root: Path, steps: int
+) -> tuple[list[ModelCallInput], int, int, int]:
+    """Run one turn of ``steps`` tool steps (on a caching worker: the size is the point
+    here, not replay); the model inputs, the history's bytes and
+    largest event, and how many messages the whole conversation has."""
+    server = scripted(_book(steps))
+    sid = f"history-{steps}"
+    async with running_agent(client, task_queue, root, "reader", server, worker_cache=10) as agent:
+        await agent.sessions.seed(sid, {"scratchpad/data.txt": "x" * 2048})
+        outcome = await agent.workflow.send(sid, "read it")
+        assert outcome.kind == "completed"
+        view = await agent.sessions.view(sid)
+        history = await agent.handle(sid).fetch_history()
+    inputs: list[ModelCallInput] = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            continue
+        attributes = event.activity_task_scheduled_event_attributes
+        if attributes.activity_type.name == MODEL_ACTIVITY:
+            (decoded,) = DATA_CONVERTER.payload_converter.from_payloads(
+                list(attributes.input.payloads), [ModelCallInput]
+            )
+            inputs.append(decoded)
+    sizes = [event.ByteSize() for event in history.events]
+    return inputs, sum(sizes), max(sizes), len(view.transcript)
+
+
+async def test_every_message_is_carried_by_exactly_one_model_call(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """Across a 20-step turn, the model calls' inputs carry each message once (the last
+    answer is carried by none: no call follows it), the system prompt and the tool list once,
+    and the whole conversation is there for the host to read."""
+    write_workflow(tmp_path, "reader", READER)
+    inputs, _, largest, total = await _one_turn(client, task_queue, scripted, tmp_path, 20)
+    assert len(inputs) == 21
+    assert sum(len(call.messages) for call in inputs) == total - 1
+    assert [call.log.base for call in inputs if call.log] == [
+        sum(len(c.messages) for c in inputs[:n]) for n in range(len(inputs))
+    ]
+    assert sum(1 for call in inputs if call.system is not None) == 1
+    assert sum(1 for call in inputs if call.tools) == 1
+    assert largest < 16 * 1024
+
+
+async def test_the_history_grows_linearly_with_the_steps_of_a_turn(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """Four times the steps cost about four times the history (it grew with their square)."""
+    write_workflow(tmp_path, "reader", READER)
+    _, small, _, _ = await _one_turn(client, task_queue, scripted, tmp_path, 6)
+    _, large, _, _ = await _one_turn(client, task_queue, scripted, tmp_path, 24)
+    assert large / small < 5.0, (small, large)

@@ -1,0 +1,103 @@
+"""The conversation, kept so that each message enters the history once.
+
+The whole conversation lives in the session store's log (``<session>/checkpoints/
+transcript.jsonl``, one message a line, each line carrying a chained digest). The workflow
+keeps only the messages the log does not hold yet and a window of the newest ones before them
+(``SessionState.transcript``, starting at conversation index ``transcript_offset``); a model
+call carries just what is new since the log's end (``logged``) and a reference to the rest
+(``logged`` and ``logged_hash``), and the model activity appends the new messages to the log
+before it reads the whole conversation back. A retry finds its messages already there (equal
+lines are not written twice) and a replay never runs the activity: the history records each
+message once, so a turn of K steps grows it linearly in K, and continue-as-new carries a
+window, not the conversation.
+
+Pure helpers over :class:`SessionState`; deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Final
+
+from archmax_temporal.workflows.models import Message, SessionState, ToolSchema, TranscriptLog
+
+WINDOW: Final = 60
+"""How many of the newest messages the workflow keeps besides the unlogged ones: what hooks
+read (their newest 50) and what finding the last reply scans."""
+
+
+def total(s: SessionState) -> int:
+    """How many messages the conversation has."""
+    return s.transcript_offset + len(s.transcript)
+
+
+def unlogged(s: SessionState) -> list[Message]:
+    """The messages the store's log does not hold yet, oldest first."""
+    return s.transcript[max(s.logged - s.transcript_offset, 0) :]
+
+
+def log_of(s: SessionState) -> TranscriptLog:
+    """Where the store's log stands (what the next write extends)."""
+    return TranscriptLog(base=s.logged, base_hash=s.logged_hash)
+
+
+def append(s: SessionState, message: Message) -> None:
+    """Add a message to the conversation (the last reply kept in step)."""
+    s.transcript.append(message)
+    if _is_reply(message):
+        s.last_reply = message.content or ""
+
+
+def logged(s: SessionState, length: int, digest: str) -> None:
+    """The log now holds ``length`` messages ending in ``digest``: forget all but the window
+    of what it holds (never a message it does not hold)."""
+    if s.last_reply is None:
+        s.last_reply = last_reply(s) or ""
+    s.logged, s.logged_hash = length, digest
+    held = max(length - s.transcript_offset, 0)
+    drop = min(held, len(s.transcript) - WINDOW)
+    if drop > 0:
+        del s.transcript[:drop]
+        s.transcript_offset += drop
+
+
+def last_reply(s: SessionState) -> str | None:
+    """The agent's latest text: kept on the state, or read off the window."""
+    if s.last_reply is not None:
+        return s.last_reply
+    for message in reversed(s.transcript):
+        if _is_reply(message):
+            return message.content or ""
+    return None
+
+
+def agent_spoke_since_opening(s: SessionState) -> bool:
+    """Whether the agent wrote any text since the person's last message (or the last
+    delivery or opening). Past the window's start, any text seen in it counts."""
+    for message in reversed(s.transcript):
+        if message.role == "user" or (
+            message.role == "tool" and message.note in ("event", "opening")
+        ):
+            return False
+        if _is_reply(message):
+            return True
+    return False
+
+
+def _is_reply(message: Message) -> bool:
+    return (
+        message.role == "assistant"
+        and message.note is None
+        and bool((message.content or "").strip())
+    )
+
+
+def digest_of(text: str) -> str:
+    """The SHA-256 of a prompt or a schema list, as a model call refers to it."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def schemas_text(tools: list[ToolSchema]) -> str:
+    """The canonical text of a tool schema list (what its digest is taken of)."""
+    return json.dumps([t.model_dump(mode="json") for t in tools], sort_keys=True)
