@@ -66,6 +66,7 @@ def create_agent(
     worker: str | None = None,
     worker_cache: int = 1000,
     requests_per_run: int | None = None,
+    model_calls_per_run: int | None = None,
     tools: Sequence[HostTool | Callable[[Any], Any]] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
 ) -> AgentOpener:
@@ -78,7 +79,9 @@ def create_agent(
     grants them with ``tools.allow``; they run on the in-process worker, or on yours built
     with ``build_worker(host_tools=...)``. ``hook_executors`` maps a custom hook kind the
     spec declares in ``extensions.hooks`` to ``executor(config, args)``, run on the worker
-    (yours: ``build_worker(hook_executors=...)``). ``requests_per_run`` makes new sessions
+    (yours: ``build_worker(hook_executors=...)``). ``model_calls_per_run`` makes
+    them continue as new mid-turn after that many model calls (Temporal suggests it on its
+    own when a history grows long). ``requests_per_run`` makes new sessions
     continue as new after that many firings (Temporal may suggest it sooner).
 
     ``async with create_agent(...) as agent:`` closes the agent on the way out (stopping a
@@ -95,6 +98,7 @@ def create_agent(
             "worker": worker,
             "worker_cache": worker_cache,
             "requests_per_run": requests_per_run,
+            "model_calls_per_run": model_calls_per_run,
             "tools": tools,
             "hook_executors": hook_executors,
         },

@@ -66,15 +66,36 @@ def new_key() -> str:
     return f"archmax-{uuid.uuid4().hex}"
 
 
+HANDED_ON_RETRIES: Final = 50
+"""How many times a firing follows its turn into a new run (a turn that continues as new
+mid-way abandons its caller's update there; the next run answers the same key)."""
+
+
 async def fire(
     client: Client,
     session_id: str,
     key: str,
     start: Callable[[], Awaitable[WorkflowUpdateHandle[Outcome]]],
 ) -> Outcome:
-    """Send the firing (``start`` issues the update with id ``key``) and await its Outcome."""
-    handle = await _with_patience(client, session_id, key, start)
-    return await _result(client, session_id, key, handle)
+    """Send the firing (``start`` issues the update with id ``key``) and await its Outcome.
+
+    A turn that continued as new mid-way leaves its caller's update unanswered in the old
+    run: the firing is sent again, with the same key, to the run that now carries the turn,
+    which answers it with the turn's outcome (never running it twice)."""
+    for _ in range(HANDED_ON_RETRIES):
+        handle = await _with_patience(client, session_id, key, start)
+        try:
+            return await _result(client, session_id, key, handle)
+        except _HandedOn:
+            continue
+    raise TemporalUnavailableError(
+        f"session {session_id!r} kept handing its turn on; retry with the same idempotency "
+        f"key ({key}) to read its outcome"
+    )
+
+
+class _HandedOn(Exception):
+    """The run that accepted the firing closed (continued as new) before answering it."""
 
 
 async def _with_patience(
@@ -126,6 +147,8 @@ async def _result(
         except WorkflowUpdateFailedError as exc:
             typed = translate(exc, session_id=session_id)
             if not isinstance(typed, ArchmaxError):  # not the session's own failure
+                if await _continued(client, session_id, handle.workflow_run_id):
+                    raise _HandedOn from exc
                 typed = await _ended(client, session_id) or typed
             raise typed from exc
         except (WorkflowUpdateRPCTimeoutOrCancelledError, RPCError) as exc:
@@ -156,6 +179,15 @@ def _reraise_cancellation() -> None:
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
+
+
+async def _continued(client: Client, session_id: str, run_id: str | None) -> bool:
+    """Whether the session runs on in a newer run than the one that took the firing."""
+    try:
+        described = await client.get_workflow_handle(session_id).describe()
+    except Exception:
+        return False
+    return described.status == WorkflowExecutionStatus.RUNNING and described.run_id != run_id
 
 
 async def _ended(client: Client, session_id: str) -> SessionTerminatedError | None:

@@ -267,6 +267,7 @@ class WorkflowSurface:
             prompt=loaded.prompt,
             search_attributes=agent.config.search_attributes,
             requests_per_run=agent.requests_per_run,
+            model_calls_per_run=agent.model_calls_per_run,
             host_tools=agent.host_tools,
             mocks=list(mocks),
             hook_sources=loaded.hook_sources,
@@ -313,11 +314,12 @@ class WorkflowSurface:
                 else None,
             )
             return agent.client.start_update_with_start_workflow(
-                ArchmaxSession.send,
+                "send",
                 firing,
                 start_workflow_operation=operation,
                 wait_for_stage=WorkflowUpdateStage.ACCEPTED,
                 id=key,
+                result_type=Outcome,
             )
 
         return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
@@ -597,8 +599,10 @@ class Agent:
         *,
         session_path: str | None = None,
         requests_per_run: int | None = None,
+        model_calls_per_run: int | None = None,
     ) -> None:
         self.requests_per_run = requests_per_run
+        self.model_calls_per_run = model_calls_per_run
         self.host_tools: list[ToolSchema] = []
         self.delegates: dict[str, DelegateSpec] = (
             load_delegates(runtime.config.root, loaded) if loaded is not None else {}
@@ -665,6 +669,7 @@ async def open_agent(
     worker: WorkerMode | None = None,
     worker_cache: int = 1000,
     requests_per_run: int | None = None,
+    model_calls_per_run: int | None = None,
     tools: Sequence[HostTool | Callable[[Any], Any]] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
 ) -> Agent:
@@ -682,6 +687,12 @@ async def open_agent(
         host_tools=registered,
         hook_executors=check_executors(hook_executors or {}),
     )
-    agent = Agent(runtime, loaded, session_path=session_path, requests_per_run=requests_per_run)
+    agent = Agent(
+        runtime,
+        loaded,
+        session_path=session_path,
+        requests_per_run=requests_per_run,
+        model_calls_per_run=model_calls_per_run,
+    )
     agent.host_tools = [tool.schema() for tool in registered]
     return agent

@@ -97,3 +97,27 @@ async def test_the_history_grows_linearly_with_the_steps_of_a_turn(
     _, small, _, _ = await _one_turn(client, task_queue, scripted, tmp_path, 6)
     _, large, _, _ = await _one_turn(client, task_queue, scripted, tmp_path, 24)
     assert large / small < 5.0, (small, large)
+
+
+async def test_a_long_turn_continues_as_new_between_model_calls_and_goes_on(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """With the run bounded to two model calls, a seven-step turn is carried by several runs:
+    the waiting caller gets the one outcome, every step's answer is in the conversation, and
+    the session took one turn."""
+    write_workflow(tmp_path, "reader", READER)
+    server = scripted(_book(7))
+    sid = "history-mid-turn"
+    async with running_agent(
+        client, task_queue, tmp_path, "reader", server, model_calls_per_run=2
+    ) as agent:
+        await agent.sessions.seed(sid, {"scratchpad/data.txt": "x" * 2048})
+        outcome = await agent.workflow.send(sid, "read it")
+        view = await agent.sessions.view(sid)
+    runs = [w async for w in client.list_workflows(f"WorkflowId = '{sid}'")]
+    assert (outcome.kind, outcome.reply, outcome.disposition) == ("completed", "done", "turn")
+    assert len(runs) >= 4
+    answers = [m for m in view.transcript if m.role == "tool" and m.name == "read_file"]
+    assert len(answers) == 7 and all(len(m.content or "") > 2000 for m in answers)
+    assert view.summary.turns == 1
+    assert len(server.requests) == 8

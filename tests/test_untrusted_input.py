@@ -35,7 +35,7 @@ from archmax_temporal.workflows.errors import (
     UnknownTriggerError,
 )
 from archmax_temporal.workflows.limits import Limits
-from archmax_temporal.workflows.models import DeliverInput, SendInput, SessionInput
+from archmax_temporal.workflows.models import DeliverInput, Outcome, SendInput, SessionInput
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.text import REPLACEMENT
 from tests.conftest import Scripted, running_agent, write_workflow
@@ -329,9 +329,10 @@ class TestRefusedFirstFirings:
             )
             with pytest.raises(WorkflowUpdateFailedError):
                 await client.execute_update_with_start_workflow(
-                    ArchmaxSession.send,
+                    "send",
                     SendInput(message="hi", trigger="nope"),
                     start_workflow_operation=start,
+                    result_type=Outcome,
                 )
             summary = await agent.handle(sid).query(ArchmaxSession.summary)
             assert (summary.status, summary.classification, summary.turns) == ("new", "new", 0)

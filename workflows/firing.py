@@ -100,7 +100,15 @@ class ChildSettled:
     key: None = None
 
 
-Firing = SendFiring | DeliverFiring | DecideFiring | ReplyFiring | ChildSettled
+@dataclass(frozen=True)
+class ResumeTurn:
+    """A turn a previous run handed on mid-way (continue-as-new between two model calls):
+    this run drives it on. Its caller's key is the session's ``inflight.key``."""
+
+    key: None = None
+
+
+Firing = SendFiring | DeliverFiring | DecideFiring | ReplyFiring | ChildSettled | ResumeTurn
 """Everything the run loop serves."""
 
 

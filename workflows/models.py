@@ -286,10 +286,26 @@ class SessionState(_Model):
     """Sub-workflow calls waiting on a parked child, oldest first."""
     dispatches: dict[str, int] = Field(default_factory=dict)
     """Sub-workflow slug → how many children this session has started (child ids count on)."""
+    follow_up: bool = False
+    """The turn continues a conversation (its prompt says so)."""
+    visit_calls: int = 0
+    """Model calls in the current visit of the current state (``budget.maxTurns``)."""
+    routes: int = 0
+    """``on_error`` routes taken in the current turn."""
+    inflight: InflightTurn | None = None
+    """A turn that continued as new mid-way: the new run drives it on from here."""
     recent_firings: dict[str, Outcome] = Field(default_factory=dict)
     """The outcomes of the session's last firings by idempotency key (the update id), so a
     retry after continue-as-new still gets the first outcome (Temporal itself dedupes update
     ids within a run); the newest :data:`RECENT_FIRINGS` are kept."""
+
+
+class InflightTurn(_Model):
+    """The firing whose turn a run handed to the next (continue-as-new mid-turn): its key
+    (the update id its caller waits on) and what the session made of it."""
+
+    key: str | None = None
+    disposition: Disposition
 
 
 RECENT_FIRINGS = 32
@@ -369,6 +385,9 @@ class SessionInput(_Model):
     """The callers' workflow slugs, outermost first (cycle and depth checks)."""
     initial: SendInput | None = None
     """A firing the session runs as soon as it starts (a child's ``manual`` arrival)."""
+    model_calls_per_run: int | None = None
+    """Continue as new mid-turn after this many model calls in a run (None: only when
+    Temporal suggests it); for tests and for keeping runs short."""
     limits: Limits = Field(default_factory=Limits)
     """How big a firing may be (:mod:`workflows.limits`), fixed when the session starts."""
 

@@ -23,6 +23,7 @@ Workflow code does no I/O and reads no clock but ``workflow.now()``.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import NoReturn
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
@@ -39,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
         Firing,
         FiringRefused,
         ReplyFiring,
+        ResumeTurn,
         SendFiring,
     )
     from archmax_temporal.workflows.hook_runner import HookRunner
@@ -47,6 +49,7 @@ with workflow.unsafe.imports_passed_through():
         DecideInput,
         DeliverInput,
         Disposition,
+        InflightTurn,
         Outcome,
         ReplyInput,
         SendInput,
@@ -56,7 +59,7 @@ with workflow.unsafe.imports_passed_through():
         SubWorkflowReport,
         is_finished,
     )
-    from archmax_temporal.workflows.turn import TurnEngine
+    from archmax_temporal.workflows.turn import ContinueMidTurn, TurnEngine
 
 
 FIRST_FIRING_PATCH = "archmax-first-firing-grace"
@@ -85,9 +88,17 @@ class ArchmaxSession:
         self._deliver_signals = 0
         self._delegation = delegation.Delegations(self._ctx)
         self._turn = TurnEngine(self._ctx, HookRunner(self._ctx), self._delegation)
+        self._disposition: Disposition = "turn"
+        """What the firing being served is to the session (its outcome's disposition)."""
+        self._turn.may_hand_over = lambda: (
+            not self._queue and not (self._ctx.session.pending_delegations)
+        )
         if input.initial is not None and input.carried is None:  # a delegated child's firing
             self._busy = True
             self._queue.append(SendFiring(input.initial))
+        if input.carried is not None and input.carried.inflight is not None:
+            self._busy = True  # a turn the last run handed on mid-way: drive it on first
+            self._queue.append(ResumeTurn())
 
     # --- run loop -------------------------------------------------------------------------
 
@@ -104,6 +115,13 @@ class ArchmaxSession:
                 outcome = await self._process(next_firing)
             except FiringRefused as refused:
                 outcome = refused.error
+            except ContinueMidTurn:
+                self._hand_over(next_firing)
+            inflight = self._ctx.session.inflight
+            if isinstance(next_firing, ResumeTurn) and inflight is not None:
+                self._ctx.session.inflight = None
+                if inflight.key is not None and isinstance(outcome, Outcome):
+                    self._remember(inflight.key, outcome)
             if next_firing.key is not None:
                 self._results[next_firing.key] = outcome
                 if isinstance(outcome, Outcome):
@@ -129,6 +147,14 @@ class ArchmaxSession:
                     workflow.continue_as_new(
                         input.model_copy(update={"carried": self._ctx.session})
                     )
+
+    def _hand_over(self, serving: Firing) -> NoReturn:
+        """Continue as new with the turn in flight: the next run drives it on, and its caller
+        (whose update this run abandons) gets the outcome from the next run by its key."""
+        s = self._ctx.session
+        if s.inflight is None:  # a turn handed on twice keeps its first caller's key
+            s.inflight = InflightTurn(key=serving.key, disposition=self._disposition)
+        workflow.continue_as_new(self._ctx.input.model_copy(update={"carried": s}))
 
     async def _end_delegated_run(self) -> SessionSummary:
         """A finished child returns to its caller; firings queued behind it are refused."""
@@ -197,12 +223,19 @@ class ArchmaxSession:
         turn = self._turn
         disposition: Disposition
         match next_firing:
+            case ResumeTurn():
+                inflight = self._ctx.session.inflight
+                self._disposition = inflight.disposition if inflight else "turn"
+                await turn.drive(resuming=True)
+                return await self._settle(self._disposition)
             case ChildSettled(child=child):
+                self._disposition = "deliver"
                 if await self._delegation.resume(child, turn.resume_script):
                     turn.publish()
                     await turn.drive()
                 return await self._settle("deliver")
             case DecideFiring(decision=decision):
+                self._disposition = "decide"
                 await turn.decide(decision)
                 return await self._settle("decide")
             case ReplyFiring(message=message):
@@ -216,6 +249,7 @@ class ArchmaxSession:
             case DeliverFiring(delivery=delivery):
                 disposition = "deliver"
                 turn.resume(delivery)
+        self._disposition = disposition
         turn.publish()
         await turn.drive()
         return await self._settle(disposition)
@@ -242,60 +276,72 @@ class ArchmaxSession:
 
     # --- handlers -------------------------------------------------------------------------
 
-    @workflow.update
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def send(self, request: SendInput) -> Outcome:
         """A host's firing: a new turn, or a delivery into a session parked for input."""
         remembered = self._remembered()
         if remembered is not None:
             return remembered
+        handed_on = self._handed_on()
+        if handed_on is not None:
+            return await self._outcome_of_handed_on(handed_on)
         firing.check_send(self._admission(), request)
         return await self._enqueue_and_wait(SendFiring(request, key=self._next_key()))
 
     @send.validator
     def _validate_send(self, request: SendInput) -> None:
-        if self._remembered() is None:
+        if self._remembered() is None and self._handed_on() is None:
             firing.check_send(self._admission(), request)
 
-    @workflow.update
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def deliver(self, delivery: DeliverInput) -> Outcome:
         """Resume a session parked by ``archmax_wait`` with the event that arrived."""
         remembered = self._remembered()
         if remembered is not None:
             return remembered
+        handed_on = self._handed_on()
+        if handed_on is not None:
+            return await self._outcome_of_handed_on(handed_on)
         firing.check_delivery(self._admission(), delivery)
         return await self._enqueue_and_wait(DeliverFiring(delivery, key=self._next_key()))
 
     @deliver.validator
     def _validate_deliver(self, delivery: DeliverInput) -> None:
-        if self._remembered() is None:
+        if self._remembered() is None and self._handed_on() is None:
             firing.check_delivery(self._admission(), delivery)
 
-    @workflow.update
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def decide(self, decision: DecideInput) -> Outcome:
         """A reviewer picks one of the parked human state's edges; no model interprets it."""
         remembered = self._remembered()
         if remembered is not None:
             return remembered
+        handed_on = self._handed_on()
+        if handed_on is not None:
+            return await self._outcome_of_handed_on(handed_on)
         firing.check_decision(self._admission(), decision)
         return await self._enqueue_and_wait(DecideFiring(decision, key=self._next_key()))
 
     @decide.validator
     def _validate_decide(self, decision: DecideInput) -> None:
-        if self._remembered() is None:
+        if self._remembered() is None and self._handed_on() is None:
             firing.check_decision(self._admission(), decision)
 
-    @workflow.update
+    @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def reply(self, message: ReplyInput) -> Outcome:
         """A person's message to a session parked at a human state: answered, still parked."""
         remembered = self._remembered()
         if remembered is not None:
             return remembered
+        handed_on = self._handed_on()
+        if handed_on is not None:
+            return await self._outcome_of_handed_on(handed_on)
         firing.check_reply(self._admission(), message.message)
         return await self._enqueue_and_wait(ReplyFiring(message.message, key=self._next_key()))
 
     @reply.validator
     def _validate_reply(self, message: ReplyInput) -> None:
-        if self._remembered() is None:
+        if self._remembered() is None and self._handed_on() is None:
             firing.check_reply(self._admission(), message.message)
 
     @workflow.signal(name="deliver")
@@ -382,6 +428,20 @@ class ArchmaxSession:
         """The outcome a retried firing (its key seen before continue-as-new) gets again."""
         info = workflow.current_update_info()
         return self._ctx.session.recent_firings.get(info.id) if info is not None else None
+
+    def _handed_on(self) -> str | None:
+        """The key of this update when it is the caller of a turn a previous run handed on
+        (the caller re-sent it to this run): it waits for that turn's outcome."""
+        info = workflow.current_update_info()
+        inflight = self._ctx.session.inflight
+        if info is not None and inflight is not None and inflight.key == info.id:
+            return info.id
+        return None
+
+    async def _outcome_of_handed_on(self, key: str) -> Outcome:
+        recent = self._ctx.session.recent_firings
+        await workflow.wait_condition(lambda: key in recent)
+        return recent[key]
 
     def _remember(self, key: str, outcome: Outcome) -> None:
         recent = self._ctx.session.recent_firings

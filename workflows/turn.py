@@ -18,6 +18,7 @@ through :mod:`workflows.contracts`. Deterministic: the only clock is ``workflow.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -74,6 +75,14 @@ with workflow.unsafe.imports_passed_through():
 Stop = Literal["continue", "raised", "parked", "routed", "rejected"]
 """How a step of the drive loop left the turn."""
 
+MID_TURN_PATCH = "archmax-continue-as-new-mid-turn"
+"""``workflow.patched`` id: a turn may continue as new between two model calls."""
+
+
+class ContinueMidTurn(Exception):
+    """Raised between two model calls when the turn should go on in a new run (the
+    session's history is long): the shell continues as new with the turn in flight."""
+
 
 @dataclass
 class _Batch:
@@ -103,14 +112,16 @@ class TurnEngine:
         self._ctx = ctx
         self._hooks = hooks
         self._delegation = delegations
-        self._follow_up = False
-        """The turn continues a conversation (the prompt says so); a run starts without."""
         self._last_model_failure = "model call failed"
         """Why the last model call failed for good (the turn failure's reason)."""
         self._sent: set[str] = set()
         """Digests of the prompts and tool lists this run has sent (later calls name them)."""
         self._spec_persisted = False
         """Whether this run has handed the spec to the store activity (it keeps a snapshot)."""
+        self._calls_this_run = 0
+        """The agent's model calls in this run (``model_calls_per_run``)."""
+        self.may_hand_over: Callable[[], bool] = lambda: True
+        """Whether the shell can continue as new now (nothing else queued or waiting)."""
 
     # --- turn boundaries ------------------------------------------------------------------
 
@@ -121,7 +132,7 @@ class TurnEngine:
         s.park_counts = {}
         s.raised = None
         s.rejected = None
-        self._follow_up = s.state is not None
+        s.follow_up = s.state is not None
         if s.state is None:
             start = ctx.spec.start_state_for(firing.trigger)
             assert start is not None  # the validator refused undeclared triggers
@@ -162,7 +173,7 @@ class TurnEngine:
         s.pending_input = None
         s.status = "running"
         s.deliveries += 1
-        self._follow_up = False
+        ctx.session.follow_up = False
 
     async def place_files(self, firing: SendInput) -> SendInput:
         """Place the firing's files in ``scratchpad/attachments/`` (one session at a time,
@@ -211,7 +222,7 @@ class TurnEngine:
             f"[decision] the reviewer chose '{decision.to}' at '{pending.state}'"
             + (f": {comment}" if comment else "."),
         )
-        self._follow_up = False
+        ctx.session.follow_up = False
         self.publish()
         if ctx.spec.state(decision.to).is_human:
             await self.park_for_decision()
@@ -251,13 +262,20 @@ class TurnEngine:
 
     # --- the agent loop -------------------------------------------------------------------
 
-    async def drive(self) -> None:
-        """Call the model and run its tool calls until the turn settles."""
+    async def drive(self, *, resuming: bool = False) -> None:
+        """Call the model and run its tool calls until the turn settles. Between two model
+        calls, when Temporal suggests it (or the run made its ``model_calls_per_run``), the
+        turn continues as new: :class:`ContinueMidTurn` carries it to the next run, where
+        ``drive(resuming=True)`` goes on from the same place."""
         ctx = self._ctx
         s = ctx.session
-        visit_calls = 0
-        routes = 0
+        if not resuming:
+            s.visit_calls = 0
+            s.routes = 0
         while True:
+            if self._should_continue_as_new():
+                raise ContinueMidTurn
+            visit_calls, routes = s.visit_calls, s.routes
             slug = ctx.state_slug()
             state = ctx.spec.state(slug)
             if state.is_human:
@@ -278,6 +296,7 @@ class TurnEngine:
                     stop = self._turn_failure(self._last_model_failure, routes)
                 else:
                     visit_calls += 1
+                    self._calls_this_run += 1
                     transcript.append(
                         s,
                         Message(
@@ -296,6 +315,7 @@ class TurnEngine:
                         if failure is not None:
                             stop = self._turn_failure(failure, routes)
                         elif retry:
+                            s.visit_calls = visit_calls
                             continue
                         else:
                             shortfall = self._returns_shortfall(slug)
@@ -306,12 +326,22 @@ class TurnEngine:
                             s.status = "completed"
                             return
 
+            s.visit_calls, s.routes = visit_calls, routes
             if stop == "routed":
-                routes += 1
-                visit_calls = 0
+                s.routes += 1
+                s.visit_calls = 0
                 continue
             if stop in ("raised", "parked", "rejected"):
                 return
+
+    def _should_continue_as_new(self) -> bool:
+        """Whether to hand the turn to a new run here, at a model-call boundary."""
+        if self._calls_this_run == 0 or not self.may_hand_over():
+            return False  # a new run makes progress before it hands on again
+        limit = self._ctx.input.model_calls_per_run
+        if limit is not None and self._calls_this_run >= limit:
+            return workflow.patched(MID_TURN_PATCH)
+        return workflow.info().is_continue_as_new_suggested() and workflow.patched(MID_TURN_PATCH)
 
     async def call_model(self, *, handoff: bool) -> ModelCallResult | None:
         """One model call as an activity; None (with the reason kept) when it failed for good."""
@@ -326,7 +356,7 @@ class TurnEngine:
                     ctx.spec,
                     slug,
                     entry_state=s.entry_state,
-                    follow_up=self._follow_up,
+                    follow_up=s.follow_up,
                     variables=s.variables,
                     handoff=handoff,
                     skills={
