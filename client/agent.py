@@ -68,6 +68,7 @@ def create_agent(
     requests_per_run: int | None = None,
     tools: Sequence[HostTool | Callable[[Any], Any]] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
+    sandbox_runtime: Sequence[str] | None = None,
 ) -> AgentOpener:
     """An agent for ``workflows/<workflow>/`` of the authoring root.
 
@@ -80,6 +81,8 @@ def create_agent(
     spec declares in ``extensions.hooks`` to ``executor(config, args)``, run on the worker
     (yours: ``build_worker(hook_executors=...)``). ``requests_per_run`` makes new sessions
     continue as new after that many firings (Temporal may suggest it sooner).
+    ``sandbox_runtime`` is the command line that starts the in-process worker's sandbox
+    process for hooks and scripts (see :func:`archmax_temporal.worker.build_worker`).
 
     ``async with create_agent(...) as agent:`` closes the agent on the way out (stopping a
     worker it started); ``agent = await create_agent(...)`` leaves closing to you.
@@ -97,5 +100,6 @@ def create_agent(
             "requests_per_run": requests_per_run,
             "tools": tools,
             "hook_executors": hook_executors,
+            "sandbox_runtime": sandbox_runtime,
         },
     )
