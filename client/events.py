@@ -41,6 +41,7 @@ from archmax_temporal.workflows.models import (
     PersistTurnInput,
     ReplyInput,
     SendInput,
+    SessionInput,
 )
 from archmax_temporal.workflows.runtime_tools import SET_VARIABLES, WAIT
 from archmax_temporal.workflows.sandbox import (
@@ -163,6 +164,14 @@ class _Reader:
             return self._completed_activity(event)
         if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
             return self._failed_activity(event)
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            # A run continued as new starts where the last one stood (parked, say).
+            inputs = event.workflow_execution_started_event_attributes.input.payloads
+            carried = getattr(self._decode(inputs, SessionInput), "carried", None)
+            status = getattr(carried, "status", None)
+            channels = {"awaiting_input": "input", "awaiting_decision": "decision"}
+            self._parked = channels.get(str(status))
+            return []
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
             return self._update_accepted(event)
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
