@@ -126,8 +126,10 @@ class _Reader:
         agent's answer so far): park-message events in both directions, no re-park."""
         self._parked: str | None = None
         """The channel the session is parked in, as the stream last said (None: not parked)."""
-        self._signals: list[tuple[HistoryEvent, DeliverInput | None]] = []
-        """``deliver`` signals to a session parked for input, not yet seen to start a turn."""
+        self._signals: list[tuple[HistoryEvent, dict[str, Any] | None]] = []
+        """Deliveries to a session parked for input not yet seen to start a turn: ``deliver``
+        signals (None: one that names no trigger, refused) and timed parks' fired timers, each
+        with the ``delivered`` event's data."""
         self._wakes: dict[int, str] = {}
         """The timers a timed park waits on (started event id → its resume time)."""
 
@@ -180,7 +182,9 @@ class _Reader:
             attributes = event.workflow_execution_signaled_event_attributes
             if attributes.signal_name == "deliver" and self._parked == "input":
                 delivery = self._decode(attributes.input.payloads, DeliverInput)
-                self._signals.append((event, delivery))
+                trigger = getattr(delivery, "trigger", None)
+                data = {"trigger": trigger, "signal": True} if trigger else None
+                self._signals.append((event, data))
             return []  # a signal to a session not parked for input is refused: no event
         if kind == EventType.EVENT_TYPE_TIMER_STARTED:
             if event.user_metadata.HasField("summary"):
@@ -190,11 +194,10 @@ class _Reader:
             return []
         if kind == EventType.EVENT_TYPE_TIMER_FIRED:
             timer = event.timer_fired_event_attributes.started_event_id
-            if timer not in self._wakes:
-                return []
-            self._parked = None
-            data = {"trigger": TIMER_TRIGGER, "resumeAt": self._wakes.pop(timer), "timer": True}
-            return [self._event(event, "delivered", data)]
+            if timer in self._wakes:  # delivered once the woken turn shows, like a signal
+                data = {"trigger": TIMER_TRIGGER, "resumeAt": self._wakes.pop(timer), "timer": True}
+                self._signals.append((event, data))
+            return []
         if kind == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
             started = event.start_child_workflow_execution_initiated_event_attributes.workflow_id
             return [self._event(event, "sub-workflow-start", {"childSessionId": started})]
@@ -407,25 +410,20 @@ class _Reader:
         return [self._event(event, _TURN_EVENTS.get(update, "turn-start"), data)]
 
     def _delivered_by_signal(self, event: HistoryEvent) -> list[SessionEvent]:
-        """A ``deliver`` signal is reported once the turn it starts shows: the first command
-        after it. One that was refused (it names no trigger, or its variables) starts nothing,
-        and is never reported delivered."""
+        """A ``deliver`` signal, or a timed park's fired timer, is reported once the turn it
+        starts shows: the first command after it. A refused signal (it names no trigger, or
+        its variables) starts nothing and is never reported delivered; a timer that fired
+        while no worker serves the session is reported when a worker runs the wake."""
         if not self._signals or self._parked != "input" or self._updates:
             return []
         accepted = next(
-            (
-                (source, delivery)
-                for source, delivery in self._signals
-                if delivery is not None and delivery.trigger
-            ),
-            None,
+            ((source, data) for source, data in self._signals if data is not None), None
         )
         self._signals.clear()
         if accepted is None:
             return []
         self._parked = None
-        source, delivery = accepted
-        data = {"trigger": delivery.trigger, "signal": True}
+        source, data = accepted
         found = self._event(event, "delivered", data)
         return [found.model_copy(update={"ts": source.event_time.ToDatetime()})]
 
