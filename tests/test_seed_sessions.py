@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,23 @@ from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.workflows.models import Message, ToolMock
 from tests.conftest import Scripted, model_config, running_agent, write_workflow
 from tests.conftest import tool_call as call
+
+RUN = uuid.uuid4().hex[:8]
+SID = {
+    name: f"{name}-{RUN}"
+    for name in (
+        "sig-1",
+        "timer-1",
+        "reply-1",
+        "route-1",
+        "host-case-1",
+        "mocks-1",
+        "guard-1",
+        "upload-1",
+    )
+}
+"""Session ids are namespace-wide: each test's own, never another test file's."""
+LAST = f"AAQk-last-{RUN}"
 
 WAITER = """
 title: Waiter
@@ -96,11 +114,11 @@ async def test_a_deliver_signal_reads_as_delivered_then_the_re_park(
     async with running_agent(
         client, task_queue, tmp_path, "waiter", scripted(WAITER_PLAYBOOK)
     ) as agent:
-        await agent.workflow.send("sig-1", "Wait for it.")
-        await agent.workflow.signal_deliver("sig-1", trigger="")  # refused: no trigger id
-        await agent.workflow.signal_deliver("sig-1", trigger="nudge")
+        await agent.workflow.send(SID["sig-1"], "Wait for it.")
+        await agent.workflow.signal_deliver(SID["sig-1"], trigger="")  # refused: no trigger id
+        await agent.workflow.signal_deliver(SID["sig-1"], trigger="nudge")
         events = await _events_until(
-            agent, "sig-1", lambda found: len(_types(found, "parked")) >= 2
+            agent, SID["sig-1"], lambda found: len(_types(found, "parked")) >= 2
         )
     delivered = _types(events, "delivered")
     assert [e.data["trigger"] for e in delivered] == ["nudge"]
@@ -123,11 +141,11 @@ async def test_a_timer_wake_reads_as_delivered_and_the_re_park_carries_its_new_r
     async with running_agent(
         client, task_queue, tmp_path, "waiter", scripted(WAITER_PLAYBOOK)
     ) as agent:
-        first = await agent.workflow.send("timer-1", "A timed check.")
+        first = await agent.workflow.send(SID["timer-1"], "A timed check.")
         events = await _events_until(
-            agent, "timer-1", lambda found: len(_types(found, "parked")) >= 2
+            agent, SID["timer-1"], lambda found: len(_types(found, "parked")) >= 2
         )
-        summary = await agent.sessions.get("timer-1")
+        summary = await agent.sessions.get(SID["timer-1"])
     assert first.kind == "parked"
     [wake] = _types(events, "delivered")
     assert wake.data["trigger"] == "timer"
@@ -186,11 +204,11 @@ async def test_a_message_to_a_human_park_and_its_answer_are_park_message_events(
     async with running_agent(
         client, task_queue, tmp_path, "review", scripted(REVIEW_PLAYBOOK)
     ) as agent:
-        await agent.workflow.send("reply-1", "Draft it.")
+        await agent.workflow.send(SID["reply-1"], "Draft it.")
         answered = await asyncio.wait_for(
-            agent.workflow.reply("reply-1", "Is it ready?", on_event=seen.append), timeout=8
+            agent.workflow.reply(SID["reply-1"], "Is it ready?", on_event=seen.append), timeout=8
         )
-        events = [e async for e in agent.sessions.events("reply-1")]
+        events = [e async for e in agent.sessions.events(SID["reply-1"])]
     assert answered.kind == "parked"
     messages = [(e.data["direction"], e.data["text"]) for e in _types(events, "park-message")]
     assert messages == [("inbound", "Is it ready?"), ("outbound", "It is waiting for you.")]
@@ -209,10 +227,10 @@ async def test_a_decision_routing_into_another_human_state_spends_one_handoff_ca
     async with running_agent(
         client, task_queue, tmp_path, "review", scripted(REVIEW_PLAYBOOK)
     ) as agent:
-        await agent.workflow.send("route-1", "Draft it.")
-        before = len([e async for e in agent.sessions.events("route-1")])
-        routed = await agent.workflow.decide("route-1", to="second-review")
-        events = [e async for e in agent.sessions.events("route-1")][before:]
+        await agent.workflow.send(SID["route-1"], "Draft it.")
+        before = len([e async for e in agent.sessions.events(SID["route-1"])])
+        routed = await agent.workflow.decide(SID["route-1"], to="second-review")
+        events = [e async for e in agent.sessions.events(SID["route-1"])][before:]
     assert (routed.kind, routed.state, routed.parked_channel) == (
         "parked",
         "second-review",
@@ -276,12 +294,12 @@ async def test_a_case_re_run_on_an_existing_session_brings_its_own_mocks(
                     "reader",
                     tmp_path,
                     create_target=agent,
-                    session_id_for_case=lambda _case: "host-case-1",
+                    session_id_for_case=lambda _case: SID["host-case-1"],
                     model=model_config(server),
                 )
             )
-        view = await agent.sessions.view("host-case-1")
-        described = await agent.handle("host-case-1").describe()
+        view = await agent.sessions.view(SID["host-case-1"])
+        described = await agent.handle(SID["host-case-1"]).describe()
     assert [r.results[0].verdict.failures for r in results] == [[], []]
     answers = [m.content for m in view.transcript if m.role == "tool" and m.name == "read_file"]
     assert answers == ["first", "second"]
@@ -295,11 +313,11 @@ async def test_the_host_api_carries_mocks_on_each_firing(
     server = scripted(READER_PLAYBOOK)
     async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
         one = await agent.workflow.send(
-            "mocks-1", "Read.", mocks=[ToolMock(tool="read_file", result="one")]
+            SID["mocks-1"], "Read.", mocks=[ToolMock(tool="read_file", result="one")]
         )
-        kept = await agent.workflow.send("mocks-1", "Again.")
+        kept = await agent.workflow.send(SID["mocks-1"], "Again.")
         two = await agent.workflow.send(
-            "mocks-1", "Once more.", mocks=[ToolMock(tool="read_file", result="two")]
+            SID["mocks-1"], "Once more.", mocks=[ToolMock(tool="read_file", result="two")]
         )
     assert (one.reply, kept.reply, two.reply) == (
         "The note says one.",
@@ -402,12 +420,12 @@ async def test_a_tools_allow_guard_binds_to_a_delivered_variable(
     write_workflow(tmp_path, "guarded", GUARDED)
     server = scripted(GUARDED_PLAYBOOK)
     async with running_agent(client, task_queue, tmp_path, "guarded", server) as agent:
-        await agent.sessions.seed("guard-1", {"ORD-1.json": "{}", "ORD-2.json": "{}"})
-        await agent.workflow.send("guard-1", "Wait for the order.")
+        await agent.sessions.seed(SID["guard-1"], {"ORD-1.json": "{}", "ORD-2.json": "{}"})
+        await agent.workflow.send(SID["guard-1"], "Wait for the order.")
         done = await agent.workflow.deliver(
-            "guard-1", trigger="order_known", variables={"order_id": "ORD-1"}
+            SID["guard-1"], trigger="order_known", variables={"order_id": "ORD-1"}
         )
-        view = await agent.sessions.view("guard-1")
+        view = await agent.sessions.view(SID["guard-1"])
     answers: dict[str, Message] = {
         m.tool_call_id: m for m in view.transcript if m.role == "tool" and m.tool_call_id
     }
@@ -441,7 +459,7 @@ async def test_a_session_path_with_a_negative_index_addresses_the_conversation(
     conversation."""
     write_workflow(tmp_path, "threads", THREADS)
     server = scripted(WAITER_PLAYBOOK)
-    payload = {"triggers": [{"conversationId": "AAQk-old"}, {"conversationId": "AAQk-last"}]}
+    payload = {"triggers": [{"conversationId": "AAQk-old"}, {"conversationId": LAST}]}
     async with running_agent(client, task_queue, tmp_path, "threads", server) as agent:
         resolved = await agent.workflow.resolve_session(trigger="email_received", variables=payload)
         first = await agent.workflow.send(
@@ -450,9 +468,9 @@ async def test_a_session_path_with_a_negative_index_addresses_the_conversation(
         reply = await agent.workflow.send(
             None, "It's ORD-1001.", trigger="email_reply", variables=payload
         )
-    assert (resolved.session_id, resolved.minted) == ("AAQk-last", False)
-    assert (first.session_id, first.kind) == ("AAQk-last", "parked")
-    assert (reply.session_id, reply.disposition) == ("AAQk-last", "deliver")
+    assert (resolved.session_id, resolved.minted) == (LAST, False)
+    assert (first.session_id, first.kind) == (LAST, "parked")
+    assert (reply.session_id, reply.disposition) == (LAST, "deliver")
 
 
 UPLOADS = """
@@ -475,10 +493,13 @@ async def test_files_on_a_turn_satisfy_a_triggers_file_input(
     data = b"%PDF-1.7\x00\xff\x01 invoice"
     async with running_agent(client, task_queue, tmp_path, "uploads", server) as agent:
         outcome = await agent.workflow.send(
-            "upload-1", "Here it is.", trigger="upload", files={"invoice": ("invoice.pdf", data)}
+            SID["upload-1"],
+            "Here it is.",
+            trigger="upload",
+            files={"invoice": ("invoice.pdf", data)},
         )
     assert outcome.kind == "completed"
     assert outcome.variables["invoice"].value == "scratchpad/attachments/invoice.pdf"
     assert outcome.variables["invoice"].locked
-    placed = tmp_path / "sessions" / "upload-1" / "scratchpad" / "attachments" / "invoice.pdf"
+    placed = tmp_path / "sessions" / SID["upload-1"] / "scratchpad" / "attachments" / "invoice.pdf"
     assert placed.read_bytes() == data
