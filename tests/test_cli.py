@@ -566,3 +566,26 @@ class TestNoTracebacks:
         assert "--debug" in err and "Traceback" not in err
         assert main.run_cli(["--debug", "sessions"]) == 1
         assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_reply_narrates_no_trail_and_sessions_shows_the_decision_context(
+    cli: Cli, scripted: Scripted
+) -> None:
+    """`archmax reply` answers at a human state and moves the session nowhere, so it narrates
+    no state flow; `archmax sessions` lists a session awaiting a decision with its state, its
+    edges and the agent's handoff."""
+    from tests.test_seed_sessions import REVIEW, REVIEW_PLAYBOOK
+
+    write_workflow(cli.root, "review", REVIEW)
+    server = scripted(REVIEW_PLAYBOOK)
+    parked = cli("run", "review", "Draft it.", "--session", "cli-reply-1", model_url=server.url)
+    assert parked.code == 0, parked.stderr
+    assert "  → review  (agent)" in parked.stderr
+    replied = cli("reply", "cli-reply-1", "Is", "it", "ready?", model_url=server.url)
+    assert replied.code == 0, replied.stderr
+    assert replied.stdout.strip() == "It is waiting for you."
+    flow = [line for line in replied.stderr.splitlines() if line.startswith(("  ▸", "  → "))]
+    assert flow == []
+    listing = cli("sessions", "--workflow", "review", model_url=server.url)
+    assert "    decision at review: done, second-review" in listing.stdout
+    assert "    handoff: It is waiting for you." in listing.stdout
