@@ -106,12 +106,16 @@ def build_worker(
     authoring_root: Path | None = None,
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
+    sandbox_runtime: Sequence[str] | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
     ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
     workspace tools; sessions' own files live in the store under ``store_dir``.
     ``hook_executors`` serve the custom hook kinds a spec declares in ``extensions.hooks``.
+    ``sandbox_runtime`` is the command line that starts a hook's or script's sandbox process
+    (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
+    protocol on stdin and stdout, so a host can wrap it (a container, a jail).
     The worker registers exactly the activities :mod:`workflows.contracts` records (a
     missing, extra or doubled one is a ``ValueError``).
     """
@@ -126,7 +130,7 @@ def build_worker(
         StoreActivities(store_dir, logs).persist_turn,
         *workspace.activities(),
         HostToolActivities(host_tools).run,
-        SandboxActivities(workspace).run,
+        SandboxActivities(workspace, sandbox_runtime).run,
         HookExecutorActivities(hook_executors or {}).run,
     ]
     # Each implementation under the name its @activity.defn registers; the worker serves

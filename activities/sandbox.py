@@ -19,6 +19,7 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -85,8 +86,12 @@ class _DispatchNeeded(Exception):
 class SandboxActivities:
     """The sandbox activity over the worker's workspace (store and authoring root)."""
 
-    def __init__(self, workspace: WorkspaceActivities) -> None:
+    def __init__(
+        self, workspace: WorkspaceActivities, runtime: Sequence[str] | None = None
+    ) -> None:
         self._workspace = workspace
+        self._command = tuple(runtime or (sys.executable, "-I", str(CHILD)))
+        """The sandbox runtime: the command line that starts one run's process."""
 
     @activity.defn(name=SANDBOX_ACTIVITY)
     async def run(self, request: SandboxRunInput) -> SandboxRunResult:
@@ -116,9 +121,7 @@ class SandboxActivities:
         calls: list[SandboxToolCall] = []
         replay = await asyncio.to_thread(self._load_journal, request)
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            str(CHILD),
+            *self._command,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

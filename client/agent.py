@@ -69,6 +69,7 @@ def create_agent(
     model_calls_per_run: int | None = None,
     tools: Sequence[HostTool | Callable[[Any], Any]] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
+    sandbox_runtime: Sequence[str] | None = None,
 ) -> AgentOpener:
     """An agent for ``workflows/<workflow>/`` of the authoring root.
 
@@ -83,6 +84,8 @@ def create_agent(
     them continue as new mid-turn after that many model calls (Temporal suggests it on its
     own when a history grows long). ``requests_per_run`` makes new sessions
     continue as new after that many firings (Temporal may suggest it sooner).
+    ``sandbox_runtime`` is the command line that starts the in-process worker's sandbox
+    process for hooks and scripts (see :func:`archmax_temporal.worker.build_worker`).
 
     ``async with create_agent(...) as agent:`` closes the agent on the way out (stopping a
     worker it started); ``agent = await create_agent(...)`` leaves closing to you.
@@ -101,5 +104,6 @@ def create_agent(
             "model_calls_per_run": model_calls_per_run,
             "tools": tools,
             "hook_executors": hook_executors,
+            "sandbox_runtime": sandbox_runtime,
         },
     )

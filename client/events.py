@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import inspect
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import Any, Literal, TypeVar
@@ -31,8 +32,18 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.workflows import contracts
 from archmax_temporal.workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
-from archmax_temporal.workflows.models import Message, ModelCallInput, ModelCallResult, Outcome
-from archmax_temporal.workflows.runtime_tools import SET_VARIABLES
+from archmax_temporal.workflows.models import (
+    DeliverInput,
+    Message,
+    ModelCallInput,
+    ModelCallResult,
+    Outcome,
+    PersistTurnInput,
+    ReplyInput,
+    SendInput,
+    SessionInput,
+)
+from archmax_temporal.workflows.runtime_tools import SET_VARIABLES, WAIT
 from archmax_temporal.workflows.sandbox import (
     CUSTOM_HOOK_ACTIVITY,
     SANDBOX_ACTIVITY,
@@ -40,6 +51,7 @@ from archmax_temporal.workflows.sandbox import (
     SandboxRunInput,
     SandboxRunResult,
 )
+from archmax_temporal.workflows.spec import TIMER_TRIGGER
 from archmax_temporal.workflows.workspace_tools import (
     TOOL_ACTIVITIES,
     WorkspaceToolInput,
@@ -48,6 +60,22 @@ from archmax_temporal.workflows.workspace_tools import (
 
 PREVIEW_CHARS = 4096
 """How much of a tool result an event carries (``truncated`` says when it was cut)."""
+
+WAKE_TIMER_PREFIX = "archmax_wait until "
+"""The summary of the durable timer a timed park waits on (``workflows/session.py``)."""
+
+_WAKES_AT = re.compile(r"It wakes itself at (\S+?)\.?$")
+"""The resume time in ``archmax_wait``'s answer to a timed park."""
+
+_COMMANDS = frozenset(
+    {
+        EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+        EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
+        EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES,
+    }
+)
+"""History events only a running turn writes: the first one after a ``deliver`` signal shows
+the signal started the turn (a refused signal is dropped, and nothing follows it)."""
 
 _WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
@@ -90,6 +118,20 @@ class _Reader:
         message's calls in order, so an activity's result joins the first open call of its
         tool; the rest (refused, mocked, runtime tools) are read off the next model call's
         input, which holds their answers."""
+        self._updates: dict[str, str] = {}
+        """Accepted updates not yet completed (update id → name): their turns end with the
+        update's completion, which carries the Outcome."""
+        self._replies: dict[str, str] = {}
+        """Of those, the messages to a session parked at a human state (update id → the
+        agent's answer so far): park-message events in both directions, no re-park."""
+        self._parked: str | None = None
+        """The channel the session is parked in, as the stream last said (None: not parked)."""
+        self._signals: list[tuple[HistoryEvent, dict[str, Any] | None]] = []
+        """Deliveries to a session parked for input not yet seen to start a turn: ``deliver``
+        signals (None: one that names no trigger, refused) and timed parks' fired timers, each
+        with the ``delivered`` event's data."""
+        self._wakes: dict[int, str] = {}
+        """The timers a timed park waits on (started event id → its resume time)."""
 
     def _decode(self, payloads: Any, kind: type) -> Any:
         """The payload as ``kind``, or None when it does not decode (a history written by
@@ -113,6 +155,10 @@ class _Reader:
         )
 
     def read(self, event: HistoryEvent) -> list[SessionEvent]:
+        found = self._delivered_by_signal(event) if event.event_type in _COMMANDS else []
+        return found + self._read(event)
+
+    def _read(self, event: HistoryEvent) -> list[SessionEvent]:
         kind = event.event_type
         if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             return self._scheduled_activity(event)
@@ -120,17 +166,38 @@ class _Reader:
             return self._completed_activity(event)
         if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
             return self._failed_activity(event)
+        if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            # A run continued as new starts where the last one stood (parked, say).
+            inputs = event.workflow_execution_started_event_attributes.input.payloads
+            carried = getattr(self._decode(inputs, SessionInput), "carried", None)
+            status = getattr(carried, "status", None)
+            channels = {"awaiting_input": "input", "awaiting_decision": "decision"}
+            self._parked = channels.get(str(status))
+            return []
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-            name = event.workflow_execution_update_accepted_event_attributes.accepted_request
-            update = name.input.name
-            return [self._event(event, _TURN_EVENTS.get(update, "park-message"), {})]
+            return self._update_accepted(event)
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED:
             return self._turn_end(event)
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-            signal = event.workflow_execution_signaled_event_attributes.signal_name
-            return (
-                [self._event(event, "delivered", {"signal": True})] if signal == "deliver" else []
-            )
+            attributes = event.workflow_execution_signaled_event_attributes
+            if attributes.signal_name == "deliver" and self._parked == "input":
+                delivery = self._decode(attributes.input.payloads, DeliverInput)
+                trigger = getattr(delivery, "trigger", None)
+                data = {"trigger": trigger, "signal": True} if trigger else None
+                self._signals.append((event, data))
+            return []  # a signal to a session not parked for input is refused: no event
+        if kind == EventType.EVENT_TYPE_TIMER_STARTED:
+            if event.user_metadata.HasField("summary"):
+                summary = str(self._decode([event.user_metadata.summary], str) or "")
+                if summary.startswith(WAKE_TIMER_PREFIX):
+                    self._wakes[event.event_id] = summary.removeprefix(WAKE_TIMER_PREFIX)
+            return []
+        if kind == EventType.EVENT_TYPE_TIMER_FIRED:
+            timer = event.timer_fired_event_attributes.started_event_id
+            if timer in self._wakes:  # delivered once the woken turn shows, like a signal
+                data = {"trigger": TIMER_TRIGGER, "resumeAt": self._wakes.pop(timer), "timer": True}
+                self._signals.append((event, data))
+            return []
         if kind == EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED:
             started = event.start_child_workflow_execution_initiated_event_attributes.workflow_id
             return [self._event(event, "sub-workflow-start", {"childSessionId": started})]
@@ -165,6 +232,10 @@ class _Reader:
         found: list[SessionEvent] = []
         if isinstance(decoded, ModelCallInput):
             found.extend(self._answered(event, decoded.messages))
+        if activity == contracts.PERSIST_ACTIVITY and not self._updates:
+            persisted = self._decode(attributes.input.payloads, PersistTurnInput)
+            if isinstance(persisted, PersistTurnInput):
+                found.extend(self._settled_without_update(event, persisted))
         if isinstance(decoded, ModelCallInput) and decoded.state != self._state:
             self._state = decoded.state
             found.append(self._event(event, "state-enter", {"state": decoded.state}))
@@ -281,7 +352,10 @@ class _Reader:
                 },
             )
         ]
-        if answer.content:
+        replying = next(iter(self._replies), None)
+        if replying is not None and not answer.tool_calls:
+            self._replies[replying] = answer.content or ""  # outbound, at the update's end
+        elif answer.content:
             found.append(self._event(event, "agent-text", {"text": answer.content}))
         for call in answer.tool_calls:
             try:
@@ -314,14 +388,95 @@ class _Reader:
         }
         return self._event(event, "tool-result", data, "info" if status == "ok" else "warn")
 
+    def _update_accepted(self, event: HistoryEvent) -> list[SessionEvent]:
+        """An update the session accepted: a turn starts (``turn-start``, ``delivered``,
+        ``decided``), or a person's message to a session parked at a human state
+        (``park-message`` inbound, carrying the text)."""
+        request = event.workflow_execution_update_accepted_event_attributes.accepted_request
+        update, update_id = request.input.name, request.meta.update_id
+        self._updates[update_id] = update
+        self._signals.clear()  # an update is accepted only by a session no signal resumed
+        if update == "reply" or (update == "send" and self._parked == "decision"):
+            kind = ReplyInput if update == "reply" else SendInput
+            body = self._decode(request.input.args.payloads, kind)
+            text = getattr(body, "message", None) or ""
+            self._replies[update_id] = ""
+            return [self._event(event, "park-message", {"direction": "inbound", "text": text})]
+        self._parked = None
+        data: dict[str, Any] = {}
+        if update == "deliver":
+            delivery = self._decode(request.input.args.payloads, DeliverInput)
+            data = {"trigger": getattr(delivery, "trigger", None)}
+        return [self._event(event, _TURN_EVENTS.get(update, "turn-start"), data)]
+
+    def _delivered_by_signal(self, event: HistoryEvent) -> list[SessionEvent]:
+        """A ``deliver`` signal, or a timed park's fired timer, is reported once the turn it
+        starts shows: the first command after it. A refused signal (it names no trigger, or
+        its variables) starts nothing and is never reported delivered; a timer that fired
+        while no worker serves the session is reported when a worker runs the wake."""
+        if not self._signals or self._parked != "input" or self._updates:
+            return []
+        accepted = next(
+            ((source, data) for source, data in self._signals if data is not None), None
+        )
+        self._signals.clear()
+        if accepted is None:
+            return []
+        self._parked = None
+        source, data = accepted
+        found = self._event(event, "delivered", data)
+        return [found.model_copy(update={"ts": source.event_time.ToDatetime()})]
+
+    def _settled_without_update(
+        self, event: HistoryEvent, persisted: PersistTurnInput
+    ) -> list[SessionEvent]:
+        """The end of a turn no update drove (a ``deliver`` signal, a timer's wake, a child's
+        report), read off the artifacts the session writes at every turn's end: ``parked``
+        (with the reason and the resume time of the agent's ``archmax_wait``), ``raised`` or
+        ``turn-end``."""
+        status, state = persisted.status, persisted.state
+        if status in ("awaiting_input", "awaiting_decision"):
+            channel = "input" if status == "awaiting_input" else "decision"
+            self._parked = channel
+            reason, resume_at = (
+                _last_wait(persisted.transcript)
+                if channel == "input"
+                else (
+                    None,
+                    None,
+                )
+            )
+            data = {"state": state, "channel": channel, "reason": reason, "resumeAt": resume_at}
+            return [self._event(event, "parked", data)]
+        self._parked = None
+        if status == "failed":
+            code, reason = _last_raise(persisted.transcript)
+            return [
+                self._event(
+                    event, "raised", {"state": state, "code": code, "reason": reason}, "error"
+                )
+            ]
+        level: Level = "error" if status == "rejected" else "info"
+        data = {"kind": status, "state": state, "rejected": None}
+        return [self._event(event, "turn-end", data, level)]
+
     def _turn_end(self, event: HistoryEvent) -> list[SessionEvent]:
-        outcome_payloads = event.workflow_execution_update_completed_event_attributes.outcome
+        attributes = event.workflow_execution_update_completed_event_attributes
+        update_id = attributes.meta.update_id
+        self._updates.pop(update_id, None)
+        answer = self._replies.pop(update_id, None)
+        outcome_payloads = attributes.outcome
         if not outcome_payloads.HasField("success"):
             return []
         outcome: Outcome | None = self._decode(outcome_payloads.success.payloads, Outcome)
+        if answer is not None and (outcome is None or outcome.kind == "parked"):
+            # A reply moves the session nowhere: its answer, and the park as it was.
+            self._parked = "decision"
+            return [self._event(event, "park-message", {"direction": "outbound", "text": answer})]
         if outcome is None:
             return [self._event(event, "turn-end", {})]
         if outcome.kind == "parked":
+            self._parked = outcome.parked_channel
             pending = outcome.pending
             data = {
                 "state": outcome.state,
@@ -330,6 +485,7 @@ class _Reader:
                 "resumeAt": getattr(pending, "resume_at", None),
             }
             return [self._event(event, "parked", data)]
+        self._parked = None
         if outcome.kind == "failed" and outcome.exit is not None:
             data = {
                 "state": outcome.state,
@@ -340,6 +496,47 @@ class _Reader:
         level: Level = "error" if outcome.kind == "rejected" else "info"
         data = {"kind": outcome.kind, "state": outcome.state, "rejected": outcome.rejected}
         return [self._event(event, "turn-end", data, level)]
+
+
+def _answers(transcript: list[Message]) -> dict[str, Message]:
+    return {m.tool_call_id: m for m in transcript if m.role == "tool" and m.tool_call_id}
+
+
+def _last_wait(transcript: list[Message]) -> tuple[str | None, str | None]:
+    """The reason and resume time of the last ``archmax_wait`` the session accepted."""
+    answers = _answers(transcript)
+    for message in reversed(transcript):
+        for call in reversed(message.tool_calls if message.role == "assistant" else []):
+            answer = answers.get(call.id)
+            if call.name != WAIT or answer is None or answer.status != "ok":
+                continue
+            try:
+                arguments = json.loads(call.arguments or "{}")
+            except ValueError:
+                arguments = {}
+            reason = arguments.get("reason") if isinstance(arguments, dict) else None
+            wakes = _WAKES_AT.search(answer.content or "")
+            return (reason.strip() if isinstance(reason, str) else None), (
+                wakes.group(1) if wakes else None
+            )
+    return None, None
+
+
+def _last_raise(transcript: list[Message]) -> tuple[str | None, str | None]:
+    """The code and reason of the last ``archmax_raise`` the session accepted."""
+    answers = _answers(transcript)
+    for message in reversed(transcript):
+        for call in reversed(message.tool_calls if message.role == "assistant" else []):
+            answer = answers.get(call.id)
+            if call.name != "archmax_raise" or answer is None or answer.status != "ok":
+                continue
+            try:
+                arguments = json.loads(call.arguments or "{}")
+            except ValueError:
+                return None, None
+            if isinstance(arguments, dict):
+                return arguments.get("code"), arguments.get("reason")
+    return None, None
 
 
 def _hook_of(summary: str) -> dict[str, Any] | None:
@@ -393,7 +590,17 @@ EventCallback = Callable[[SessionEvent], Awaitable[None] | None]
 """A host's ``on_event``: called with each event, awaited when it returns an awaitable."""
 
 TURN_ENDS = frozenset({"parked", "raised", "turn-end"})
-"""The events that close a turn (read off the update's completion)."""
+"""The events that close a turn (read off the update's completion, or for a turn no update
+drove, off the artifacts written at its end); a reply closes with its outbound
+``park-message`` (:func:`ends_turn`)."""
+
+
+def ends_turn(event: SessionEvent) -> bool:
+    """Whether ``event`` closes a turn (or a reply to a session parked at a human state)."""
+    return event.type in TURN_ENDS or (
+        event.type == "park-message" and event.data.get("direction") == "outbound"
+    )
+
 
 TAIL_TIMEOUT = 10.0
 """How long a watched call waits, after its update returned, for the stream to deliver the
@@ -431,7 +638,7 @@ async def while_watching(
                     delivered = on_event(event)
                     if inspect.isawaitable(delivered):
                         await delivered
-                    if event.type in TURN_ENDS:
+                    if ends_turn(event):
                         ended.set()
                 return
             except RPCError as exc:

@@ -174,7 +174,15 @@ class WorkflowSurface:
         session_path: str | None,
     ) -> tuple[str, bool]:
         """Precedence: explicit id, per-firing path, the assembly's path, the trigger's
-        ``session:`` declaration, a minted id (also when a path does not resolve)."""
+        ``session:`` declaration, a minted id (also when a path does not resolve). A malformed
+        per-firing path is refused even beside an explicit id (an empty one included)."""
+        if session_path is not None:
+            try:
+                parse_path(session_path)
+            except InvalidPathError as exc:
+                raise InvalidSessionIdError(
+                    f"malformed session path {session_path!r}: {exc}"
+                ) from None
         if session_id:
             return check_session_id(session_id), False
         declaration = self._agent.loaded.spec.trigger(trigger)
@@ -227,7 +235,7 @@ class WorkflowSurface:
         variables: dict[str, Any] | None = None,
         session_path: str | None = None,
         files: Mapping[str, tuple[str, str | bytes]] | None = None,
-        mocks: Sequence[ToolMock] = (),
+        mocks: Sequence[ToolMock] | None = None,
         on_event: EventCallback | None = None,
         idempotency_key: str | None = None,
     ) -> Outcome:
@@ -238,8 +246,9 @@ class WorkflowSurface:
         outcome (:mod:`client.firing`). A keyed firing that would mint a session mints the
         same id on every retry (:func:`minted_for_key`).
 
-        ``mocks`` (a test case's) answer matching governed tool calls for the session's whole
-        life; they are fixed when the session starts and ignored for one already running.
+        ``mocks`` (a test case's) answer matching governed tool calls of the turns this firing
+        drives (a case re-run on an existing session id brings its own); None keeps the
+        session's.
 
         ``files`` maps a variable to ``(name, content)``: each file is placed in the session's
         ``scratchpad/attachments/`` before the turn and the variable seeded with its path.
@@ -269,7 +278,7 @@ class WorkflowSurface:
             requests_per_run=agent.requests_per_run,
             model_calls_per_run=agent.model_calls_per_run,
             host_tools=agent.host_tools,
-            mocks=list(mocks),
+            mocks=list(mocks or ()),
             hook_sources=loaded.hook_sources,
             delegates=agent.delegates,
         )
@@ -289,6 +298,7 @@ class WorkflowSurface:
                 var: file_upload(name, content, store)
                 for var, (name, content) in (files or {}).items()
             },
+            mocks=None if mocks is None else list(mocks),
         )
         check_send_size(limits, firing)
         if minted or await self._starts_afresh(sid):
@@ -390,9 +400,16 @@ class WorkflowSurface:
         message: str | None = None,
         on_event: EventCallback | None = None,
         idempotency_key: str | None = None,
+        mocks: Sequence[ToolMock] | None = None,
     ) -> Outcome:
-        """Resume a session parked by ``archmax_wait``; returns the resumed turn's Outcome."""
-        delivery = DeliverInput(trigger=trigger, variables=dict(variables or {}), message=message)
+        """Resume a session parked by ``archmax_wait``; returns the resumed turn's Outcome.
+        ``mocks`` (a test case's) apply to the resumed turn (None keeps the session's)."""
+        delivery = DeliverInput(
+            trigger=trigger,
+            variables=dict(variables or {}),
+            message=message,
+            mocks=None if mocks is None else list(mocks),
+        )
         check_delivery_size(self._agent.config.limits, delivery)
         return await self._update(session_id, "deliver", delivery, on_event, idempotency_key)
 
@@ -430,9 +447,11 @@ class WorkflowSurface:
         comment: str | None = None,
         on_event: EventCallback | None = None,
         idempotency_key: str | None = None,
+        mocks: Sequence[ToolMock] | None = None,
     ) -> Outcome:
-        """Resume a session parked at a human state along the edge ``to``, as the reviewer."""
-        decision = DecideInput(to=to, comment=comment)
+        """Resume a session parked at a human state along the edge ``to``, as the reviewer.
+        ``mocks`` (a test case's) apply to the resumed turn (None keeps the session's)."""
+        decision = DecideInput(to=to, comment=comment, mocks=None if mocks is None else list(mocks))
         check_decision_size(self._agent.config.limits, decision)
         return await self._update(session_id, "decide", decision, on_event, idempotency_key)
 
@@ -467,6 +486,18 @@ class WorkflowSurface:
             raise translate(exc, session_id=session_id) from exc
 
 
+def workspace_error(refused: ApplicationError) -> Exception:
+    """The typed :class:`~archmax_temporal.activities.session_store.WorkspaceError` (its
+    ``path`` included) an activity's refusal stands for; any other error as it is."""
+    from archmax_temporal.activities import session_store
+
+    cls = getattr(session_store, refused.type or "", None)
+    if isinstance(cls, type) and issubclass(cls, session_store.WorkspaceError):
+        path = refused.details[0] if refused.details else ""
+        return cls(refused.message, str(path))
+    return refused
+
+
 class SessionsSurface:
     """Reading sessions: list, get, view."""
 
@@ -478,7 +509,8 @@ class SessionsSurface:
         root-level files such as ``trigger.json``); seeds no variable. Suits fixtures.
 
         Writes through this host's store (``ARCHMAX_STORE``), which the embedded worker
-        shares; mounts (``skills/…``) and runtime areas are refused.
+        shares; mounts (``skills/…``) and runtime areas are refused with the typed
+        ``WorkspaceError`` (``ReadOnlyPathError``, ``PathEscapeError``, …) naming the path.
         """
         from archmax_temporal.activities.session_store import FilesystemSessionStore
         from archmax_temporal.activities.workspace import WorkspaceActivities
@@ -491,9 +523,12 @@ class SessionsSurface:
             path: FileContent(content=text, encoding=encoding)
             for path, (text, encoding) in ((p, _encoded(c)) for p, c in files.items())
         }
-        result = await workspace.seed_files(
-            SeedFilesInput(session_id=check_session_id(session_id), files=payload)
-        )
+        try:
+            result = await workspace.seed_files(
+                SeedFilesInput(session_id=check_session_id(session_id), files=payload)
+            )
+        except ApplicationError as refused:  # the typed refusal, not its wire form
+            raise workspace_error(refused) from None
         return result.paths
 
     async def get(self, session_id: str, *, timeout: timedelta | None = None) -> SessionSummary:
@@ -672,6 +707,7 @@ async def open_agent(
     model_calls_per_run: int | None = None,
     tools: Sequence[HostTool | Callable[[Any], Any]] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
+    sandbox_runtime: Sequence[str] | None = None,
 ) -> Agent:
     """Open an agent: load the workflow, connect, start what is needed (see
     :func:`archmax_temporal.client.agent.create_agent`)."""
@@ -686,6 +722,7 @@ async def open_agent(
         worker_cache=worker_cache,
         host_tools=registered,
         hook_executors=check_executors(hook_executors or {}),
+        sandbox_runtime=sandbox_runtime,
     )
     agent = Agent(
         runtime,

@@ -140,6 +140,7 @@ async def open_runtime(
     worker_cache: int = 1000,
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
+    sandbox_runtime: Sequence[str] | None = None,
 ) -> Runtime:
     """Connect (starting the embedded dev server when nothing is configured) and make sure
     some worker serves the task queue.
@@ -186,6 +187,7 @@ async def open_runtime(
             authoring_root=config.root,
             host_tools=host_tools,
             hook_executors=hook_executors,
+            sandbox_runtime=sandbox_runtime,
         )
         await _start_worker(worker)
     return Runtime(client=client, config=config, server=server, worker=worker)

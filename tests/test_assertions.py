@@ -16,6 +16,7 @@ from archmax_temporal.client.testing.results import AssertionRecord
 from archmax_temporal.workflows.models import (
     Message,
     PendingDecision,
+    PendingDelegation,
     PendingInput,
     SessionExit,
     SessionSummary,
@@ -123,17 +124,38 @@ class TestSucceeded:
         view = turn(status="awaiting_input", pending_input=INPUT_PARK)
         assert "parked (input at 'clarify')" in detail("succeeded: true", view)
 
-    def test_a_failed_tool_call_of_the_turn_fails_but_a_blocked_one_does_not(self) -> None:
+    def test_a_turn_that_completed_passes_whatever_its_tool_calls_answered(self) -> None:
+        """Seed: "succeeded: true — The turn completed, without failing or parking." A refused
+        or errored call is an answer the model read and moved past, not a failed turn."""
         blocked = turn(transcript=[*call("read_file", status="blocked"), say("ok")])
         assert evaluate("succeeded: true", blocked) == ["passed"]
         errored = turn(transcript=[*call("read_file", status="error"), say("ok")])
-        assert detail("succeeded: true", errored).endswith("failed tool calls: read_file")
-        twice = [*call("ls", status="error", x=1), *call("ls", status="error", x=2), say("ok")]
-        assert detail("succeeded: true", turn(transcript=twice)).endswith(": ls ×2")
+        assert evaluate("succeeded: true", errored) == ["passed"]
 
-    def test_an_earlier_turns_failed_call_does_not_count(self) -> None:
-        transcript = [*call("read_file", status="error"), say("a"), say("b")]
-        assert evaluate("succeeded: true", turn(transcript=transcript, turn_start=2)) == ["passed"]
+    @pytest.mark.parametrize(
+        "refusal",
+        [
+            "archmax_advance rejected: 'nowhere' is not a transition of 'intake'.",
+            "archmax_advance rejected (transition.requires): state 'intake' requires 'x'",
+            "Hook hooks/check.js vetoed the advance: not yet",
+            "Hook hooks/check.js asks for a correction: name the order",
+        ],
+    )
+    def test_a_refused_advance_is_no_failed_turn(self, refusal: str) -> None:
+        """Every refused ``archmax_advance`` (an undeclared edge, an unset ``requires``, a hook's
+        veto or in-budget correct) is answered as an error the model reads."""
+        transcript = [
+            *call("archmax_advance", status=None, call_id="a1", to="nowhere"),
+            Message(
+                role="tool",
+                tool_call_id="a1",
+                name="archmax_advance",
+                content=refusal,
+                status="error",
+            ),
+            say("I will stay here."),
+        ]
+        assert evaluate("succeeded: true", turn(transcript=transcript)) == ["passed"]
 
     def test_a_rejected_turn_fails(self) -> None:
         view = turn(status="rejected", rejected="budget.maxTurns (6) exhausted")
@@ -171,6 +193,32 @@ class TestParked:
     )
     def test_the_three_forms(self, form: str, status: str, park: Park, expected: str) -> None:
         assert evaluate(form, turn(status=status, **park)) == [expected]
+
+    @pytest.mark.parametrize(
+        ("form", "expected"),
+        [
+            ("parked: true", "passed"),
+            ("parked: input", "passed"),
+            ("parked: decision", "failed"),
+            ("parked: { channel: input, state: intake }", "passed"),
+        ],
+    )
+    def test_a_session_parked_behind_its_sub_workflow_is_parked(
+        self, form: str, expected: str
+    ) -> None:
+        """A session whose outcome is parked is parked, in the channel its status says: the
+        caller of a parked sub-workflow mirrors the child's status and has no park record of
+        its own."""
+        delegation = PendingDelegation(
+            state="intake",
+            workflow="enrich",
+            session_id="s.enrich-1",
+            tool_call_id="c1",
+            tool="archmax_workflow_enrich",
+            channel="input",
+        )
+        view = turn(status="awaiting_input", state="intake", delegation=delegation)
+        assert evaluate(form, view) == [expected]
 
 
 class TestRaised:
@@ -221,6 +269,15 @@ class TestTrail:
         assert evaluate("trail: { kind: trigger, count: 2 }", turn(steps=TRAIL)) == ["passed"]
         assert evaluate("trail: { reason: refine, count: 1 }", turn(steps=TRAIL)) == ["passed"]
         assert "found 3" in detail("trail: { to: refund-review, count: 1 }", turn(steps=TRAIL))
+
+    def test_trail_reason_matches_as_a_plain_substring(self) -> None:
+        """Seed: /pattern/flags is read in exactly three places (reply tokens, tool-assertion
+        inputs, a mock's whenInput); "anything else matches as a plain substring". A reason
+        that would be a malformed regex is text like any other."""
+        steps = trail(("trigger", "intake", "manual"), ("on_error", "escalate", "budget (/( 6)"))
+        assert evaluate('trail: { reason: "/(/", count: 0 }', turn(steps=steps)) == ["passed"]
+        assert evaluate('trail: { reason: "(/(", count: 1 }', turn(steps=steps)) == ["passed"]
+        assert evaluate('trail: { reason: "/budget/i", count: 0 }', turn(steps=steps)) == ["passed"]
 
     def test_no_traversal_holds_only_for_trigger_arrivals(self) -> None:
         only = trail(("trigger", "intake", "manual"))

@@ -115,6 +115,37 @@ class TestRunAndDeliver:
         assert "⏸ parked in clarify" in result.stderr
         assert "archmax deliver cli-park-1" in result.stderr
         assert "parked" not in result.stdout
+        # the header names workflow, directory and model, as archmax test's does
+        assert f"workflow  support-inbox  ·  root {cli.root}  ·  model scripted" in result.stderr
+
+    def test_a_file_arrives_exactly_and_a_second_one_of_its_name_is_numbered(
+        self, cli: Cli, tmp_path: Path
+    ) -> None:
+        """Seed: "The CLI does the same with archmax run … --file invoice=./invoice.pdf": the
+        bytes arrive exactly, and a placement never overwrites (report.pdf → report-1.pdf)."""
+        invoice = tmp_path / "invoice.pdf"
+        data = bytes(range(256)) + b"%PDF-1.7 \x00 end"
+        invoice.write_bytes(data)
+        for message in ("Here is my invoice.", "And again."):
+            result = cli(
+                "run",
+                "support-inbox",
+                message,
+                "--session",
+                "cli-files-1",
+                "--file",
+                f"invoice={invoice}",
+            )
+            assert result.code == 0, result.stderr
+        attachments = cli.root / "sessions" / "cli-files-1" / "scratchpad" / "attachments"
+        assert (attachments / "invoice.pdf").read_bytes() == data
+        assert (attachments / "invoice-1.pdf").read_bytes() == data
+        shown = cli("sessions", "cli-files-1", "--json")
+        variables = json.loads(shown.stdout)["variables"]
+        assert variables["invoice"] == {
+            "value": "scratchpad/attachments/invoice-1.pdf",
+            "locked": True,
+        }
 
     def test_deliver_resumes_and_prints_the_answer(self, cli: Cli) -> None:
         """`archmax deliver` exits 0 with the resumed reply on stdout."""
@@ -170,8 +201,8 @@ class TestRunAndDeliver:
         assert "status    awaiting_input (open)" in detail.stdout
         assert 'conversation_id (locked) = "cli-park-4"' in detail.stdout
         records = json.loads(listing.stdout)
-        mine = [r for r in records if r["session_id"] == "cli-park-4"]
-        assert mine and mine[0]["wait_reason"] == "the customer's reply naming the order"
+        mine = [r for r in records if r["sessionId"] == "cli-park-4"]  # archmax's camelCase
+        assert mine and mine[0]["waitReason"] == "the customer's reply naming the order"
 
 
 class TestExitCodes:
@@ -535,3 +566,26 @@ class TestNoTracebacks:
         assert "--debug" in err and "Traceback" not in err
         assert main.run_cli(["--debug", "sessions"]) == 1
         assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_reply_narrates_no_trail_and_sessions_shows_the_decision_context(
+    cli: Cli, scripted: Scripted
+) -> None:
+    """`archmax reply` answers at a human state and moves the session nowhere, so it narrates
+    no state flow; `archmax sessions` lists a session awaiting a decision with its state, its
+    edges and the agent's handoff."""
+    from tests.test_seed_sessions import REVIEW, REVIEW_PLAYBOOK
+
+    write_workflow(cli.root, "review", REVIEW)
+    server = scripted(REVIEW_PLAYBOOK)
+    parked = cli("run", "review", "Draft it.", "--session", "cli-reply-1", model_url=server.url)
+    assert parked.code == 0, parked.stderr
+    assert "  → review  (agent)" in parked.stderr
+    replied = cli("reply", "cli-reply-1", "Is", "it", "ready?", model_url=server.url)
+    assert replied.code == 0, replied.stderr
+    assert replied.stdout.strip() == "It is waiting for you."
+    flow = [line for line in replied.stderr.splitlines() if line.startswith(("  ▸", "  → "))]
+    assert flow == []
+    listing = cli("sessions", "--workflow", "review", model_url=server.url)
+    assert "    decision at review: done, second-review" in listing.stdout
+    assert "    handoff: It is waiting for you." in listing.stdout

@@ -119,6 +119,27 @@ class TestEvidenceComposition:
             "4. [tool] grep input={} → pending (no output recorded)",
         ]
 
+    def test_a_refused_runtime_call_is_rejected_not_failed(self) -> None:
+        """A refused ``archmax_advance`` (an undeclared edge, an unset ``requires``, a hook's
+        veto) is a refusal the model read: the evidence calls it rejected. A tool that ran and
+        errored stays failed, and so does an advance whose failure failed the turn."""
+        transcript = [
+            assistant(
+                None,
+                ("a", "archmax_advance", '{"to": "nowhere"}'),
+                ("b", "archmax_wait", '{"reason": ""}'),
+                ("c", "archmax_advance", '{"to": "done"}'),
+            ),
+            result("a", "archmax_advance rejected: 'nowhere' is not a transition", "error"),
+            result("b", "archmax_wait refused: `reason` must be a non-empty string.", "error"),
+            result("c", "archmax_advance failed: hook hooks/x.js timed out", "error"),
+        ]
+        statuses = [
+            line.split(" → ")[1].split()[0]
+            for line in record_section(render_evidence(build_grader_evidence(transcript)))
+        ]
+        assert statuses == ["rejected", "rejected", "failed"]
+
     def test_a_mocked_output_appears_as_the_agent_saw_it(self) -> None:
         """A mock's value is the call's output like any other result."""
         transcript = [

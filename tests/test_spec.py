@@ -59,6 +59,36 @@ class TestParseSpec:
         assert spec.state("done").transitions == []
         assert spec.runtime.version == "1" and spec.disabled is False
 
+    def test_the_sessions_seeds_policy_forbid_tools_removes_archmax_wait_workflow_wide(
+        self,
+    ) -> None:
+        """Seed: 'policy.forbid_tools: ["archmax_wait"] removes it workflow-wide.' It is read
+        as what it means, an entry of tools.forbid_always (the current spelling), so the
+        runtime tools the model is shown no longer include archmax_wait."""
+        spec = parse_spec(base() | {"policy": {"forbid_tools": ["archmax_wait"]}})
+        assert spec.tools.forbid_always == ["archmax_wait"]
+        both = base() | {
+            "policy": {"forbid_tools": ["archmax_wait"]},
+            "tools": {"forbid_always": ["eval"]},
+        }
+        assert parse_spec(both).tools.forbid_always == ["eval", "archmax_wait"]
+
+    @pytest.mark.parametrize("policy", [[], {"forbid_paths": ["x"]}, {"forbid_tools": "x"}])
+    def test_any_other_policy_is_refused_naming_tools_forbid_always(self, policy: Any) -> None:
+        (issue,) = issues(base() | {"policy": policy})
+        assert "tools: { forbid_always" in issue
+
+    def test_judge_model_options_take_temperature_and_max_tokens_only(self) -> None:
+        """tests.judge may pin modelOptions (temperature, maxTokens); a typo is a load error
+        (archmax: "Any other modelOptions key is a load error")."""
+        ok = base() | {"tests": {"judge": {"modelOptions": {"temperature": 0, "maxTokens": 9}}}}
+        assert parse_spec(ok).tests.judge is not None
+        typo = base() | {"tests": {"judge": {"modelOptions": {"temprature": 0.2}}}}
+        (issue,) = issues(typo)
+        assert issue.startswith('tests.judge.modelOptions: unknown key "temprature"')
+        wrong = base() | {"tests": {"judge": {"modelOptions": {"maxTokens": "many"}}}}
+        assert "maxTokens must be a positive integer" in issues(wrong)[0]
+
     def test_non_mapping_root_is_refused(self) -> None:
         """A document that is not a mapping is refused at the root."""
         assert issues(["states"]) == ["<root>: a workflow spec must be a mapping"]
@@ -73,7 +103,7 @@ class TestParseSpec:
         ("path", "expected"),
         [
             ("states.intake.transtions", 'states.intake: unknown key "transtions"'),
-            *[(key, f'<root>: unknown key "{key}"') for key in ("name", "triggers", "policy")],
+            *[(key, f'<root>: unknown key "{key}"') for key in ("name", "triggers")],
             ("description", '<root>: unknown key "description"'),
             ("settings.prompt", 'settings: unknown key "prompt"'),
             ("settings.forbid_tools", 'settings: unknown key "forbid_tools"'),

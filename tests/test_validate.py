@@ -421,3 +421,43 @@ def test_a_script_calling_a_workflow_nobody_is_called_warns(tmp_path: Path) -> N
     )
     messages = [d.message for d in validate_workflow(root, "order-lookup").diagnostics]
     assert messages == ["tools.archmaxWorkflowEnrichx: no workflow under workflows/ is called so"]
+
+
+GUARDED = """
+instructions: Orders.
+states:
+  intake:
+    triggers:
+      manual:
+      email_received: { requires: [conversation_id] }
+    requires: [order_id]
+    tools:
+      allow:
+        - tool: read_file
+          paths:
+            - "scratchpad/${{order_id}}/**"
+            - "scratchpad/${{conversation_id}}/**"
+            - "scratchpad/${{customer.id}}/**"
+            - "scratchpad/${{trigger}}/**"
+            - "scratchpad/$${{literal}}/**"
+        - { tool: grep, args: { pattern: "${{seeded_by_a_case}}" } }
+    transitions:
+      - { to: done, description: Done. }
+  done:
+    instructions: Close.
+"""
+
+
+def test_a_guard_reference_nothing_guarantees_warns(tmp_path: Path) -> None:
+    """Seed: the ${{…}} references in tools.allow are the variables the workflow depends on;
+    "archmax validate warns about a reference nothing guarantees": no trigger requires it,
+    no state requires it, no case seeds it (``trigger`` is always set)."""
+    case = CASE_HEAD + "variables: { seeded_by_a_case: x }\nsteps:\n  - send: hi\n"
+    make_workflow(tmp_path, GUARDED, cases={"c.test.yaml": case})
+    report = validate_workflow(tmp_path, "orders")
+    assert report.valid
+    assert messages(report, "warning") == [
+        "states.intake.tools.allow.0: ${{customer}} is guaranteed by nothing: no trigger or "
+        "state requires it and no case seeds it; declare it in a requires: list (or make sure "
+        "every host seeds it)"
+    ]

@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         SessionInput,
         SessionState,
         ToolCall,
+        ToolMock,
         TrailKind,
         TrailStep,
     )
@@ -63,6 +64,13 @@ class SessionContext:
         self.cleaned_calls: set[str] = set()
         """Tool calls whose arguments held invalid Unicode (replaced before they ran): their
         answers say so, so the model knows what it sent is not what ran."""
+
+    @property
+    def mocks(self) -> list[ToolMock]:
+        """The declared tool mocks of the turn under way: the ones its firing carried (kept
+        in the session state), else the ones the session started with (``SessionInput``)."""
+        carried = self.session.mocks
+        return carried if carried is not None else self.input.mocks
 
     @property
     def session_id(self) -> str:

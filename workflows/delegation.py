@@ -360,7 +360,7 @@ class Delegations:
         assert delegate is not None and delegate.spec is not None
         manual = manual_of(delegate)
         assert manual is not None
-        mock = matching.find_mock(ctx.input.mocks, call.name, substituted)
+        mock = matching.find_mock(ctx.mocks, call.name, substituted)
         if mock is not None:
             returned = await self._mocked(manual, mock.result)
             caller.answer(returned.content, returned.status, None)

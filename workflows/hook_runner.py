@@ -430,7 +430,7 @@ class HookRunner:
                 spec=self._spec,
                 state=slug,
                 variables=self._ctx.session.variables,
-                mocks=self._input.mocks,
+                mocks=self._ctx.mocks,
                 visible_skills=sorted(visible),
                 limits=limits,
                 workflow_tools=workflow_tools or [],

@@ -284,6 +284,9 @@ class SessionState(_Model):
     every entry."""
     pending_delegations: list[PendingDelegation] = Field(default_factory=list)
     """Sub-workflow calls waiting on a parked child, oldest first."""
+    mocks: list[ToolMock] | None = None
+    """The declared tool mocks the latest firing carried (a case's, for its own turns); None
+    until a firing carries some: then the session's start input's mocks apply."""
     dispatches: dict[str, int] = Field(default_factory=dict)
     """Sub-workflow slug → how many children this session has started (child ids count on)."""
     follow_up: bool = False
@@ -415,6 +418,9 @@ class SendInput(_Model):
     trigger: str = "manual"
     variables: dict[str, Any] = Field(default_factory=dict)
     files: dict[str, FileUpload] = Field(default_factory=dict)
+    mocks: list[ToolMock] | None = None
+    """A test case's declared mocks, for the turn this firing drives (None: keep the
+    session's)."""
 
 
 class DeliverInput(_Model):
@@ -423,6 +429,8 @@ class DeliverInput(_Model):
     trigger: str | None = None
     variables: dict[str, Any] = Field(default_factory=dict)
     message: str | None = None
+    mocks: list[ToolMock] | None = None
+    """A test case's declared mocks, for the turn this delivery resumes (None: keep them)."""
 
 
 class DecideInput(_Model):
@@ -430,6 +438,8 @@ class DecideInput(_Model):
 
     to: str
     comment: str | None = None
+    mocks: list[ToolMock] | None = None
+    """A test case's declared mocks, for the turn this decision resumes (None: keep them)."""
 
 
 class ReplyInput(_Model):

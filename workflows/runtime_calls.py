@@ -122,7 +122,8 @@ def wait(
     """``archmax_wait``: check a park. The answer, the park to commit, or the turn failure
     it causes.
 
-    One park per message. An unreadable ``until`` refuses the park (the model reads why and
+    One park per message. An unreadable ``until`` (an empty string included: the agent asked
+    for a schedule it did not give) refuses the park (the model reads why and
     goes on); the park beyond ``budget.maxParks`` is a turn failure, routed by ``on_error``.
     """
     if parking:
@@ -135,9 +136,15 @@ def wait(
         return ToolAnswer(refusal, "error"), None, None
     resume_at = None
     until = arguments.get("until")
-    if until is not None and until != "":
+    if until is not None:  # absent (or null) parks with no schedule; any value must parse
+        if not isinstance(until, str) or not until.strip():
+            refusal = (
+                f"archmax_wait refused: `until` {until!r} is not a relative duration (30m, 2h, "
+                "1d) or an ISO-8601 instant; omit it to wait with no schedule. Not parked."
+            )
+            return ToolAnswer(refusal, "error"), None, None
         try:
-            resume_at = resolve_until(str(until), now)
+            resume_at = resolve_until(until, now)
         except InvalidUntilError as exc:
             return ToolAnswer(f"archmax_wait refused: {exc}. Not parked.", "error"), None, None
     max_parks = state.budget.max_parks

@@ -263,7 +263,12 @@ class ArchmaxSession:
             self._turn.open_turn(send)
             return "turn"
         self._turn.resume(
-            DeliverInput(trigger=send.trigger, variables=send.variables, message=send.message)
+            DeliverInput(
+                trigger=send.trigger,
+                variables=send.variables,
+                message=send.message,
+                mocks=send.mocks,
+            )
         )
         return "deliver"
 

@@ -453,11 +453,43 @@ class SettingsSpec(_Strict):
         return value
 
 
+JUDGE_MODEL_OPTIONS: Final = {"temperature": "a number", "maxTokens": "a positive integer"}
+"""The keys ``tests.judge.modelOptions`` takes; any other is a load error (as archmax)."""
+
+
 class JudgeSpec(_Strict):
     """The grading model of ``grade`` assertions."""
 
     model: Name | None = None
     model_options: dict[str, Any] | None = Field(default=None, alias="modelOptions")
+
+    @field_validator("model_options")
+    @classmethod
+    def _known_options(
+        cls, value: dict[str, Any] | None, info: ValidationInfo
+    ) -> dict[str, Any] | None:
+        """``temperature`` and ``maxTokens`` only, each of its type (authored specs: a running
+        session decodes the spec it started with)."""
+        if value is None or not _authored(info):
+            return value
+        problems = [
+            f'unknown key "{key}" (known keys: {", ".join(JUDGE_MODEL_OPTIONS)})'
+            for key in value
+            if key not in JUDGE_MODEL_OPTIONS
+        ]
+        temperature = value.get("temperature")
+        if temperature is not None and (
+            isinstance(temperature, bool) or not isinstance(temperature, int | float)
+        ):
+            problems.append("temperature must be a number")
+        tokens = value.get("maxTokens")
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1
+        ):
+            problems.append("maxTokens must be a positive integer")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
 
 
 class TestsSpec(_Strict):
@@ -514,6 +546,29 @@ class WorkflowSpec(_Strict):
     extensions: ExtensionsSpec = Field(default_factory=ExtensionsSpec)
     metadata: dict[str, Any] | None = None
     states: Annotated[dict[Slug, StateSpec], _at_most(MAX_STATES, "states")]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _policy_forbid_tools(cls, value: Any, info: ValidationInfo) -> Any:
+        """The sessions seed's spelling, ``policy.forbid_tools: [...]``, read as what it means:
+        entries of ``tools.forbid_always`` (its one current spelling). Any other ``policy``
+        key is refused with the spelling to use."""
+        if not (isinstance(value, dict) and "policy" in value and _authored(info)):
+            return value
+        policy = value["policy"]
+        hint = "write tools: { forbid_always: [...] } (policy.forbid_tools is its older spelling)"
+        if not isinstance(policy, dict) or set(policy) != {"forbid_tools"}:
+            raise ValueError(f"policy: only policy.forbid_tools is read; {hint}")
+        denied = policy["forbid_tools"]
+        if not isinstance(denied, list):
+            raise ValueError(f"policy.forbid_tools: must be a list of tools; {hint}")
+        tools = value.get("tools")
+        if tools is None:
+            tools = {}
+        if not isinstance(tools, dict):
+            return value  # the tools block's own validation names the problem
+        merged = {**tools, "forbid_always": [*(tools.get("forbid_always") or []), *denied]}
+        return {key: item for key, item in value.items() if key != "policy"} | {"tools": merged}
 
     @field_validator("states", mode="before")
     @classmethod

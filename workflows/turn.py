@@ -139,6 +139,8 @@ class TurnEngine:
             s.state = start
             s.entry_state = start
         ctx.new_visit()
+        if firing.mocks is not None:  # a case's mocks apply to its own firings
+            s.mocks = firing.mocks
         s.trigger = firing.trigger
         s.variables = variables.set_trigger(
             variables.seed(s.variables, firing.variables, replace_title=False), firing.trigger
@@ -159,6 +161,8 @@ class TurnEngine:
         ctx = self._ctx
         s = ctx.session
         assert delivery.trigger and s.state is not None
+        if delivery.mocks is not None:
+            s.mocks = delivery.mocks
         s.trigger = delivery.trigger
         s.variables = variables.set_trigger(
             variables.seed(s.variables, delivery.variables, replace_title=True), delivery.trigger
@@ -213,6 +217,8 @@ class TurnEngine:
         assert pending is not None
         s.pending_decision = None
         s.status = "running"
+        if decision.mocks is not None:
+            s.mocks = decision.mocks
         comment = decision.comment.strip() if decision.comment else None
         s.state = decision.to
         ctx.new_visit()
@@ -546,7 +552,7 @@ class TurnEngine:
                 rule=verdict.rule,
             )
             return answer, (verdict.reason if verdict.terminal else None)
-        mock = matching.find_mock(ctx.input.mocks, call.name, substituted)
+        mock = matching.find_mock(ctx.mocks, call.name, substituted)
         if mock is not None:
             return _mocked_answer(mock.result), None
         handler = tools.handler_of(call.name, [tool.name for tool in ctx.input.host_tools])

@@ -13,7 +13,9 @@ from typing import Any
 
 from archmax_temporal.client.cli.parser import UsageError, print_help
 from archmax_temporal.client.cli.render import (
+    camel_json,
     err,
+    handoff_of,
     narrate_event,
     report_outcome,
     summary_detail,
@@ -108,8 +110,17 @@ def _spec_names_a_model(config: RuntimeConfig, workflow: str) -> bool:
     )
 
 
+def _model_label(spec: Any) -> str:
+    """The model a ``run`` header names, as ``archmax test``'s does: ``settings.model``, else
+    the environment's ``ARCHMAX_MODEL``, else ``unset`` (a state may name its own)."""
+    from archmax_temporal.activities.model import ModelConfig
+
+    return str(spec.settings.model or ModelConfig.from_env().default_model or "unset")
+
+
 async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.agent import create_agent
+    from archmax_temporal.client.testing.report import session_header
 
     variables = _json_object(args.variables)
     files = _files(args.file)
@@ -123,7 +134,7 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
         if loaded.spec.disabled:
             err(f"✖ Refusing to start: workflow '{loaded.slug}' is disabled.")
             return 1
-        err(f"workflow  {loaded.slug}  ·  root {config.root}")
+        err(session_header(loaded.slug, config.root, _model_label(loaded.spec)))
         resolved = await agent.workflow.resolve_session(
             trigger=args.trigger,
             variables=variables,
@@ -186,30 +197,42 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
         raise UsageError("reply needs a non-empty message", "reply")
     _check_model_configuration()
     async with create_agent(None, config=config, worker=_turn_worker(), worker_cache=0) as agent:
-        summary = await agent.sessions.get(args.session)
-        _check_workflow(args, summary)
-        spent = summary.usage
+        view = await agent.sessions.view(args.session)
+        _check_workflow(args, view.summary)
         err(f"session   {args.session}  (reply)")
         outcome = await agent.workflow.reply(args.session, message, on_event=_live(args))
-        return report_outcome(outcome, spent_before=spent)
+        # A reply moves the session nowhere: only what changed is narrated (no trail).
+        return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
 
 
 async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.agent import create_agent
 
     async with create_agent(None, config=config, worker="external") as agent:
+
+        async def handoff(summary: SessionSummary) -> str | None:
+            if summary.pending_decision is None:
+                return None
+            try:
+                return handoff_of((await agent.sessions.view(summary.session_id)).transcript)
+            except ArchmaxError:
+                return None
+
         if args.session:
             summary = await agent.sessions.get(args.session)
-            print(summary.model_dump_json(indent=2) if args.json else summary_detail(summary))
+            if args.json:
+                print(json.dumps(camel_json(summary), indent=2, ensure_ascii=False))
+            else:
+                print(summary_detail(summary, await handoff(summary)))
             return 0
         summaries = await agent.sessions.list(workflow=args.workflow)
         if args.json:
-            print(json.dumps([s.model_dump(mode="json") for s in summaries], indent=2))
+            print(json.dumps(camel_json(summaries), indent=2, ensure_ascii=False))
         elif not summaries:
             err("No durable sessions found.")
         else:
             for summary in summaries:
-                print(summary_line(summary))
+                print(summary_line(summary, await handoff(summary)))
         return 0
 
 
@@ -222,7 +245,7 @@ async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
             async for event in agent.sessions.events(
                 args.session, after=args.after, follow=args.follow
             ):
-                print(event.model_dump_json(), flush=True)
+                print(json.dumps(camel_json(event), ensure_ascii=False), flush=True)
         except Exception as exc:
             raise translate(exc, session_id=args.session) from exc
     return 0
@@ -292,7 +315,7 @@ def _validate(args: argparse.Namespace, config: RuntimeConfig) -> int:
     lines, summary = render_text(report)
     for line in lines:
         err(line)
-    print(json.dumps(report.model_dump(), indent=2) if args.json else summary, flush=True)
+    print(json.dumps(camel_json(report), indent=2) if args.json else summary, flush=True)
     return 0 if report.valid else 1
 
 
@@ -331,12 +354,19 @@ def _check_id_arguments(args: argparse.Namespace) -> None:
     """A session id typed on the command line that cannot name a session is a usage error
     (exit 2); one read from a payload is the typed error, exit 1."""
     from archmax_temporal.workflows.identity import session_id_problem
+    from archmax_temporal.workflows.paths import InvalidPathError, parse_path
 
     value = getattr(args, "session", None)
     if value is not None:
         problem = session_id_problem(value)
         if problem is not None:
             raise UsageError(f"invalid session id {value!r}: {problem}")
+    path = getattr(args, "session_path", None)
+    if path is not None:  # rejected wherever it is written: beside --session too
+        try:
+            parse_path(path)
+        except InvalidPathError as exc:
+            raise UsageError(f"invalid --session-path {path!r}: {exc}") from None
 
 
 async def dispatch(args: argparse.Namespace) -> int:

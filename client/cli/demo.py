@@ -100,5 +100,9 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
                 f"{conversation_id}"
             )
             _say(f"Artifacts: {config.store / folder_name(conversation_id) / 'artifacts'}")
+            _say(
+                f"Its events: ARCHMAX_TASK_QUEUE={DEMO_TASK_QUEUE} archmax events "
+                f"{conversation_id}  (the demo's own task queue, never the default one)"
+            )
             ok = resumed.kind == "completed" and "ORD-1001" in resumed.reply
             return 0 if ok else 1

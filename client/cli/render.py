@@ -6,6 +6,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
+from pydantic_core import to_jsonable_python
 
 from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.client.usage import configured_pricing, footer_line
@@ -17,6 +22,30 @@ from archmax_temporal.workflows.models import (
     TrailStep,
     Usage,
 )
+
+
+def camel_json(value: Any) -> Any:
+    """``value`` as JSON-ready data in archmax's camelCase: every model field name renamed
+    (``session_id`` → ``sessionId``), a mapping's keys (variable names, values) left as data.
+    The one convention of every JSON document the CLI prints."""
+    if isinstance(value, BaseModel):
+        return {
+            to_camel(name): camel_json(getattr(value, name)) for name in type(value).model_fields
+        }
+    if isinstance(value, dict):
+        return {key: camel_json(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [camel_json(item) for item in value]
+    return to_jsonable_python(value)
+
+
+def handoff_of(messages: Sequence[Any]) -> str | None:
+    """The agent's last words in a transcript (its handoff to the person at a human state):
+    the last assistant message with text, runtime notes excluded."""
+    for message in reversed(messages):
+        if message.role == "assistant" and message.note is None and (message.content or "").strip():
+            return str(message.content).strip()
+    return None
 
 
 def err(line: str = "") -> None:
@@ -75,8 +104,9 @@ def _narrate_outcome(outcome: Outcome, trail_from: int) -> int:
     return 1
 
 
-def summary_line(s: SessionSummary) -> str:
-    """One ``archmax sessions`` line."""
+def summary_line(s: SessionSummary, handoff: str | None = None) -> str:
+    """One ``archmax sessions`` line; a session awaiting a decision adds its decision
+    context beneath it: the state, its edges and the agent's handoff (first line)."""
     parts = [s.session_id, s.status, s.classification, f"state={s.state}"]
     if s.pending_input is not None:
         parts.append(f"awaiting={s.pending_input.state}")
@@ -92,10 +122,18 @@ def summary_line(s: SessionSummary) -> str:
     if s.wait_reason:
         due = f" due={s.resume_at.isoformat()}" if s.resume_at else ""
         line += f"\n    waiting for: {s.wait_reason}{due}"
+    if s.pending_decision is not None:
+        edges = ", ".join(edge.to for edge in s.pending_decision.transitions)
+        line += f"\n    decision at {s.pending_decision.state}: {edges or '(no edges)'}"
+        if handoff:
+            first = handoff.splitlines()[0]
+            line += f"\n    handoff: {first[:160]}{'…' if len(first) > 160 else ''}"
     return line
 
 
-def summary_detail(s: SessionSummary) -> str:
+def summary_detail(s: SessionSummary, handoff: str | None = None) -> str:
+    """``archmax sessions <id>``: the session, its park (a decision's edges with their
+    descriptions and the agent's handoff), its exit and its variables."""
     lines = [
         f"session   {s.session_id}",
         f"workflow  {s.workflow}",
@@ -108,6 +146,13 @@ def summary_detail(s: SessionSummary) -> str:
     if s.pending_decision is not None:
         edges = ", ".join(e.to for e in s.pending_decision.transitions)
         lines.append(f"awaiting  decision at {s.pending_decision.state}: {edges}")
+        for edge in s.pending_decision.transitions:
+            kind = f" ({edge.type})" if edge.type and edge.type != "none" else ""
+            about = f": {edge.description}" if edge.description else ""
+            lines.append(f"  → {edge.to}{kind}{about}")
+        if handoff:
+            lines.append("handoff")
+            lines += [f"  {line}" for line in handoff.splitlines()]
     if s.pending_input is not None:
         lines.append(f"awaiting  input in {s.pending_input.state}: {s.pending_input.reason}")
         if s.resume_at:

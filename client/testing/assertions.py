@@ -13,7 +13,6 @@ could not.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -119,8 +118,13 @@ def _shown(value: Any) -> str:
 
 
 def succeeded(step: SucceededStep, turn: TurnView) -> list[AssertionRecord]:
-    """The turn completed: not parked, not raised, not rejected, and none of its tool calls
-    failed (a governance refusal the agent read and moved past is not a failure)."""
+    """The turn completed, without failing or parking (the seed's words).
+
+    A tool call answered as an error is not a failed turn: a refused ``archmax_advance`` (an
+    undeclared edge, an unset ``requires``, a hook's veto or in-budget correct) and a tool
+    that errored are results the model reads and moves past. Only the session's own status
+    says whether the turn failed: raised, rejected, or parked instead of completing.
+    """
     summary = turn.view.summary
     detail: str | None = None
     if summary.status == "failed":
@@ -134,22 +138,27 @@ def succeeded(step: SucceededStep, turn: TurnView) -> list[AssertionRecord]:
         detail = f"the turn parked ({_park_text(turn)}) instead of completing"
     elif summary.status != "completed":
         detail = f"the turn did not complete (status {summary.status})"
-    else:
-        failed = [c for c in recorded_calls(turn.turn_messages) if c.status == "error"]
-        if failed:
-            counts = Counter(c.call.name for c in failed)
-            names = ", ".join(f"{n} ×{k}" if k > 1 else n for n, k in counts.items())
-            detail = f"the turn completed but recorded failed tool calls: {names}"
     return [_record(step, detail is None, detail)]
 
 
 def _park(turn: TurnView) -> tuple[str | None, str | None]:
+    """The channel and state a parked session waits in, or ``(None, None)``.
+
+    The status says the channel; the state is its own park record's, or, for a session parked
+    behind a sub-workflow (its status mirrors the child's), the calling state.
+    """
     summary = turn.view.summary
-    if summary.status == "awaiting_input" and summary.pending_input is not None:
-        return "input", summary.pending_input.state
-    if summary.status == "awaiting_decision" and summary.pending_decision is not None:
-        return "decision", summary.pending_decision.state
-    return None, None
+    channels = {"awaiting_input": "input", "awaiting_decision": "decision"}
+    channel = channels.get(summary.status)
+    if channel is None:
+        return None, None
+    if channel == "input" and summary.pending_input is not None:
+        return channel, summary.pending_input.state
+    if channel == "decision" and summary.pending_decision is not None:
+        return channel, summary.pending_decision.state
+    if summary.delegation is not None:
+        return channel, summary.delegation.state
+    return channel, summary.state
 
 
 def _park_text(turn: TurnView) -> str:
@@ -205,7 +214,7 @@ def trail(step: TrailAssertionStep, turn: TurnView) -> list[AssertionRecord]:
         for s in turn.view.trail
         if (step.to is None or s.to == step.to)
         and (step.trail_kind is None or s.kind == step.trail_kind)
-        and (step.reason is None or partial_match(step.reason, s.reason or ""))
+        and (step.reason is None or step.reason in (s.reason or ""))
     ]
     fields = ", ".join(
         f"{name}={value!r}"

@@ -34,6 +34,7 @@ from archmax_temporal.client.testing.cases import GradeStep
 from archmax_temporal.client.testing.results import AssertionRecord
 from archmax_temporal.workflows.models import Message
 from archmax_temporal.workflows.spec import JudgeSpec
+from archmax_temporal.workflows.tools import handler_of
 
 MAX_VALUE_CHARS: Final = 800
 """A rendered tool input, tool output or record message is cut here (the reply never is)."""
@@ -62,7 +63,25 @@ _STATUS: Final[dict[str | None, ToolStatus]] = {
     "blocked": "rejected",
 }
 """A tool result's ``Message.status`` as the grader reads it; a call with no result is
-``pending``."""
+``pending``. A runtime tool's error answer is a refusal (see :func:`_status_of`)."""
+
+
+def _status_of(name: str, message: Message) -> ToolStatus:
+    """The grader's status of one tool result.
+
+    A runtime tool (``archmax_advance``, ``archmax_wait``, …) answered as an error was refused
+    by the runtime (an undeclared edge, an unset ``requires``, a hook's veto or in-budget
+    correct): a refusal the model reads, ``rejected``, not a tool that failed. Only an answer
+    that failed the turn (``archmax_advance failed: …``) stays ``failed``.
+    """
+    status = _STATUS.get(message.status, "completed")
+    if (
+        status == "failed"
+        and handler_of(name) == "runtime"
+        and not (message.content or "").startswith(f"{name} failed")
+    ):
+        return "rejected"
+    return status
 
 
 # --- evidence -----------------------------------------------------------------------------
@@ -141,12 +160,12 @@ def build_grader_evidence(transcript: Sequence[Message]) -> GraderEvidence:
                         name=message.name or "?",
                         input="",
                         output=message.content or "",
-                        status=_STATUS.get(message.status, "completed"),
+                        status=_status_of(message.name or "?", message),
                     )
                 )
             else:
                 entry_or_none.output = message.content or ""
-                entry_or_none.status = _STATUS.get(message.status, "completed")
+                entry_or_none.status = _status_of(entry_or_none.name, message)
     if record and isinstance(record[-1], MessageEntry) and record[-1].text == reply:
         record.pop()
     return GraderEvidence(record=record, reply=reply)

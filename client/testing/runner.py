@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import re
+import tempfile
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Final, Protocol
 
 import openai
 
 from archmax_temporal.activities.model import ModelConfig, openai_client
+from archmax_temporal.activities.session_store import WorkspaceError
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.loader import load_workflow
@@ -128,20 +130,28 @@ async def run_case(
         document = load_case(case, tests_dir)
     except CaseSchemaError as exc:
         message = str(exc)
-        return CaseResult(
-            id=case.id,
-            title=case.id,
-            description="",
-            verdict=Verdict(status="failed", failures=[message]),
-            error=message,
+        return _announced(
+            listener,
+            session_id,
+            CaseResult(
+                id=case.id,
+                title=case.id,
+                description="",
+                verdict=Verdict(status="failed", failures=[message]),
+                error=message,
+            ),
         )
     if document.skip is not None:
-        return CaseResult(
-            id=case.id,
-            title=document.title,
-            description=document.description,
-            verdict=Verdict(status="skipped"),
-            skip_reason=document.skip,
+        return _announced(
+            listener,
+            session_id,
+            CaseResult(
+                id=case.id,
+                title=document.title,
+                description=document.description,
+                verdict=Verdict(status="skipped"),
+                skip_reason=document.skip,
+            ),
         )
     if listener is not None:
         listener.case_started(case.id, document.title, session_id)
@@ -161,6 +171,8 @@ async def run_case(
         # The client may turn the cancellation into its own error (an update's RPC
         # cancelled); the budget still says why the action stopped.
         error = overrun if budget.expired() else died.message
+    except Exception as exc:  # the runner's own failure: this case dies, the suite goes on
+        error = f"the case runner failed: {type(exc).__name__}: {exc}"
     records = progress.records + [
         assertions.not_executed(step)
         for step in document.assertions
@@ -178,6 +190,15 @@ async def run_case(
         usage=progress.usage,
     )
     if listener is not None:
+        listener.case_finished(result)
+    return result
+
+
+def _announced(listener: CaseListener | None, session_id: str, result: CaseResult) -> CaseResult:
+    """A case that drives nothing (skipped, or refused by the schema) is still heard of: its
+    header and its verdict line, with the reason, like any other case."""
+    if listener is not None:
+        listener.case_started(result.id, result.title, session_id)
         listener.case_finished(result)
     return result
 
@@ -226,7 +247,7 @@ async def _drive_case(
         try:
             seeds = workspace_seeds(document, tests_dir)
             await agent.sessions.seed(session_id, seeds)
-        except (OSError, ArchmaxError) as exc:
+        except (OSError, ArchmaxError, WorkspaceError) as exc:
             raise _CaseDied(f"workspace: seeding failed: {exc}") from None
     mocks = _mocks(document)
     turn: TurnView | None = None
@@ -273,10 +294,12 @@ async def _act(
             mocks=mocks,
         )
     if isinstance(step, DecideStep):
-        return await agent.workflow.decide(session_id, to=step.to, comment=step.comment)
+        return await agent.workflow.decide(
+            session_id, to=step.to, comment=step.comment, mocks=mocks
+        )
     assert isinstance(step, DeliverStep)
     return await agent.workflow.deliver(
-        session_id, trigger=step.trigger, variables=dict(step.variables)
+        session_id, trigger=step.trigger, variables=dict(step.variables), mocks=mocks
     )
 
 
@@ -298,8 +321,19 @@ async def _assert(step: CaseStep, turn: TurnView, grade: GradeFn | None) -> list
             ]
         try:
             return [await grade(step, turn)]
-        except openai.OpenAIError as exc:  # the judge's endpoint failed: machinery, not verdict
-            raise _CaseDied(f"steps[{step.index}] grade: the grading model failed: {exc}") from None
+        except openai.OpenAIError as exc:
+            # A grade is a content assertion: an endpoint that fails scores the turn 0 with the
+            # error as its detail, and the case carries on.
+            return [
+                AssertionRecord(
+                    kind="grade.closedQA",
+                    status="failed",
+                    threshold=step.at_least,
+                    score=0,
+                    detail=f"{step.closed_qa}: the grading model failed: {exc}",
+                    step=step.index,
+                )
+            ]
     return assertions.evaluate(step, turn)
 
 
@@ -321,32 +355,120 @@ TargetFactory = Callable[[str, Path], Awaitable[Agent]]
 """``create_target(workflow, root)``: the agent under test (default: :func:`create_agent`)."""
 
 
+class AuthoringBackend(Protocol):
+    """Where a suite is read from when it is not a local directory: the spec, the case
+    documents and their ``from:`` fixtures. Paths are authoring-relative posix paths
+    (``workflows/<slug>/tests/approved.test.yaml``)."""
+
+    def walk(self, path: str) -> list[str]:
+        """Every file below ``path``, as authoring-relative paths (none: an empty list)."""
+        ...
+
+    def read_bytes(self, path: str) -> bytes:
+        """The bytes of the file at ``path``."""
+        ...
+
+
+def materialize_suite(backend: AuthoringBackend, workflow: str, into: Path) -> Path:
+    """Copy ``workflows/<workflow>/`` of ``backend`` under ``into`` (an authoring root the
+    loader and discovery read like any other); returns ``into``."""
+    prefix = f"workflows/{workflow}"
+    for relative in backend.walk(prefix):
+        parts = PurePosixPath(relative).parts
+        if not relative.startswith(prefix + "/") or ".." in parts or relative.startswith("/"):
+            raise InvalidTargetError(f"authoring backend listed {relative!r} outside {prefix}/")
+        target = into.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(backend.read_bytes(relative))
+    return into
+
+
+async def dispose_case_session(agent: Agent, session_id: str) -> None:
+    """End a case's session workflow once its case ended, so a suite leaves no running
+    sessions beside production ones. Its history and artifacts stay; one already closed, or
+    never started, is left as it is."""
+    try:
+        await agent.handle(session_id).terminate(reason="archmax test: the case ended")
+    except Exception:  # already closed, never started: nothing to end
+        return
+
+
 async def run_tests(
     workflow: str,
     root: Path,
     *,
     filter: str | None = None,
-    authoring: Path | None = None,
-    create_target: TargetFactory | None = None,
+    authoring: Path | AuthoringBackend | None = None,
+    create_target: Agent | TargetFactory | None = None,
     session_id_for_case: Callable[[DiscoveredCase], str] | None = None,
     grade: GradeFn | None = None,
     listener: CaseListener | None = None,
     model: ModelConfig | None = None,
+    sandbox_runtime: Sequence[str] | None = None,
     **agent_kwargs: Any,
 ) -> RunTestsResult:
     """Run the cases of ``workflows/<workflow>/`` and return their results; prints nothing.
 
-    ``authoring`` is the root the suite (spec, cases, ``from:`` fixtures) is read from
-    (default: ``root``). ``create_target`` builds the agent under test; by default one
-    :func:`create_agent` per suite, closed afterwards. ``session_id_for_case`` names each
-    case's session (reported back on ``CaseResult.session_id``). ``grade`` scores ``grade``
-    steps; by default a suite with ``tests: { judge }`` grades with the judge model over
-    ``model`` (default: the environment's endpoint), and without a judge a grade step records
-    an actionable failure. A disabled workflow runs nothing and
-    reports ``skipped="disabled"`` with exit code 0; ``tests.maxConcurrency`` above 1 raises
-    :class:`UnsupportedConcurrencyError` before any case runs.
+    ``authoring`` is where the suite (spec, cases, ``from:`` fixtures) is read from: a
+    directory, or any :class:`AuthoringBackend` (default: ``root``). ``create_target`` is the
+    agent under test: a built :class:`Agent`, or a factory ``(workflow, root)``; by default one
+    :func:`create_agent` per suite, closed afterwards. ``sandbox_runtime`` (the command line
+    that starts the sandbox process, see :func:`archmax_temporal.worker.build_worker`) is
+    forwarded only to that default agent under test, whose hooks and scripts it runs; case
+    documents are interpreted here either way. ``session_id_for_case`` names each case's
+    session (reported back on ``CaseResult.session_id``); a session the runner named itself is
+    ended when its case ends. ``grade`` scores ``grade`` steps; by default a suite with
+    ``tests: { judge }`` grades with the judge model over ``model`` (default: the
+    environment's endpoint), and without a judge a grade step records an actionable failure.
+    A disabled workflow runs nothing and reports ``skipped="disabled"`` with exit code 0;
+    ``tests.maxConcurrency`` above 1 raises :class:`UnsupportedConcurrencyError` before any
+    case runs.
     """
-    source = authoring or root
+    if authoring is None or isinstance(authoring, Path):
+        return await _run_suite(
+            workflow,
+            root,
+            authoring or root,
+            filter=filter,
+            create_target=create_target,
+            session_id_for_case=session_id_for_case,
+            grade=grade,
+            listener=listener,
+            model=model,
+            sandbox_runtime=sandbox_runtime,
+            agent_kwargs=agent_kwargs,
+        )
+    with tempfile.TemporaryDirectory(prefix="archmax-suite-") as scratch:
+        source = await asyncio.to_thread(materialize_suite, authoring, workflow, Path(scratch))
+        return await _run_suite(
+            workflow,
+            root,
+            source,
+            filter=filter,
+            create_target=create_target,
+            session_id_for_case=session_id_for_case,
+            grade=grade,
+            listener=listener,
+            model=model,
+            sandbox_runtime=sandbox_runtime,
+            agent_kwargs=agent_kwargs,
+        )
+
+
+async def _run_suite(
+    workflow: str,
+    root: Path,
+    source: Path,
+    *,
+    filter: str | None,
+    create_target: Agent | TargetFactory | None,
+    session_id_for_case: Callable[[DiscoveredCase], str] | None,
+    grade: GradeFn | None,
+    listener: CaseListener | None,
+    model: ModelConfig | None,
+    sandbox_runtime: Sequence[str] | None,
+    agent_kwargs: dict[str, Any],
+) -> RunTestsResult:
     loaded = load_workflow(source, workflow)
     spec = loaded.spec
     cases = discover_cases(source, workflow)
@@ -365,10 +487,14 @@ async def run_tests(
             return RunTestsResult(exit_code=1, discovered=discovered)
     tests_dir = source / "workflows" / workflow / "tests"
     run_id = new_run_id()
-    if create_target is not None:
+    owned = False
+    if isinstance(create_target, Agent):
+        agent = create_target
+    elif create_target is not None:
         agent = await create_target(workflow, root)
-        owned = False
     else:
+        if sandbox_runtime is not None:
+            agent_kwargs = {**agent_kwargs, "sandbox_runtime": sandbox_runtime}
         agent = await create_agent(workflow, root=root, model=model, **agent_kwargs)
         owned = True
     judge_client: openai.AsyncOpenAI | None = None
@@ -399,6 +525,8 @@ async def run_tests(
                     listener=listener,
                 )
             )
+            if session_id_for_case is None:
+                await dispose_case_session(agent, session_id)
     finally:
         if judge_client is not None:
             await judge_client.close()
@@ -409,13 +537,16 @@ async def run_tests(
 
 __all__ = [
     "DEFAULT_CASE_TIMEOUT_MS",
+    "AuthoringBackend",
     "CaseListener",
     "GradeFn",
     "InvalidTargetError",
     "UnsupportedConcurrencyError",
     "default_session_id",
     "discover_cases",
+    "dispose_case_session",
     "judge_grader",
+    "materialize_suite",
     "run_case",
     "run_tests",
 ]

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -353,6 +353,7 @@ def _human_state(where: str, slug: str, spec: WorkflowSpec, location: str) -> li
 def _case_diagnostics(directory: Path, slug: str, spec: WorkflowSpec | None) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     tests_dir = directory / "tests"
+    seeded: set[str] = set()
     for case in discover_cases(directory):
         location = f"workflows/{slug}/tests/{case.file}"
         try:
@@ -360,8 +361,73 @@ def _case_diagnostics(directory: Path, slug: str, spec: WorkflowSpec | None) -> 
         except CaseSchemaError as exc:
             found.extend(_error(location, issue) for issue in exc.issues)
             continue
+        seeded.update(document.variables)
         if spec is not None:
             found.extend(lint_case(document, spec, location))
+    if spec is not None:
+        found.extend(lint_references(spec, f"workflows/{slug}/workflow.yaml", seeded))
+    return found
+
+
+_GUARD_REFERENCE = re.compile(r"(\$?)\$\{\{\s*([^{}]*?)\s*\}\}")
+"""A ``${{name.path}}`` reference in a guard (``$${{…}}`` is literal text, not a reference)."""
+
+
+def guard_references(spec: WorkflowSpec) -> list[tuple[str, str]]:
+    """Every ``${{…}}`` reference of the spec's tool guards (``tools.allow`` / ``forbid`` of a
+    state, ``allow_always`` / ``forbid_always`` at the root), as ``(where, variable)``."""
+    found: list[tuple[str, str]] = []
+
+    def scan(where: str, entries: list[Any]) -> None:
+        for index, entry in enumerate(entries):
+            if isinstance(entry, str):
+                continue
+            texts: list[str] = [*(entry.paths or [])]
+            for pattern in (entry.args or {}).values():
+                texts.extend(pattern if isinstance(pattern, list) else [pattern])
+            for text in texts:
+                for literal, reference in _GUARD_REFERENCE.findall(text):
+                    name = reference.split(".")[0].strip()
+                    if not literal and name:
+                        found.append((f"{where}.{index}", name))
+
+    scan("tools.allow_always", list(spec.tools.allow_always))
+    scan("tools.forbid_always", list(spec.tools.forbid_always))
+    for slug, state in spec.states.items():
+        scan(f"states.{slug}.tools.allow", list(state.tools.allow))
+        scan(f"states.{slug}.tools.forbid", list(state.tools.forbid))
+    return found
+
+
+def guaranteed_variables(spec: WorkflowSpec) -> set[str]:
+    """The variables something guarantees before a guard reads them: ``trigger``, every
+    trigger's ``requires`` and every state's ``requires``."""
+    names = {"trigger"}
+    for state in spec.states.values():
+        names.update(state.requires)
+        for declaration in state.triggers.values():
+            names.update(e if isinstance(e, str) else e.name for e in declaration.requires)
+    return names
+
+
+def lint_references(spec: WorkflowSpec, location: str, seeded: set[str]) -> list[Diagnostic]:
+    """A warning per guard reference nothing guarantees: no trigger ``requires`` it, no
+    state ``requires`` it, no case seeds it (and it is not ``trigger``). Such a guard is
+    unresolvable at run time unless the host seeds the name, and an unresolved guard is a
+    turn failure."""
+    guaranteed = guaranteed_variables(spec) | seeded
+    found: list[Diagnostic] = []
+    for where, name in guard_references(spec):
+        if name in guaranteed:
+            continue
+        found.append(
+            _warning(
+                location,
+                f"{where}: ${{{{{name}}}}} is guaranteed by nothing: no trigger or state "
+                "requires it and no case seeds it; declare it in a requires: list (or make "
+                "sure every host seeds it)",
+            )
+        )
     return found
 
 
