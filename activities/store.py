@@ -29,10 +29,19 @@ from archmax_temporal.workflows.zones import ARTIFACTS, SCRATCHPAD, SPECS
 PACKAGE_VERSION = "0.1.0"
 
 
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the new one, never half."""
+def atomic_write(path: Path, data: str | bytes, *, tmp_dir: Path | None = None) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the new one, never half.
+
+    The temporary file is written in ``tmp_dir`` (which must be on the same file system,
+    so the rename is atomic), by default beside ``path``. A write killed before its rename
+    leaves it there: a store passes a folder nobody lists and sweeps it.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    if tmp_dir is None:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    else:
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=tmp_dir, prefix="w-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data.encode("utf-8") if isinstance(data, str) else data)
