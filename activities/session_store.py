@@ -37,6 +37,7 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,7 +47,6 @@ from typing import Final, Protocol, runtime_checkable
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.store import atomic_write
 from archmax_temporal.workflows.identity import check_session_id, folder_name
 from archmax_temporal.workflows.zones import CHECKPOINTS
 
@@ -226,6 +226,30 @@ class Entry:
     size: int
 
 
+def atomic_write(path: Path, data: str | bytes, *, tmp_dir: Path | None = None) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the new one, never half.
+
+    The temporary file is written in ``tmp_dir`` (which must be on the same file system,
+    so the rename is atomic), by default beside ``path``. A write killed before its rename
+    leaves it there: a store passes a folder nobody lists and sweeps it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if tmp_dir is None:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    else:
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=tmp_dir, prefix="w-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 # --- protocol -----------------------------------------------------------------------------
 
 
@@ -313,7 +337,7 @@ class FilesystemSessionStore:
     A path is walked segment by segment from the session folder and refused with
     :class:`SymlinkPathError` if any segment (the session folder itself included) is a
     symlink: nothing inside a session is ever reached through one, wherever it points.
-    Listings and walks skip symlinks. Writes go through :func:`activities.store.atomic_write`
+    Listings and walks skip symlinks. Writes go through :func:`atomic_write`
     (temporary file, fsync, rename), the temporary in :data:`TEMPORARIES`. Every ``OSError``
     is translated by :func:`os_error`.
     """
