@@ -24,8 +24,12 @@ from temporalio import activity
 
 from archmax_temporal.activities.effects import EffectJournal, digest
 from archmax_temporal.activities.heartbeat import heartbeating
-from archmax_temporal.activities.host_tools import ToolContext, hide_host_paths, tool_context
-from archmax_temporal.activities.session_store import SessionStore, WorkspaceError
+from archmax_temporal.activities.host_tools import ToolContext, tool_context
+from archmax_temporal.activities.session_store import (
+    SessionStore,
+    WorkspaceError,
+    hide_host_paths,
+)
 from archmax_temporal.workflows.contracts.sandbox import (
     CUSTOM_HOOK_ACTIVITY,
     CustomHookInput,

@@ -20,10 +20,9 @@ import asyncio
 import contextlib
 import inspect
 import json
-import re
 import typing
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,11 @@ from temporalio import activity
 
 from archmax_temporal.activities.effects import EffectJournal, digest, idempotency_key
 from archmax_temporal.activities.heartbeat import heartbeating
-from archmax_temporal.activities.session_store import SessionStore, WorkspaceError
+from archmax_temporal.activities.session_store import (
+    SessionStore,
+    WorkspaceError,
+    hide_host_paths,
+)
 from archmax_temporal.workflows.contracts.host_tools import (
     HOST_TOOL_ACTIVITY,
     HostToolCall,
@@ -65,23 +68,6 @@ def tool_context(session_id: str) -> ToolContext:
     key = idempotency_key() or f"local.{uuid.uuid4().hex}"
     attempt = activity.info().attempt if activity.in_activity() else 1
     return ToolContext(session_id=session_id, idempotency_key=key, attempt=attempt)
-
-
-_ABSOLUTE: re.Pattern[str] = re.compile(
-    r"""(?<![\w:/.~-])(?:[A-Za-z]:)?[/\\](?:[^\s'"`/\\:,;()<>]+[/\\])+([^\s'"`/\\:,;()<>]*)"""
-)
-
-
-def hide_host_paths(text: str, roots: Iterable[Path] = ()) -> str:
-    """``text`` with the worker's file system paths hidden: each of ``roots`` (the store, the
-    authoring root) by a label, any other absolute path by ``…/<its last name>``. For the
-    messages of code the runtime does not own (a host tool, an executor, a crashed sandbox)
-    before they reach the model or a history; URLs are left alone."""
-    for root, label in [(Path(r), f"<{Path(r).name or 'root'}>") for r in roots]:
-        for form in {str(root), str(root.resolve())}:
-            if len(form) > 1:
-                text = text.replace(form, label)
-    return _ABSOLUTE.sub(lambda m: f"…/{m.group(1)}", text)
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,12 @@ from temporalio import activity
 
 from archmax_temporal.activities.effects import idempotency_key
 from archmax_temporal.activities.heartbeat import heartbeating
-from archmax_temporal.activities.host_tools import hide_host_paths
-from archmax_temporal.activities.session_store import StoreIOError, WorkspaceError
+from archmax_temporal.activities.session_store import (
+    StoreIOError,
+    WorkspaceError,
+    hide_host_paths,
+    unexpected,
+)
 from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
 from archmax_temporal.workflows import governance, matching
 from archmax_temporal.workflows.contracts.sandbox import (
@@ -106,6 +110,8 @@ class SandboxActivities:
             raise exc.to_application_error() from exc
         except WorkspaceError as exc:
             raise exc.to_application_error() from None
+        except Exception as exc:  # a process that could not start, a bug: retried
+            raise unexpected(exc) from None
 
     async def evaluate(
         self, request: SandboxRunInput, *, key: str | None = None

@@ -29,7 +29,9 @@ Errors (all :class:`WorkspaceError`) carry the offending ``path``, always sessio
 
 An ``OSError`` never leaves a store: :func:`os_error` translates it, at this one boundary, into
 one of these in the session's own path vocabulary (its message carries neither the store's
-host path nor the errno text's file name).
+host path nor the errno text's file name). What the runtime does not own (a host tool's
+exception, a crashed process's stderr, an error no boundary expected) passes through
+:func:`hide_host_paths` before it reaches a model or a history (:func:`unexpected`).
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ from __future__ import annotations
 import errno
 import os
 import posixpath
+import re
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,6 +155,30 @@ def os_error(exc: OSError, path: str) -> WorkspaceError:
         f"the session store failed on '{_shown(path)}' ({code}{': ' + reason if reason else ''})",
         path,
     )
+
+
+_ABSOLUTE: re.Pattern[str] = re.compile(
+    r"""(?<![\w:/.~-])(?:[A-Za-z]:)?[/\\](?:[^\s'"`/\\:,;()<>]+[/\\])+([^\s'"`/\\:,;()<>]*)"""
+)
+
+
+def hide_host_paths(text: str, roots: Iterable[Path] = ()) -> str:
+    """``text`` with the worker's file system paths hidden: each of ``roots`` (the store, the
+    authoring root) by a label, any other absolute path by ``…/<its last name>``. For the
+    messages of code the runtime does not own (a host tool, an executor, a crashed sandbox)
+    before they reach the model or a history; URLs are left alone."""
+    for root, label in [(Path(r), f"<{Path(r).name or 'root'}>") for r in roots]:
+        for form in {str(root), str(root.resolve())}:
+            if len(form) > 1:
+                text = text.replace(form, label)
+    return _ABSOLUTE.sub(lambda m: f"…/{m.group(1)}", text)
+
+
+def unexpected(exc: Exception, roots: Iterable[Path] = ()) -> ApplicationError:
+    """An exception no boundary translated (a bug, a backend's own error) as the retryable
+    ``ApplicationError`` an activity raises, its message's host paths hidden."""
+    message = hide_host_paths(f"{type(exc).__name__}: {exc}", roots)
+    return ApplicationError(message, type=type(exc).__name__)
 
 
 def _relative_or_raw(path: str) -> str:

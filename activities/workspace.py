@@ -75,6 +75,7 @@ from archmax_temporal.activities.session_store import (
     is_text,
     os_errors,
     sweep_temporaries,
+    unexpected,
 )
 from archmax_temporal.workflows.contracts.workspace import (
     COPY_FILE_ACTIVITY,
@@ -792,6 +793,14 @@ class WorkspaceActivities:
             return await heartbeating(asyncio.to_thread(self._run_sync, tool, call, key))
         except WorkspaceError as exc:  # only StoreIOError gets here: retried
             raise exc.to_application_error() from None
+        except Exception as exc:
+            raise unexpected(exc, self._hidden) from None
+
+    @property
+    def _hidden(self) -> list[Path]:
+        """The host folders an unexpected error's message must not name."""
+        root = getattr(self._store, "root", None)
+        return [self._authoring, *([Path(root)] if root is not None else [])]
 
     def sweep_after_crash(self, session_id: str) -> None:
         """Remove the session's stale temporary files before a call writes: on a retry, every
@@ -916,6 +925,8 @@ class WorkspaceActivities:
                 )
             except WorkspaceError as exc:
                 raise exc.to_application_error() from None
+            except Exception as exc:
+                raise unexpected(exc, self._hidden) from None
 
     def _place_sync(
         self, session_id: str, placement: FilePlacementInput, key: str | None
@@ -1000,6 +1011,8 @@ class WorkspaceActivities:
                 return await heartbeating(asyncio.to_thread(self._seed_sync, session_id, seed))
             except WorkspaceError as exc:
                 raise exc.to_application_error() from None
+            except Exception as exc:
+                raise unexpected(exc, self._hidden) from None
 
     def _seed_sync(self, session_id: str, seed: SeedFilesInput) -> SeedFilesResult:
         planned: list[tuple[str, bytes]] = []

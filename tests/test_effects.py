@@ -24,7 +24,6 @@ from archmax_temporal.activities.hook_executors import HookExecutorActivities
 from archmax_temporal.activities.host_tools import (
     HostToolActivities,
     ToolContext,
-    hide_host_paths,
     host_tool,
 )
 from archmax_temporal.activities.sandbox import SandboxActivities
@@ -32,6 +31,7 @@ from archmax_temporal.activities.session_store import (
     TEMPORARIES,
     FilesystemSessionStore,
     MemorySessionStore,
+    hide_host_paths,
 )
 from archmax_temporal.activities.store import StoreActivities
 from archmax_temporal.activities.workspace import WorkspaceActivities

@@ -248,3 +248,22 @@ class TestHostPaths:
         assert "scratchpad/a.txt" in caught.value.message and "ENOSPC" in caught.value.message
         assert str(store.root) not in caught.value.message
         assert caught.value.__cause__ is None
+
+    async def test_an_unexpected_error_names_no_host_path(
+        self,
+        ws: WorkspaceActivities,
+        store: FilesystemSessionStore,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """An error no boundary expected (a backend's own) still fails the activity without
+        the store's folder in its message."""
+
+        def broken(*_args: object) -> bytes:
+            raise RuntimeError(f"backend lost {store.root / SID / 'scratchpad' / 'a.txt'}")
+
+        monkeypatch.setattr(FilesystemSessionStore, "read_bytes", broken)
+        with pytest.raises(ApplicationError) as caught:
+            await call(ws, "read_file", file_path="scratchpad/a.txt")
+        assert caught.value.type == "RuntimeError"
+        assert str(store.root) not in caught.value.message
+        assert "a.txt" in caught.value.message
