@@ -2,8 +2,8 @@
 
 One id, one folder (seed): every path here is relative to the session's own folder
 (``scratchpad/notes.md``, ``trigger.json``) and never names the session id. A path that would
-leave that folder (``..``, an absolute path, or a symlink pointing out) is refused with
-:class:`PathEscapeError`.
+leave that folder (``..``, an absolute path) is refused with :class:`PathEscapeError`, and a
+disk store refuses any path through a symlink (:class:`SymlinkPathError`), wherever it points.
 
 The :class:`SessionStore` protocol is **synchronous**: activities call it, typically from a
 worker thread (``asyncio.to_thread``), so a backend may block. Implementations:
@@ -312,7 +312,7 @@ class SessionStore(Protocol):
         ...
 
     def exists(self, session_id: str, path: str) -> bool:
-        """Whether a file or folder is at ``path`` (``False`` for an escaping symlink)."""
+        """Whether a file or folder is at ``path`` (``False`` for a path through a symlink)."""
         ...
 
     def list_dir(self, session_id: str, path: str) -> list[Entry]:
