@@ -121,17 +121,18 @@ def build_worker(
     """
     from archmax_temporal.workflows import contracts
 
-    workspace = WorkspaceActivities(
-        FilesystemSessionStore(store_dir), authoring_root or store_dir.parent
-    )
+    store = FilesystemSessionStore(store_dir)
+    root = authoring_root or store_dir.parent
+    workspace = WorkspaceActivities(store, root)
+    hidden = [store_dir, root]  # host folders never named in what a tool answers
     logs = TranscriptLogs(store_dir)
     implementations = [
         ModelActivities(model, logs=logs).complete,
         StoreActivities(store_dir, logs).persist_turn,
         *workspace.activities(),
-        HostToolActivities(host_tools).run,
+        HostToolActivities(host_tools, store, hidden).run,
         SandboxActivities(workspace, sandbox_runtime).run,
-        HookExecutorActivities(hook_executors or {}).run,
+        HookExecutorActivities(hook_executors or {}, store, hidden).run,
     ]
     # Each implementation under the name its @activity.defn registers; the worker serves
     # exactly the contracts' activities (a missing, extra or doubled one raises here).

@@ -1,28 +1,43 @@
 """Custom hook kinds: host callables registered with ``create_agent(hook_executors=...)``,
 run on the worker as one activity, dispatched by kind.
 
-An executor is ``executor(config, args)``, sync or async: ``config`` is the hook's declared
-value (``{webhook: https://…}`` → the URL) and ``args`` the object a script hook receives.
-What it returns is read by :func:`workflows.hooks.custom_verdict`. An executor that raises
-vetoes (fail closed) with its error; a kind with no executor vetoes too.
+An executor is ``executor(config, args)`` or ``executor(config, args, context)``, sync or
+async: ``config`` is the hook's declared value (``{webhook: https://…}`` → the URL), ``args``
+the object a script hook receives, ``context`` a :class:`~activities.host_tools.ToolContext`
+whose ``idempotency_key`` is the same on every retry of one call (so a webhook can be sent
+with an idempotency key). What it returns is read by :func:`workflows.hooks.custom_verdict`.
+An executor that raises vetoes (fail closed) with its error, host paths hidden; a kind with
+no executor vetoes too. The activity heartbeats while the executor runs, and with a store its
+result is journaled once known, so a retry after that does not call it again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from temporalio import activity
 
+from archmax_temporal.activities.effects import EffectJournal, digest
+from archmax_temporal.activities.heartbeat import heartbeating
+from archmax_temporal.activities.host_tools import ToolContext, tool_context
+from archmax_temporal.activities.session_store import (
+    SessionStore,
+    WorkspaceError,
+    hide_host_paths,
+)
 from archmax_temporal.workflows.contracts.sandbox import (
     CUSTOM_HOOK_ACTIVITY,
     CustomHookInput,
     CustomHookResult,
 )
 
-HookExecutor = Callable[[Any, dict[str, Any]], Any | Awaitable[Any]]
+HookExecutor = Callable[..., Any]
+"""``executor(config, args)`` or ``executor(config, args, context)``, sync or async."""
 
 BUILT_IN_KINDS = frozenset({"script", "rubric", "max_iterations"})
 
@@ -35,11 +50,35 @@ def check_executors(executors: Mapping[str, HookExecutor]) -> dict[str, HookExec
     return dict(executors)
 
 
-class HookExecutorActivities:
-    """The activity that runs host hook executors by kind."""
+def takes_context(executor: HookExecutor) -> bool:
+    """Whether ``executor`` takes a third parameter (the call's :class:`ToolContext`)."""
+    try:
+        parameters = list(inspect.signature(executor).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters):
+        return True
+    positional = [
+        p
+        for p in parameters
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    return len(positional) >= 3
 
-    def __init__(self, executors: Mapping[str, HookExecutor]) -> None:
+
+class HookExecutorActivities:
+    """The activity that runs host hook executors by kind (see :class:`HostToolActivities`
+    for ``store`` and ``roots``)."""
+
+    def __init__(
+        self,
+        executors: Mapping[str, HookExecutor],
+        store: SessionStore | None = None,
+        roots: Sequence[Path] = (),
+    ) -> None:
         self._executors = check_executors(executors)
+        self._journal = EffectJournal(store) if store is not None else None
+        self._roots = list(roots)
 
     @activity.defn(name=CUSTOM_HOOK_ACTIVITY)
     async def run(self, call: CustomHookInput) -> CustomHookResult:
@@ -49,13 +88,53 @@ class HookExecutorActivities:
             return CustomHookResult(
                 error=f"no executor is registered for hook kind {call.kind!r} on this worker"
             )
+        context = tool_context(call.session_id)
+        request = digest(call.model_dump(mode="json"))
+        recorded = await self._recorded(context, request)
+        if recorded is not None:
+            return recorded
+        parameters: tuple[Any, ...] = (call.config, call.args)
+        if takes_context(executor):
+            parameters = (*parameters, context)
         try:
             if inspect.iscoroutinefunction(executor):
-                value = await executor(call.config, call.args)
+                value = await heartbeating(executor(*parameters))
             else:
-                value = await asyncio.to_thread(executor, call.config, call.args)
+                value = await heartbeating(asyncio.to_thread(executor, *parameters))
                 if inspect.isawaitable(value):
-                    value = await value
+                    value = await heartbeating(value)
         except Exception as exc:  # fail closed: the hook vetoes with the error
-            return CustomHookResult(error=f"hook {call.kind!r} failed: {type(exc).__name__}: {exc}")
-        return CustomHookResult(value=value)
+            message = hide_host_paths(f"{type(exc).__name__}: {exc}", self._roots)
+            result = CustomHookResult(error=f"hook {call.kind!r} failed: {message}")
+        else:
+            result = CustomHookResult(value=value)
+        await self._record(context, call.kind, request, result)
+        return result
+
+    async def _recorded(self, context: ToolContext, request: str) -> CustomHookResult | None:
+        if self._journal is None or context.attempt == 1:
+            return None
+        journal = self._journal
+        try:
+            text = await asyncio.to_thread(
+                journal.answer_of, context.session_id, context.idempotency_key, request
+            )
+        except WorkspaceError:
+            return None
+        return None if text is None else CustomHookResult.model_validate_json(text)
+
+    async def _record(
+        self, context: ToolContext, kind: str, request: str, result: CustomHookResult
+    ) -> None:
+        if self._journal is None or not activity.in_activity():
+            return
+        journal = self._journal
+        with contextlib.suppress(WorkspaceError, TypeError, ValueError):  # unrecorded: re-run
+            await asyncio.to_thread(
+                journal.record_answer,
+                context.session_id,
+                context.idempotency_key,
+                f"hook:{kind}",
+                request,
+                result.model_dump_json(),
+            )

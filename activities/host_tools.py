@@ -1,24 +1,42 @@
 """Running the host's Python tools on the worker.
 
-A host tool is a typed callable whose one parameter is a pydantic model: the model's JSON
+A host tool is a typed callable whose first parameter is a pydantic model: the model's JSON
 schema is what the agent is told, and the agent's arguments are validated against it before
 the callable runs. What it returns is answered to the model (a string as it is, anything else
-as JSON). A tool that raises is an error result the model reads, never a turn failure.
+as JSON). A tool that raises is an error result the model reads, never a turn failure; its
+message reaches the model with host paths hidden (:func:`hide_host_paths`).
+
+A tool may take a second parameter, a :class:`ToolContext`: its ``idempotency_key`` is the
+same on every retry of one call and different for every other call, so a tool that changes
+something (sends a mail, books a refund) can make a retry after a crashed worker harmless.
+Once a tool has returned, its answer is recorded in the session's effect journal
+(:mod:`activities.effects`): a retry after that answers from the journal without calling the
+tool again. The activity heartbeats while the tool runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import typing
-from collections.abc import Awaitable, Callable, Sequence
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
+from archmax_temporal.activities.effects import EffectJournal, digest, idempotency_key
+from archmax_temporal.activities.heartbeat import heartbeating
+from archmax_temporal.activities.session_store import (
+    SessionStore,
+    WorkspaceError,
+    hide_host_paths,
+)
 from archmax_temporal.workflows.contracts.host_tools import (
     HOST_TOOL_ACTIVITY,
     HostToolCall,
@@ -27,7 +45,29 @@ from archmax_temporal.workflows.contracts.host_tools import (
 from archmax_temporal.workflows.host_tools import check_tool_name
 from archmax_temporal.workflows.models import ToolSchema
 
-ToolFunction = Callable[[Any], Any | Awaitable[Any]]
+ToolFunction = Callable[..., Any]
+"""``fn(arguments)`` or ``fn(arguments, context)``, sync or async."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a host tool (its optional second parameter) and a custom hook executor (its
+    optional third) are told about the call they serve."""
+
+    session_id: str
+    idempotency_key: str
+    """The same on every retry of this one call, different for every other call
+    (``<workflow run id>.<activity id>``): hand it to the system the call changes (an
+    ``Idempotency-Key`` header, a unique column) so that a retry after a crash is harmless."""
+    attempt: int = 1
+    """Which attempt this is (1 the first): more than 1 after a crash or a timeout."""
+
+
+def tool_context(session_id: str) -> ToolContext:
+    """The context of the current activity's call (outside an activity: a fresh key)."""
+    key = idempotency_key() or f"local.{uuid.uuid4().hex}"
+    attempt = activity.info().attempt if activity.in_activity() else 1
+    return ToolContext(session_id=session_id, idempotency_key=key, attempt=attempt)
 
 
 @dataclass(frozen=True)
@@ -38,6 +78,8 @@ class HostTool:
     description: str
     input_model: type[BaseModel]
     function: ToolFunction
+    takes_context: bool = False
+    """Whether the callable takes a second parameter, the call's :class:`ToolContext`."""
 
     def schema(self) -> ToolSchema:
         """The tool as the model is told about it."""
@@ -51,21 +93,22 @@ class HostTool:
 def host_tool(
     function: ToolFunction, *, name: str | None = None, description: str | None = None
 ) -> HostTool:
-    """A :class:`HostTool` from a callable whose single parameter is a pydantic model.
+    """A :class:`HostTool` from a callable whose first parameter is a pydantic model and
+    whose optional second one takes the call's :class:`ToolContext`.
 
     The name defaults to the function's, the description to its docstring.
     """
     parameters = list(inspect.signature(function).parameters.values())
     hints = typing.get_type_hints(function)
-    model = hints.get(parameters[0].name) if len(parameters) == 1 else None
+    model = hints.get(parameters[0].name) if len(parameters) in (1, 2) else None
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise TypeError(
-            f"host tool {getattr(function, '__name__', function)!r} must take exactly one "
-            "parameter annotated with a pydantic model"
+            f"host tool {getattr(function, '__name__', function)!r} must take one parameter "
+            "annotated with a pydantic model (and optionally a second, its ToolContext)"
         )
     tool_name = check_tool_name(name or function.__name__)
     text = description or inspect.getdoc(function) or f"The host tool {tool_name}."
-    return HostTool(tool_name, text, model, function)
+    return HostTool(tool_name, text, model, function, takes_context=len(parameters) == 2)
 
 
 def as_host_tools(tools: Sequence[HostTool | ToolFunction]) -> list[HostTool]:
@@ -79,14 +122,26 @@ def as_host_tools(tools: Sequence[HostTool | ToolFunction]) -> list[HostTool]:
 
 
 class HostToolActivities:
-    """The activity that runs host tools by name."""
+    """The activity that runs host tools by name.
 
-    def __init__(self, tools: Sequence[HostTool]) -> None:
+    With ``store`` (the worker's session store) each tool's answer is journaled once it
+    returns, so a retry after that answers without calling the tool again; ``roots`` are
+    the host folders hidden from error messages.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[HostTool],
+        store: SessionStore | None = None,
+        roots: Sequence[Path] = (),
+    ) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        self._journal = EffectJournal(store) if store is not None else None
+        self._roots = list(roots)
 
     @activity.defn(name=HOST_TOOL_ACTIVITY)
     async def run(self, call: HostToolCall) -> HostToolResult:
-        """Validate the arguments, run the tool, render its result."""
+        """Validate the arguments, run the tool (heartbeating), render its result."""
         tool = self._tools.get(call.tool)
         if tool is None:
             return HostToolResult(
@@ -100,18 +155,54 @@ class HostToolActivities:
                 f"{'.'.join(map(str, e['loc'])) or '<root>'}: {e['msg']}" for e in exc.errors()
             )
             return HostToolResult(content=f"Error: invalid arguments: {problems}", status="error")
+        context = tool_context(call.session_id)
+        request = digest(call.model_dump(mode="json"))
+        recorded = await self._recorded(call.session_id, context, request)
+        if recorded is not None:
+            return HostToolResult.model_validate_json(recorded)
+        parameters = (argument, context) if tool.takes_context else (argument,)
         try:
             if inspect.iscoroutinefunction(tool.function):
-                value = await tool.function(argument)
+                value = await heartbeating(tool.function(*parameters))
             else:
-                value = await asyncio.to_thread(tool.function, argument)
+                value = await heartbeating(asyncio.to_thread(tool.function, *parameters))
                 if inspect.isawaitable(value):
-                    value = await value
+                    value = await heartbeating(value)
         except Exception as exc:  # the model reads a tool's failure and goes on
-            return HostToolResult(
-                content=f"Error: {call.tool} failed: {type(exc).__name__}: {exc}", status="error"
+            message = hide_host_paths(f"{type(exc).__name__}: {exc}", self._roots)
+            result = HostToolResult(content=f"Error: {call.tool} failed: {message}", status="error")
+        else:
+            result = HostToolResult(content=_render(value))
+        await self._record(call.session_id, context, call.tool, request, result)
+        return result
+
+    async def _recorded(self, session_id: str, context: ToolContext, request: str) -> str | None:
+        if self._journal is None or context.attempt == 1:
+            return None  # a first attempt has nothing recorded
+        journal = self._journal
+        try:
+            return await asyncio.to_thread(
+                journal.answer_of, session_id, context.idempotency_key, request
             )
-        return HostToolResult(content=_render(value))
+        except WorkspaceError:
+            return None
+
+    async def _record(
+        self, session_id: str, context: ToolContext, tool: str, request: str, result: HostToolResult
+    ) -> None:
+        if self._journal is None or not activity.in_activity():
+            return
+        journal = self._journal
+        # the answer goes back even unrecorded: only a crash from here on re-runs the tool
+        with contextlib.suppress(WorkspaceError):
+            await asyncio.to_thread(
+                journal.record_answer,
+                session_id,
+                context.idempotency_key,
+                f"host:{tool}",
+                request,
+                result.model_dump_json(),
+            )
 
 
 def _render(value: Any) -> str:

@@ -9,7 +9,11 @@ run with a typed error and never takes the worker down.
 
 The run's ``tools.*`` calls come back to this activity and are served here, in order: the
 governance kernel (on runtime authority for a hook, the agent's for a script), the case's
-mocks, then the workspace tool itself through the same code the tool activities run.
+mocks, then the workspace tool itself through the same code the tool activities run. The
+n-th call of a run is keyed ``<the run's idempotency key>.<n>`` in the effect journal, so a
+run retried after its worker died replays the writes it made rather than applying them again
+(a script that takes another course on the retry is served afresh). The activity heartbeats
+while the script runs, and a crashed process's stderr is quoted with host paths hidden.
 """
 
 from __future__ import annotations
@@ -25,7 +29,14 @@ from typing import Any, Final
 
 from temporalio import activity
 
-from archmax_temporal.activities.session_store import WorkspaceError
+from archmax_temporal.activities.effects import idempotency_key
+from archmax_temporal.activities.heartbeat import heartbeating
+from archmax_temporal.activities.session_store import (
+    StoreIOError,
+    WorkspaceError,
+    hide_host_paths,
+    unexpected,
+)
 from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
 from archmax_temporal.workflows import governance, matching
 from archmax_temporal.workflows.contracts.sandbox import (
@@ -95,14 +106,23 @@ class SandboxActivities:
 
     @activity.defn(name=SANDBOX_ACTIVITY)
     async def run(self, request: SandboxRunInput) -> SandboxRunResult:
-        """Evaluate the run; a script's failure is a typed, non-retryable error."""
+        """Evaluate the run (heartbeating); a script's failure is a typed, non-retryable
+        error, a failing store a retryable one."""
         try:
-            return await self.evaluate(request)
+            await asyncio.to_thread(self._workspace.sweep_after_crash, request.session_id)
+            return await heartbeating(self.evaluate(request, key=idempotency_key()))
         except ArchmaxError as exc:
             raise exc.to_application_error() from exc
+        except WorkspaceError as exc:
+            raise exc.to_application_error() from None
+        except Exception as exc:  # a process that could not start, a bug: retried
+            raise unexpected(exc) from None
 
-    async def evaluate(self, request: SandboxRunInput) -> SandboxRunResult:
-        """The run itself, raising the typed :class:`SandboxError` subclasses."""
+    async def evaluate(
+        self, request: SandboxRunInput, *, key: str | None = None
+    ) -> SandboxRunResult:
+        """The run itself, raising the typed :class:`SandboxError` subclasses. ``key`` is the
+        run's idempotency key (its ``tools.*`` writes are journaled under it)."""
         source = await self._source(request)
         program = prepare(source, request.label)
         arguments = dict(request.args)
@@ -130,7 +150,7 @@ class SandboxActivities:
         try:
             done = await asyncio.wait_for(
                 self._converse(
-                    process, payload, request, calls, {camel(t): t for t in bridge}, replay
+                    process, payload, request, calls, {camel(t): t for t in bridge}, replay, key
                 ),
                 timeout=request.limits.timeout_ms / 1000,
             )
@@ -171,6 +191,7 @@ class SandboxActivities:
         calls: list[SandboxToolCall],
         names: dict[str, str],
         replay: list[SandboxToolCall],
+        key: str | None,
     ) -> dict[str, Any]:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
@@ -182,7 +203,7 @@ class SandboxActivities:
                 if process.stderr is not None:
                     stderr = await process.stderr.read()
                 await process.wait()
-                tail = stderr.decode(errors="replace").strip().splitlines()[-3:]
+                tail = hide_host_paths(stderr.decode(errors="replace")).strip().splitlines()[-3:]
                 raise SandboxCrashError(
                     f"{request.label}: the sandbox process exited ({process.returncode}) "
                     f"without a result{': ' + ' | '.join(tail) if tail else ''}"
@@ -191,7 +212,7 @@ class SandboxActivities:
             if "done" in message:
                 return dict(message["done"])
             call = message.get("call") or {}
-            reply = await asyncio.to_thread(self._serve, request, call, calls, names, replay)
+            reply = await asyncio.to_thread(self._serve, request, call, calls, names, replay, key)
             process.stdin.write((json.dumps(reply, ensure_ascii=False) + "\n").encode())
             await process.stdin.drain()
 
@@ -202,6 +223,7 @@ class SandboxActivities:
         calls: list[SandboxToolCall],
         names: dict[str, str],
         replay: list[SandboxToolCall],
+        key: str | None = None,
     ) -> dict[str, Any]:
         """One ``tools.*`` call: replay, cap, govern, mock, run. An answer, or (for a
         sub-workflow call past the journal) :class:`_DispatchNeeded`."""
@@ -278,7 +300,8 @@ class SandboxActivities:
                 arguments=arguments,
                 max_result_chars=request.limits.max_result_chars,
                 visible_skills=request.visible_skills,
-            )
+            ),
+            key=None if key is None else f"{key}.{position}",
         )
         return record(answer.status, answer.content)
 
@@ -290,6 +313,8 @@ class SandboxActivities:
             return "error", "Error: readFile needs a file_path string"
         try:
             text = self._workspace.read_text(request.session_id, path, request.visible_skills)
+        except StoreIOError:
+            raise
         except WorkspaceError as exc:
             message = str(exc)
             return "error", message if message.startswith("Error:") else f"Error: {message}"
@@ -311,7 +336,8 @@ class SandboxActivities:
                 text = self._workspace.store.read_text(request.session_id, journal.stored)
             except (OSError, WorkspaceError) as exc:
                 raise SandboxScriptError(
-                    f"{request.label}: cannot resume: its journal {journal.stored} is gone ({exc})"
+                    f"{request.label}: cannot resume: its journal {journal.stored} is gone "
+                    f"({hide_host_paths(str(exc))})"
                 ) from None
             if hashlib.sha256(text.encode()).hexdigest() != journal.digest:
                 raise SandboxScriptError(

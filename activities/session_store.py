@@ -2,8 +2,8 @@
 
 One id, one folder (seed): every path here is relative to the session's own folder
 (``scratchpad/notes.md``, ``trigger.json``) and never names the session id. A path that would
-leave that folder (``..``, an absolute path, or a symlink pointing out) is refused with
-:class:`PathEscapeError`.
+leave that folder (``..``, an absolute path) is refused with :class:`PathEscapeError`, and a
+disk store refuses any path through a symlink (:class:`SymlinkPathError`), wherever it points.
 
 The :class:`SessionStore` protocol is **synchronous**: activities call it, typically from a
 worker thread (``asyncio.to_thread``), so a backend may block. Implementations:
@@ -13,23 +13,51 @@ worker thread (``asyncio.to_thread``), so a backend may block. Implementations:
 - :class:`TextOnlyStore`: wraps another store and takes text only (``supports_bytes`` is
   false), like a backend without ``uploadFiles``: non-text content is refused, nothing written.
 
-Errors (all :class:`WorkspaceError`) carry the offending ``path``; their class name is the type
-of the ``ApplicationError`` they travel as (:meth:`WorkspaceError.to_application_error`).
+Errors (all :class:`WorkspaceError`) carry the offending ``path``, always session-relative
+(``scratchpad/notes.md``), never a host path; their class name is the type of the
+``ApplicationError`` they travel as (:meth:`WorkspaceError.to_application_error`)::
+
+    WorkspaceError                 a refused operation (the agent reads it; never retried)
+    ├── PathEscapeError            ``..``, absolute, or leaving the session folder
+    │   └── SymlinkPathError       the path passes through a symlink: never followed
+    ├── ReadOnlyPathError          a write outside ``scratchpad/``
+    ├── BinaryFileError            text asked for, bytes found
+    ├── StoreCapabilityError       the store cannot (raw bytes, delete)
+    ├── FileNotFoundInWorkspaceError
+    ├── NameTooLongError           a name longer than the file system takes
+    └── StoreIOError               the store itself failed (disk full, I/O): retried
+
+An ``OSError`` never leaves a store: :func:`os_error` translates it, at this one boundary, into
+one of these in the session's own path vocabulary (its message carries neither the store's
+host path nor the errno text's file name). What the runtime does not own (a host tool's
+exception, a crashed process's stderr, an error no boundary expected) passes through
+:func:`hide_host_paths` before it reaches a model or a history (:func:`unexpected`).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import posixpath
+import re
+import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.store import atomic_write
 from archmax_temporal.workflows.identity import check_session_id, folder_name
+from archmax_temporal.workflows.zones import CHECKPOINTS
+
+TEMPORARIES: Final = f"{CHECKPOINTS}/tmp"
+"""Where a filesystem store writes its temporary files before renaming them into place:
+inside the session folder (so the rename is atomic) and in a runtime area (so no listing, no
+search and no read of the agent ever meets one)."""
 
 # --- errors -------------------------------------------------------------------------------
 
@@ -64,6 +92,110 @@ class StoreCapabilityError(WorkspaceError):
 
 class FileNotFoundInWorkspaceError(WorkspaceError):
     """No file (or folder) at that path, or one the caller is not allowed to see."""
+
+
+class SymlinkPathError(PathEscapeError):
+    """The path passes through a symlink inside the session folder. Symlinks are never
+    followed, wherever they point: one could reach the runtime's own ``artifacts/``."""
+
+
+class NameTooLongError(WorkspaceError):
+    """A name in the path is longer than the store's file system takes (255 bytes on most)."""
+
+
+class StoreIOError(WorkspaceError):
+    """The store itself failed (disk full, an I/O error, a permission the operator set): an
+    infrastructure fault, so the activity fails and Temporal retries it. Its message names
+    the session-relative path and the error, never the host path."""
+
+    def to_application_error(self) -> ApplicationError:
+        return ApplicationError(str(self), self.path, type=type(self).__name__)
+
+
+_REFUSED_ERRNOS: Final = {
+    errno.ENOENT: "does not exist",
+    errno.ENOTDIR: "cannot be used: a parent folder is a file",
+    errno.EEXIST: "cannot be written: a parent folder is a file",
+    errno.EISDIR: "is a folder, not a file",
+    errno.ENOTEMPTY: "is a folder that is not empty",
+    errno.EINVAL: "is not a valid file name for this store",
+    errno.EILSEQ: "is not a valid file name for this store",
+}
+"""Errors the caller's own path causes: the same call would fail again, so they are refusals
+(tool errors), never retried."""
+
+
+def _shown(path: str, limit: int = 120) -> str:
+    """A path for a message: long ones keep their head and tail."""
+    return path if len(path) <= limit else f"{path[: limit // 2]}…{path[-limit // 2 :]}"
+
+
+def os_error(exc: OSError, path: str) -> WorkspaceError:
+    """``exc`` raised while working on the session-relative ``path``, as a typed error in the
+    store's own vocabulary: a refusal (the path's fault) or a :class:`StoreIOError` (the
+    store's). The one place an ``OSError`` is translated; the host path it carries is dropped.
+    """
+    if isinstance(exc, FileNotFoundError) or exc.errno == errno.ENOENT:
+        return FileNotFoundInWorkspaceError(f"'{_shown(path)}' does not exist", path)
+    if exc.errno == errno.ENAMETOOLONG:
+        longest = max(path.split("/"), key=lambda s: len(s.encode()), default="")
+        return NameTooLongError(
+            f"'{_shown(path)}': a name in this path is longer than the file system allows "
+            f"('{_shown(longest, 40)}' is {len(longest.encode())} bytes; most allow 255)",
+            path,
+        )
+    if exc.errno == errno.ELOOP:
+        return SymlinkPathError(
+            f"'{_shown(path)}' passes through a symlink; symlinks are not followed", path
+        )
+    if exc.errno in _REFUSED_ERRNOS:
+        return WorkspaceError(f"'{_shown(path)}' {_REFUSED_ERRNOS[exc.errno]}", path)
+    code = errno.errorcode.get(exc.errno or 0, type(exc).__name__)
+    reason = exc.strerror if exc.strerror else (str(exc) if exc.filename is None else "")
+    return StoreIOError(
+        f"the session store failed on '{_shown(path)}' ({code}{': ' + reason if reason else ''})",
+        path,
+    )
+
+
+_ABSOLUTE: re.Pattern[str] = re.compile(
+    r"""(?<![\w:/.~-])(?:[A-Za-z]:)?[/\\](?:[^\s'"`/\\:,;()<>]+[/\\])+([^\s'"`/\\:,;()<>]*)"""
+)
+
+
+def hide_host_paths(text: str, roots: Iterable[Path] = ()) -> str:
+    """``text`` with the worker's file system paths hidden: each of ``roots`` (the store, the
+    authoring root) by a label, any other absolute path by ``…/<its last name>``. For the
+    messages of code the runtime does not own (a host tool, an executor, a crashed sandbox)
+    before they reach the model or a history; URLs are left alone."""
+    for root, label in [(Path(r), f"<{Path(r).name or 'root'}>") for r in roots]:
+        for form in {str(root), str(root.resolve())}:
+            if len(form) > 1:
+                text = text.replace(form, label)
+    return _ABSOLUTE.sub(lambda m: f"…/{m.group(1)}", text)
+
+
+def unexpected(exc: Exception, roots: Iterable[Path] = ()) -> ApplicationError:
+    """An exception no boundary translated (a bug, a backend's own error) as the retryable
+    ``ApplicationError`` an activity raises, its message's host paths hidden."""
+    message = hide_host_paths(f"{type(exc).__name__}: {exc}", roots)
+    return ApplicationError(message, type=type(exc).__name__)
+
+
+def _relative_or_raw(path: str) -> str:
+    try:
+        return normalize_path(path)
+    except WorkspaceError:
+        return str(path)
+
+
+@contextmanager
+def os_errors(path: str) -> Iterator[None]:
+    """Translate an ``OSError`` raised inside the block (see :func:`os_error`)."""
+    try:
+        yield
+    except OSError as exc:
+        raise os_error(exc, _relative_or_raw(path)) from None
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -122,6 +254,30 @@ class Entry:
     size: int
 
 
+def atomic_write(path: Path, data: str | bytes, *, tmp_dir: Path | None = None) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the new one, never half.
+
+    The temporary file is written in ``tmp_dir`` (which must be on the same file system,
+    so the rename is atomic), by default beside ``path``. A write killed before its rename
+    leaves it there: a store passes a folder nobody lists and sweeps it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if tmp_dir is None:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    else:
+        tmp_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=tmp_dir, prefix="w-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 # --- protocol -----------------------------------------------------------------------------
 
 
@@ -157,7 +313,7 @@ class SessionStore(Protocol):
         ...
 
     def exists(self, session_id: str, path: str) -> bool:
-        """Whether a file or folder is at ``path`` (``False`` for an escaping symlink)."""
+        """Whether a file or folder is at ``path`` (``False`` for a path through a symlink)."""
         ...
 
     def list_dir(self, session_id: str, path: str) -> list[Entry]:
@@ -209,15 +365,36 @@ def delete_file(store: SessionStore, session_id: str, path: str) -> None:
     delete(session_id, path)
 
 
+def check_deletable(store: SessionStore, path: str) -> None:
+    """Refuse, before anything is done, a removal ``store`` cannot carry out."""
+    if getattr(store, "delete", None) is None:
+        rel = normalize_path(path)
+        raise StoreCapabilityError(f"this session store cannot delete files ('{rel}')", rel)
+
+
+def check_storable(store: SessionStore, path: str, data: bytes) -> None:
+    """Refuse, before anything is written, bytes a text-only ``store`` would not take."""
+    if not store.supports_bytes and not is_text(data):
+        rel = normalize_path(path)
+        raise StoreCapabilityError(
+            f"'{rel}' is not text and this session store takes text only (no raw bytes); "
+            "nothing was written",
+            rel,
+        )
+
+
 # --- filesystem ---------------------------------------------------------------------------
 
 
 class FilesystemSessionStore:
     """Sessions as folders on disk: ``<root>/<sessionId>/<path>``.
 
-    Every path is resolved (symlinks followed) and must stay inside ``<root>/<sessionId>/``;
-    listings and walks skip symlinks that point out. Writes go through
-    :func:`activities.store.atomic_write` (temporary file, fsync, rename).
+    A path is walked segment by segment from the session folder and refused with
+    :class:`SymlinkPathError` if any segment (the session folder itself included) is a
+    symlink: nothing inside a session is ever reached through one, wherever it points.
+    Listings and walks skip symlinks. Writes go through :func:`atomic_write`
+    (temporary file, fsync, rename), the temporary in :data:`TEMPORARIES`. Every ``OSError``
+    is translated by :func:`os_error`.
     """
 
     supports_bytes: bool = True
@@ -231,97 +408,126 @@ class FilesystemSessionStore:
 
     def _base(self, session_id: str) -> Path:
         root = self._root.resolve()
-        base = (root / folder_name(session_id)).resolve()
-        if base.parent != root:
-            raise PathEscapeError(f"session folder of {session_id!r} leaves the store", "")
+        base = root / folder_name(session_id)
+        if base.is_symlink():
+            raise SymlinkPathError(
+                f"the session folder of {session_id!r} is a symlink; symlinks are not followed",
+                "",
+            )
         return base
 
     def _resolve(self, session_id: str, path: str) -> tuple[Path, str]:
         rel = normalize_path(path)
-        base = self._base(session_id)
-        target = (base / rel).resolve() if rel else base
-        if not target.is_relative_to(base):
-            raise PathEscapeError(f"'{path}' resolves outside the session folder", path)
+        target = self._base(session_id)
+        walked: list[str] = []
+        for segment in rel.split("/") if rel else ():
+            target = target / segment
+            walked.append(segment)
+            if target.is_symlink():
+                where = "/".join(walked)
+                what = (
+                    "is a symlink"
+                    if where == rel
+                    else f"passes through a symlink ('{_shown(where)}')"
+                )
+                raise SymlinkPathError(
+                    f"'{_shown(rel)}' {what}; symlinks inside the session are not followed",
+                    rel,
+                )
         return target, rel
 
-    def _inside(self, base: Path, candidate: Path) -> bool:
-        try:
-            return candidate.resolve().is_relative_to(base)
-        except OSError:
-            return False
-
     def read_bytes(self, session_id: str, path: str) -> bytes:
-        target, rel = self._resolve(session_id, path)
-        if target.is_dir():
-            raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
-        try:
+        with os_errors(path):
+            target, rel = self._resolve(session_id, path)
+            if target.is_dir():
+                raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
             return target.read_bytes()
-        except FileNotFoundError as exc:
-            raise FileNotFoundInWorkspaceError(f"'{rel}' does not exist", rel) from exc
 
     def read_text(self, session_id: str, path: str) -> str:
         return _decode(self.read_bytes(session_id, path), normalize_path(path))
 
     def write_bytes(self, session_id: str, path: str, data: bytes) -> None:
-        target, rel = self._resolve(session_id, path)
-        if not rel:
-            raise WorkspaceError("cannot write the session folder itself", rel)
-        if target.is_dir():
-            raise WorkspaceError(f"'{rel}' is a folder, not a file", rel)
-        try:
-            atomic_write(target, bytes(data))
-        except (NotADirectoryError, FileExistsError) as exc:
-            raise WorkspaceError(f"cannot write '{rel}': a parent is a file", rel) from exc
+        with os_errors(path):
+            target, rel = self._resolve(session_id, path)
+            if not rel:
+                raise WorkspaceError("cannot write the session folder itself", rel)
+            if target.is_dir():
+                raise WorkspaceError(f"'{rel}' is a folder, not a file", rel)
+            base = self._base(session_id)
+            try:
+                atomic_write(target, bytes(data), tmp_dir=base / TEMPORARIES)
+            except (NotADirectoryError, FileExistsError) as exc:
+                raise WorkspaceError(f"cannot write '{rel}': a parent is a file", rel) from exc
 
     def write_text(self, session_id: str, path: str, text: str) -> None:
         self.write_bytes(session_id, path, _encode(text, path))
 
     def delete(self, session_id: str, path: str) -> None:
         """Remove one file (a folder is refused), or :class:`FileNotFoundInWorkspaceError`."""
-        target, rel = self._resolve(session_id, path)
-        if target.is_dir():
-            raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
-        try:
+        with os_errors(path):
+            target, rel = self._resolve(session_id, path)
+            if target.is_dir():
+                raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
             target.unlink()
-        except FileNotFoundError as exc:
-            raise FileNotFoundInWorkspaceError(f"'{rel}' does not exist", rel) from exc
 
     def exists(self, session_id: str, path: str) -> bool:
         try:
-            target, _ = self._resolve(session_id, path)
+            with os_errors(path):
+                target, _ = self._resolve(session_id, path)
+                return target.exists()
         except PathEscapeError:
             return False
-        return target.exists()
 
     def list_dir(self, session_id: str, path: str) -> list[Entry]:
-        target, rel = self._resolve(session_id, path)
-        base = self._base(session_id)
-        if not target.exists():
-            if not rel:
-                return []
-            raise FileNotFoundInWorkspaceError(f"'{rel}' does not exist", rel)
-        if not target.is_dir():
-            raise WorkspaceError(f"'{rel}' is a file, not a folder", rel)
-        entries: list[Entry] = []
-        for child in target.iterdir():
-            if not self._inside(base, child):
-                continue
-            is_dir = child.is_dir()
-            entries.append(Entry(child.name, is_dir, 0 if is_dir else child.stat().st_size))
-        return sorted(entries, key=lambda e: e.name)
+        with os_errors(path):
+            target, rel = self._resolve(session_id, path)
+            if not target.exists():
+                if not rel:
+                    return []
+                raise FileNotFoundInWorkspaceError(f"'{rel}' does not exist", rel)
+            if not target.is_dir():
+                raise WorkspaceError(f"'{rel}' is a file, not a folder", rel)
+            entries: list[Entry] = []
+            for child in target.iterdir():
+                if child.is_symlink():
+                    continue
+                is_dir = child.is_dir()
+                entries.append(Entry(child.name, is_dir, 0 if is_dir else child.stat().st_size))
+            return sorted(entries, key=lambda e: e.name)
 
     def walk(self, session_id: str, path: str) -> list[str]:
-        target, _ = self._resolve(session_id, path)
-        base = self._base(session_id)
-        if not target.is_dir():
-            return []
-        found: list[str] = []
-        for folder, _dirs, files in os.walk(target, followlinks=False):
-            for name in files:
-                full = Path(folder) / name
-                if self._inside(base, full) and full.is_file():
-                    found.append(full.relative_to(target).as_posix())
-        return sorted(found)
+        with os_errors(path):
+            try:
+                target, _ = self._resolve(session_id, path)
+            except SymlinkPathError:
+                return []
+            if not target.is_dir():
+                return []
+            found: list[str] = []
+            for folder, _dirs, files in os.walk(target, followlinks=False):
+                for name in files:
+                    full = Path(folder) / name
+                    if not full.is_symlink() and full.is_file():
+                        found.append(full.relative_to(target).as_posix())
+            return sorted(found)
+
+    def sweep_temporaries(self, session_id: str, before: float) -> int:
+        """Remove the session's temporary files last modified before ``before`` (a Unix
+        time): those of a write that was killed mid-way. The number removed."""
+        folder = self._base(session_id) / TEMPORARIES
+        removed = 0
+        try:
+            candidates = list(folder.iterdir())
+        except OSError:
+            return 0
+        for candidate in candidates:
+            try:
+                if candidate.stat(follow_symlinks=False).st_mtime < before:
+                    candidate.unlink()
+                    removed += 1
+            except OSError:
+                continue
+        return removed
 
     def write_upload(self, data: bytes) -> str:
         """Store ``data`` under ``_uploads/<sha256>`` (once); the digest is the reference."""
@@ -343,6 +549,21 @@ class FilesystemSessionStore:
                 "",
             ) from None
 
+
+def sweep_temporaries(store: SessionStore, session_id: str, *, before: float | None = None) -> int:
+    """Remove a session's stale temporary files through ``store``'s optional
+    ``sweep_temporaries`` (a store that writes none has none); ``before`` defaults to
+    :data:`TEMPORARY_MAX_AGE` ago."""
+    sweep = getattr(store, "sweep_temporaries", None)
+    if sweep is None:
+        return 0
+    cutoff = time.time() - TEMPORARY_MAX_AGE if before is None else before
+    return int(sweep(session_id, cutoff))
+
+
+TEMPORARY_MAX_AGE: Final = 600.0
+"""Seconds after which a temporary file is stale whatever happened: no write takes this long
+(a workspace call's attempt is bounded at a minute, a placement's at two)."""
 
 # --- memory -------------------------------------------------------------------------------
 
@@ -489,6 +710,9 @@ class TextOnlyStore:
 
     def delete(self, session_id: str, path: str) -> None:
         delete_file(self._inner, session_id, path)
+
+    def sweep_temporaries(self, session_id: str, before: float) -> int:
+        return sweep_temporaries(self._inner, session_id, before=before)
 
     def exists(self, session_id: str, path: str) -> bool:
         return self._inner.exists(session_id, path)

@@ -7,20 +7,33 @@ Layout (the seed's, under ``ARCHMAX_STORE``, default ``<root>/sessions``)::
     <sessionId>/scratchpad/         the session's working area
 
 Checkpoints are Temporal's history; the store holds files. Every write is atomic (write to a
-temporary file, then rename), so a killed worker never leaves a half-written artifact.
+temporary file in the session's ``checkpoints/tmp/``, then rename), so a killed worker never
+leaves a half-written artifact. The end of a turn is also when the session's runtime records
+are tidied: the effect journal's entries of the turn's run (:mod:`activities.effects`) and
+temporary files older than ``TEMPORARY_MAX_AGE``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import os
-import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
+from archmax_temporal.activities.effects import EffectJournal
+from archmax_temporal.activities.session_store import (
+    TEMPORARIES,
+    FilesystemSessionStore,
+    StoreIOError,
+    WorkspaceError,
+    atomic_write,
+    os_error,
+    sweep_temporaries,
+)
 from archmax_temporal.workflows.contracts.store import PERSIST_ACTIVITY
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PersistTurnInput
@@ -42,21 +55,6 @@ def _package_version() -> str:
 
 PACKAGE_VERSION = _package_version()
 """The runtime's version, from the installed distribution (written into metadata.json)."""
-
-
-def atomic_write(path: Path, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the new one, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _json(value: Any) -> str:
@@ -107,6 +105,8 @@ class StoreActivities:
         self._dir = store_dir
         self._logs = logs or TranscriptLogs(store_dir)
         self._specs: dict[str, WorkflowSpec] = {}
+        self._store = FilesystemSessionStore(store_dir)
+        self._journal = EffectJournal(self._store)
 
     def _spec(self, turn: PersistTurnInput) -> WorkflowSpec:
         """The turn's spec: sent (once a run; its snapshot written when missing), or read back
@@ -125,59 +125,59 @@ class StoreActivities:
 
     @activity.defn(name=PERSIST_ACTIVITY)
     async def persist_turn(self, turn: PersistTurnInput) -> None:
-        """Rewrite the session's artifacts (and its spec snapshot once) at the end of a turn."""
-        await asyncio.to_thread(self._persist, turn)
+        """Rewrite the session's artifacts (and its spec snapshot once) at the end of a turn,
+        then prune the effect journal of the turn's workflow run and sweep stale temporaries."""
+        run_id = activity.info().workflow_run_id if activity.in_activity() else None
+        try:
+            await asyncio.to_thread(self._persist_sync, turn, run_id)
+        except OSError as exc:  # the host path stays out of the history
+            error = os_error(exc, ARTIFACTS)
+            raise StoreIOError(
+                f"could not write the session's artifacts: {error}", ARTIFACTS
+            ).to_application_error() from None
+        except StoreIOError as exc:
+            raise exc.to_application_error() from None
 
-    def _persist(self, turn: PersistTurnInput) -> None:
+    def _persist_sync(self, turn: PersistTurnInput, run_id: str | None) -> None:
         spec = self._spec(turn)
         session_dir = self._dir / folder_name(turn.session_id)
         (session_dir / SCRATCHPAD).mkdir(parents=True, exist_ok=True)
+        temporaries = session_dir / TEMPORARIES
         artifacts = session_dir / ARTIFACTS
         head = {"sessionId": turn.session_id, "workflow": turn.workflow}
-        atomic_write(
-            artifacts / "trail.json",
-            _json({**head, "steps": [s.model_dump(mode="json") for s in turn.trail]}),
-        )
-        atomic_write(
-            artifacts / "variables.json",
-            _json(
-                {
-                    **head,
-                    "variables": {
-                        name: v.model_dump(mode="json") for name, v in turn.variables.items()
-                    },
-                }
-            ),
-        )
-        atomic_write(
-            artifacts / "metadata.json",
-            _json(
-                {
-                    **head,
-                    "runtimeContract": f"{spec.runtime.engine}@{spec.runtime.version}",
-                    "packageVersion": PACKAGE_VERSION,
-                    "specHash": turn.spec_hash,
-                    "status": turn.status,
-                    "state": turn.state,
-                    "usage": turn.usage.model_dump(),
-                }
-            ),
-        )
-        atomic_write(artifacts / "graph.json", _json(graph(spec)))
         messages = (
             [*self._logs.read(turn.session_id, turn.log.base), *turn.transcript]
             if turn.log is not None
             else turn.transcript
         )
-        atomic_write(
-            artifacts / "trajectory.json",
-            _json(
-                {
-                    **head,
-                    "messages": [
-                        m.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-                        for m in messages
-                    ],
-                }
-            ),
-        )
+        files: dict[str, Any] = {
+            "trail.json": {**head, "steps": [s.model_dump(mode="json") for s in turn.trail]},
+            "variables.json": {
+                **head,
+                "variables": {
+                    name: v.model_dump(mode="json") for name, v in turn.variables.items()
+                },
+            },
+            "metadata.json": {
+                **head,
+                "runtimeContract": f"{spec.runtime.engine}@{spec.runtime.version}",
+                "packageVersion": PACKAGE_VERSION,
+                "specHash": turn.spec_hash,
+                "status": turn.status,
+                "state": turn.state,
+                "usage": turn.usage.model_dump(),
+            },
+            "graph.json": graph(spec),
+            "trajectory.json": {
+                **head,
+                "messages": [
+                    m.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+                    for m in messages
+                ],
+            },
+        }
+        for name, value in files.items():
+            atomic_write(artifacts / name, _json(value), tmp_dir=temporaries)
+        with contextlib.suppress(WorkspaceError):  # tidying never fails a turn
+            self._journal.prune(turn.session_id, run_id, now=time.time())
+            sweep_temporaries(self._store, turn.session_id)

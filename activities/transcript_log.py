@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.store import atomic_write
+from archmax_temporal.activities.session_store import atomic_write
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import Message, ToolSchema, TranscriptLog
 from archmax_temporal.workflows.transcript import schemas_text

@@ -12,9 +12,23 @@ What the agent sees (harness §4.3, seed "Files handed to a session")::
 searches and reads. A skill not in ``visible_skills`` is hidden the same way. The zones are
 defined in :mod:`workflows.zones`.
 
-A refused call (a bad path, a write outside ``scratchpad/``, a binary read, a missing file) is
-answered as a ``status="error"`` result the model reads; it never fails the activity. Only
-infrastructure errors (the disk, the store backend) raise, and Temporal retries them.
+A refused call (a bad path, a write outside ``scratchpad/``, a binary read, a missing file, a
+symlink, a name too long for the disk) is answered as a ``status="error"`` result the model
+reads, in its own path vocabulary (``scratchpad/…``, never a host path); it never fails the
+activity. Only infrastructure errors (:class:`StoreIOError`: the disk, the store backend) raise,
+and Temporal retries them.
+
+Symlinks inside the session are never followed (the store refuses any path through one;
+listings, globs and greps skip them). The mounts (``skills/``, ``AGENTS.md``) are the author's
+own tree: a symlink there is followed while it stays inside its mount.
+
+Every call that changes files (``write_file``, ``edit_file``, ``copy_file``, ``move_file``,
+``remove_file``, placements) goes through the effect journal (:mod:`activities.effects`):
+its outcome is recorded before it is applied, so a retry after a crash applies the same change
+and gives the same answer. Calls heartbeat while they run (:mod:`activities.heartbeat`).
+
+``grep`` and ``glob`` run the model's patterns on RE2 (:mod:`activities.regex`), in linear
+time, and ``grep`` reads at most :data:`GREP_MAX_BYTES` per call.
 """
 
 from __future__ import annotations
@@ -22,9 +36,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import mimetypes
 import os
 import re
+import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +50,16 @@ from typing import Any, Final, Literal
 from pydantic import ValidationError
 from temporalio import activity
 
+from archmax_temporal.activities.effects import (
+    Change,
+    Effect,
+    EffectJournal,
+    digest,
+    idempotency_key,
+    write_file,
+)
+from archmax_temporal.activities.heartbeat import heartbeating
+from archmax_temporal.activities.regex import Matcher, compile_pattern, compile_re2
 from archmax_temporal.activities.session_store import (
     BinaryFileError,
     Entry,
@@ -42,10 +68,15 @@ from archmax_temporal.activities.session_store import (
     ReadOnlyPathError,
     SessionStore,
     StoreCapabilityError,
+    StoreIOError,
     WorkspaceError,
-    delete_file,
+    check_deletable,
+    check_storable,
     is_text,
+    os_errors,
     read_upload,
+    sweep_temporaries,
+    unexpected,
 )
 from archmax_temporal.workflows.contracts.workspace import (
     COPY_FILE_ACTIVITY,
@@ -144,10 +175,20 @@ def binary_mime(path: str, data: bytes) -> str | None:
     return None
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
+GREP_MAX_BYTES: Final = 8 * 1024 * 1024
+"""The most text one ``grep`` call searches (8 MiB): past it the call stops and says so, and
+the model narrows ``path`` or ``glob``. With RE2's linear time this bounds the call."""
+
+GREP_MAX_SECONDS: Final = 20.0
+"""The longest one ``grep`` call searches (checked between lines) before it stops and says so:
+well inside the tool's start-to-close budget."""
+
+
+def glob_regex(pattern: str) -> Matcher:
     """A glob as a regex over POSIX paths: ``*``/``?`` within a segment, ``**`` across
     segments, ``[...]`` (``[!...]`` negated) and ``{a,b}``. Leading dots match like any other
-    character, so ``*`` matches ``.env``."""
+    character, so ``*`` matches ``.env``. Compiled for RE2: a model's glob (``a*a*a*…b``)
+    never backtracks."""
     out: list[str] = []
     i, n, braces = 0, len(pattern), 0
     while i < n:
@@ -188,7 +229,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(c))
         i += 1
     out.extend(")" * braces)
-    return re.compile(r"\A" + "".join(out) + r"\Z", re.DOTALL)
+    return compile_re2(r"\A" + "".join(out) + r"\z", source=pattern, dot_all=True)
 
 
 def split_agent_path(raw: str | None) -> list[str]:
@@ -209,6 +250,14 @@ def split_agent_path(raw: str | None) -> list[str]:
     if ".." in segments:
         raise PathEscapeError(f"'{path}' uses '..'; workspace paths cannot climb out", path)
     return segments
+
+
+def _inside(path: Path, base: Path) -> bool:
+    """Whether ``path`` resolves inside ``base`` (a symlink loop or a dangling link: no)."""
+    try:
+        return path.resolve().is_relative_to(base)
+    except (OSError, RuntimeError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -281,7 +330,11 @@ class _Workspace:
 
     def _mount_path(self, loc: _Loc) -> Path:
         assert loc.disk is not None and loc.base is not None
-        real = loc.disk.resolve()
+        try:
+            with os_errors(loc.agent):
+                real = loc.disk.resolve()
+        except RuntimeError:  # a symlink loop (Python < 3.13)
+            raise PathEscapeError(f"'{loc.agent}' is a symlink loop", loc.agent) from None
         if not real.is_relative_to(loc.base):
             raise PathEscapeError(f"'{loc.agent}' resolves outside its mount", loc.agent)
         return real
@@ -296,11 +349,12 @@ class _Workspace:
             return self.store.read_bytes(self.sid, loc.agent)
         if loc.kind == "mount":
             real = self._mount_path(loc)
-            if real.is_dir():
-                raise WorkspaceError(f"'{loc.agent}' is a folder, not a file", loc.agent)
-            if not real.is_file():
-                raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
-            return real.read_bytes()
+            with os_errors(loc.agent):
+                if real.is_dir():
+                    raise WorkspaceError(f"'{loc.agent}' is a folder, not a file", loc.agent)
+                if not real.is_file():
+                    raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
+                return real.read_bytes()
         raise WorkspaceError(f"'{loc.agent or '.'}' is a folder, not a file", loc.agent)
 
     def is_file(self, loc: _Loc) -> bool:
@@ -308,9 +362,11 @@ class _Workspace:
             return self.store.exists(self.sid, loc.agent) and not self._store_is_dir(loc.agent)
         if loc.kind == "mount":
             try:
-                return self._mount_path(loc).is_file()
+                real = self._mount_path(loc)
             except PathEscapeError:
                 return False
+            with os_errors(loc.agent):
+                return real.is_file()
         return False
 
     def is_dir(self, loc: _Loc) -> bool:
@@ -319,9 +375,11 @@ class _Workspace:
         if loc.kind == "store":
             return loc.agent == SCRATCHPAD or self._store_is_dir(loc.agent)
         try:
-            return self._mount_path(loc).is_dir()
+            real = self._mount_path(loc)
         except PathEscapeError:
             return False
+        with os_errors(loc.agent):
+            return real.is_dir()
 
     def _store_is_dir(self, path: str) -> bool:
         try:
@@ -339,8 +397,9 @@ class _Workspace:
             if self.visible:
                 entries.append(Entry(SKILLS, True, 0))
             agents_md = self.authoring / AGENTS_MD
-            if agents_md.is_file() and agents_md.resolve().is_relative_to(self.authoring):
-                entries.append(Entry(AGENTS_MD, False, agents_md.stat().st_size))
+            with os_errors(AGENTS_MD):
+                if agents_md.is_file() and _inside(agents_md, self.authoring):
+                    entries.append(Entry(AGENTS_MD, False, agents_md.stat().st_size))
             return [(e.name, e) for e in sorted(entries, key=lambda e: e.name)]
         if loc.kind == "skills":
             return [(f"{SKILLS}/{slug}", Entry(slug, True, 0)) for slug in self.visible]
@@ -349,19 +408,20 @@ class _Workspace:
                 return []
             return [(f"{loc.agent}/{e.name}", e) for e in self.store.list_dir(self.sid, loc.agent)]
         real = self._mount_path(loc)
-        if not real.exists():
-            raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
-        if not real.is_dir():
-            raise WorkspaceError(f"'{loc.agent}' is a file, not a folder", loc.agent)
-        assert loc.base is not None
-        out: list[tuple[str, Entry]] = []
-        for child in sorted(real.iterdir(), key=lambda p: p.name):
-            if not child.resolve().is_relative_to(loc.base):
-                continue
-            is_dir = child.is_dir()
-            entry = Entry(child.name, is_dir, 0 if is_dir else child.stat().st_size)
-            out.append((f"{loc.agent}/{child.name}", entry))
-        return out
+        with os_errors(loc.agent):
+            if not real.exists():
+                raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
+            if not real.is_dir():
+                raise WorkspaceError(f"'{loc.agent}' is a file, not a folder", loc.agent)
+            assert loc.base is not None
+            out: list[tuple[str, Entry]] = []
+            for child in sorted(real.iterdir(), key=lambda p: p.name):
+                if not _inside(child, loc.base):
+                    continue
+                is_dir = child.is_dir()
+                entry = Entry(child.name, is_dir, 0 if is_dir else child.stat().st_size)
+                out.append((f"{loc.agent}/{child.name}", entry))
+            return out
 
     def files(self, loc: _Loc) -> list[str]:
         """Every visible file at or below ``loc``, as sorted agent paths."""
@@ -384,17 +444,18 @@ class _Workspace:
             real = self._mount_path(loc)
         except PathEscapeError:
             return []
-        if real.is_file():
-            return [loc.agent]
-        assert loc.base is not None
-        found = []
-        for folder, _dirs, names in os.walk(real, followlinks=False):
-            for name in names:
-                full = Path(folder) / name
-                if full.resolve().is_relative_to(loc.base) and full.is_file():
-                    rel = full.relative_to(real).as_posix()
-                    found.append(f"{loc.agent}/{rel}")
-        return sorted(found)
+        with os_errors(loc.agent):
+            if real.is_file():
+                return [loc.agent]
+            assert loc.base is not None
+            found = []
+            for folder, _dirs, names in os.walk(real, followlinks=False):
+                for name in names:
+                    full = Path(folder) / name
+                    if _inside(full, loc.base) and full.is_file():
+                        rel = full.relative_to(real).as_posix()
+                        found.append(f"{loc.agent}/{rel}")
+            return sorted(found)
 
     def writable(self, raw: str) -> _Loc:
         loc = self.locate(raw)
@@ -405,6 +466,20 @@ class _Workspace:
         if loc.agent == SCRATCHPAD:
             raise WorkspaceError("'scratchpad' is a folder, not a file", loc.agent)
         return loc
+
+    def check_write(self, loc: _Loc, data: bytes) -> None:
+        """Refuse, before anything is recorded or written, a write the store would refuse:
+        bytes a text-only store does not take, a folder in the way, a parent that is a file."""
+        check_storable(self.store, loc.agent, data)
+        if self.is_dir(loc):
+            raise WorkspaceError(f"'{loc.agent}' is a folder, not a file", loc.agent)
+        parts = loc.agent.split("/")
+        for end in range(2, len(parts)):
+            parent = "/".join(parts[:end])
+            if self.store.exists(self.sid, parent) and not self._store_is_dir(parent):
+                raise WorkspaceError(
+                    f"cannot write '{loc.agent}': '{parent}' is a file, not a folder", loc.agent
+                )
 
     def read_text(self, loc: _Loc) -> str:
         data = self.read_bytes(loc)
@@ -451,15 +526,24 @@ def _read_file(ws: _Workspace, args: ReadFileArgs) -> str:
     return body
 
 
-def _write_file(ws: _Workspace, args: WriteFileArgs) -> str:
+def _encoded(text: str, path: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(f"content for '{path}' is not valid Unicode", path) from exc
+
+
+def _write_file(ws: _Workspace, args: WriteFileArgs) -> Effect:
     loc = ws.writable(args.file_path)
-    existed = ws.is_file(loc)
-    ws.store.write_text(ws.sid, loc.agent, args.content)
-    verb = "Updated" if existed else "Wrote"
-    return f"{verb} '{loc.agent}' ({len(args.content)} chars)."
+    data = _encoded(args.content, loc.agent)
+    ws.check_write(loc, data)
+    verb = "Updated" if ws.is_file(loc) else "Wrote"
+    return Effect(
+        f"{verb} '{loc.agent}' ({len(args.content)} chars).", Change(writes=((loc.agent, data),))
+    )
 
 
-def _edit_file(ws: _Workspace, args: EditFileArgs) -> str:
+def _edit_file(ws: _Workspace, args: EditFileArgs) -> Effect:
     loc = ws.writable(args.file_path)
     if not args.old_string:
         raise WorkspaceError("old_string must not be empty", loc.agent)
@@ -476,9 +560,12 @@ def _edit_file(ws: _Workspace, args: EditFileArgs) -> str:
             loc.agent,
         )
     replaced = text.replace(args.old_string, args.new_string, -1 if args.replace_all else 1)
-    ws.store.write_text(ws.sid, loc.agent, replaced)
+    data = _encoded(replaced, loc.agent)
     done = count if args.replace_all else 1
-    return f"Replaced {done} occurrence{'s' if done != 1 else ''} in '{loc.agent}'."
+    return Effect(
+        f"Replaced {done} occurrence{'s' if done != 1 else ''} in '{loc.agent}'.",
+        Change(writes=((loc.agent, data),)),
+    )
 
 
 def _relative(path: str, base: str) -> str:
@@ -496,16 +583,16 @@ def _glob(ws: _Workspace, args: GlobArgs) -> str:
 
 
 def _grep(ws: _Workspace, args: GrepArgs) -> str:
-    try:
-        regex = re.compile(args.pattern)
-    except re.error as exc:
-        raise WorkspaceError(f"invalid regular expression {args.pattern!r}: {exc}") from exc
+    regex = compile_pattern(args.pattern)
     file_filter = glob_regex(args.glob) if args.glob else None
     max_count = args.max_count or DEFAULT_GREP_MAX_COUNT
     loc = ws.locate(args.path)
     if not ws.is_file(loc) and not ws.is_dir(loc):
         raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
     out: list[str] = []
+    budget = GREP_MAX_BYTES
+    deadline = time.monotonic() + GREP_MAX_SECONDS
+    stopped = ""
     for path in ws.files(loc):
         if file_filter is not None and args.glob is not None:
             rel = path.rsplit("/", 1)[-1] if path == loc.agent else _relative(path, loc.agent)
@@ -518,15 +605,33 @@ def _grep(ws: _Workspace, args: GrepArgs) -> str:
             continue
         if not is_text(data):
             continue
-        for number, line in enumerate(data.decode("utf-8").splitlines(), start=1):
-            if regex.search(line):
+        if len(data) > budget:
+            data = data[:budget]
+            cut = data.rfind(b"\n")
+            data = data[: cut + 1] if cut >= 0 else b""
+            stopped = (
+                f"(stopped after searching {human_size(GREP_MAX_BYTES)}, the most one grep "
+                f"searches, in '{path}'; narrow path or glob to search the rest)"
+            )
+        budget -= len(data)
+        for number, line in enumerate(data.decode("utf-8", "ignore").splitlines(), start=1):
+            if regex.search(line) is not None:
                 if len(out) == max_count:
                     out.append(f"(stopped at max_count={max_count} matches)")
                     return "\n".join(out)
                 out.append(f"{path}:{number}:{line}")
+            if number % 256 == 0 and time.monotonic() > deadline:
+                stopped = (
+                    f"(stopped after {GREP_MAX_SECONDS:.0f} s, in '{path}' at line {number}; "
+                    "narrow path or glob, or simplify the pattern)"
+                )
+                break
+        if stopped:
+            break
     if not out:
-        return f"No matches for '{args.pattern}' under '{loc.agent or '.'}'."
-    return "\n".join(out)
+        found = f"No matches for '{args.pattern}' under '{loc.agent or '.'}'."
+        return f"{found}\n{stopped}" if stopped else found
+    return "\n".join([*out, stopped] if stopped else out)
 
 
 def _transfer_target(ws: _Workspace, source: _Loc, args: TransferArgs) -> _Loc:
@@ -544,42 +649,58 @@ def _transfer_target(ws: _Workspace, source: _Loc, args: TransferArgs) -> _Loc:
     return dest
 
 
-def _copy_file(ws: _Workspace, args: TransferArgs) -> str:
+def _copy_file(ws: _Workspace, args: TransferArgs) -> Effect:
     source = ws.locate(args.source)
     data = ws.read_bytes(source)
     dest = _transfer_target(ws, source, args)
-    ws.store.write_bytes(ws.sid, dest.agent, data)
-    return f"Copied '{source.agent}' to '{dest.agent}' ({human_size(len(data))})."
+    ws.check_write(dest, data)
+    return Effect(
+        f"Copied '{source.agent}' to '{dest.agent}' ({human_size(len(data))}).",
+        Change(writes=((dest.agent, data),)),
+    )
 
 
-def _move_file(ws: _Workspace, args: TransferArgs) -> str:
+def _move_file(ws: _Workspace, args: TransferArgs) -> Effect:
     source = ws.writable(args.source)  # a move removes its source: only scratchpad/ allows it
+    check_deletable(ws.store, source.agent)
     data = ws.read_bytes(source)
     dest = _transfer_target(ws, source, args)
-    ws.store.write_bytes(ws.sid, dest.agent, data)  # written before it is removed
-    delete_file(ws.store, ws.sid, source.agent)
-    return f"Moved '{source.agent}' to '{dest.agent}' ({human_size(len(data))})."
+    ws.check_write(dest, data)
+    return Effect(
+        f"Moved '{source.agent}' to '{dest.agent}' ({human_size(len(data))}).",
+        Change(writes=((dest.agent, data),), removes=(source.agent,)),  # written, then removed
+    )
 
 
-def _remove_file(ws: _Workspace, args: RemoveFileArgs) -> str:
+def _remove_file(ws: _Workspace, args: RemoveFileArgs) -> Effect:
     loc = ws.writable(args.file_path)
     if ws.is_dir(loc):
         raise WorkspaceError(f"'{loc.agent}' is a folder; remove_file deletes files", loc.agent)
-    delete_file(ws.store, ws.sid, loc.agent)
-    return f"Removed '{loc.agent}'."
+    check_deletable(ws.store, loc.agent)
+    if not ws.is_file(loc):
+        ws.read_bytes(loc)  # says why: missing, or reached through a symlink
+        raise FileNotFoundInWorkspaceError(f"'{loc.agent}' does not exist", loc.agent)
+    return Effect(f"Removed '{loc.agent}'.", Change(removes=(loc.agent,)))
 
 
-_TOOLS: Final[dict[str, Callable[[_Workspace, Any], str]]] = {
+_READERS: Final[dict[str, Callable[[_Workspace, Any], str]]] = {
     LS: _ls,
     READ_FILE: _read_file,
-    WRITE_FILE: _write_file,
-    EDIT_FILE: _edit_file,
     GLOB: _glob,
     GREP: _grep,
+}
+"""The tools that only read."""
+
+_WRITERS: Final[dict[str, Callable[[_Workspace, Any], Effect]]] = {
+    WRITE_FILE: _write_file,
+    EDIT_FILE: _edit_file,
     COPY_FILE: _copy_file,
     MOVE_FILE: _move_file,
     REMOVE_FILE: _remove_file,
 }
+"""The tools that change files: each plans an :class:`Effect`, applied through the journal."""
+
+_TOOLS: Final = frozenset(_READERS) | frozenset(_WRITERS)
 
 
 def _decode_content(file: FileContent, label: str) -> bytes:
@@ -592,6 +713,15 @@ def _decode_content(file: FileContent, label: str) -> bytes:
         return file.content.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise WorkspaceError(f"{label}: content is not valid Unicode", label) from exc
+
+
+def _primary_path(arguments: dict[str, Any]) -> str:
+    """The path a call is about, for an error raised outside any one path's handling."""
+    for name in ("file_path", "path", "source"):
+        value = arguments.get(name)
+        if isinstance(value, str):
+            return value
+    return ""
 
 
 # --- activities ---------------------------------------------------------------------------
@@ -607,12 +737,18 @@ class WorkspaceActivities:
     def __init__(self, store: SessionStore, authoring_root: Path) -> None:
         self._store = store
         self._authoring = Path(authoring_root)
+        self._journal = EffectJournal(store)
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     @property
     def store(self) -> SessionStore:
         """The session store, for the runtime's own files (the sandbox's journals)."""
         return self._store
+
+    @property
+    def journal(self) -> EffectJournal:
+        """The effect journal over this store (the sandbox's ``tools.*`` calls use it too)."""
+        return self._journal
 
     def activities(self) -> list[Callable[..., Any]]:
         """Every activity of this instance, for ``Worker(activities=...)``."""
@@ -651,32 +787,74 @@ class WorkspaceActivities:
                 content=f"Error: call for '{call.tool}' was sent to the '{tool}' activity",
                 status="error",
             )
-        return await asyncio.to_thread(self._run_sync, tool, call)
+        key = idempotency_key()
+        try:
+            if tool in _WRITERS:
+                await asyncio.to_thread(self.sweep_after_crash, call.session_id)
+            return await heartbeating(asyncio.to_thread(self._run_sync, tool, call, key))
+        except WorkspaceError as exc:  # only StoreIOError gets here: retried
+            raise exc.to_application_error() from None
+        except Exception as exc:
+            raise unexpected(exc, self._hidden) from None
 
-    def run_tool(self, call: WorkspaceToolInput) -> WorkspaceToolResult:
+    @property
+    def _hidden(self) -> list[Path]:
+        """The host folders an unexpected error's message must not name."""
+        root = getattr(self._store, "root", None)
+        return [self._authoring, *([Path(root)] if root is not None else [])]
+
+    def sweep_after_crash(self, session_id: str) -> None:
+        """Remove the session's stale temporary files before a call writes: on a retry, every
+        one older than this attempt (the crashed attempt's); otherwise those past
+        ``TEMPORARY_MAX_AGE``."""
+        before: float | None = None
+        if activity.in_activity() and activity.info().attempt > 1:
+            before = activity.info().current_attempt_scheduled_time.timestamp()
+        with contextlib.suppress(WorkspaceError):  # a sweep never fails a call
+            sweep_temporaries(self._store, session_id, before=before)
+
+    def run_tool(self, call: WorkspaceToolInput, *, key: str | None = None) -> WorkspaceToolResult:
         """Run one workspace tool call synchronously (the sandbox's ``tools.*`` bridge calls
-        it from its own thread): the very code path of the tool activities."""
+        it from its own thread): the very code path of the tool activities. ``key`` is the
+        call's idempotency key (the sandbox run's, with the call's position). A
+        :class:`StoreIOError` raises; every other refusal is an error result."""
         if call.tool not in _TOOLS:
             return WorkspaceToolResult(content=f"Error: unknown tool '{call.tool}'", status="error")
-        return self._run_sync(call.tool, call)
+        return self._run_sync(call.tool, call, key)
 
     def read_text(self, session_id: str, path: str, visible_skills: Sequence[str]) -> str:
         """A text file's content at an agent-visible path, or a :class:`WorkspaceError`."""
         ws = _Workspace(self._store, self._authoring, session_id, visible_skills)
-        return ws.read_text(ws.locate(path))
+        with os_errors(path):
+            return ws.read_text(ws.locate(path))
 
-    def _run_sync(self, tool: str, call: WorkspaceToolInput) -> WorkspaceToolResult:
+    def _run_sync(
+        self, tool: str, call: WorkspaceToolInput, key: str | None
+    ) -> WorkspaceToolResult:
         status: Literal["ok", "error"] = "ok"
         try:
-            args = TOOL_ARGUMENTS[tool].model_validate(call.arguments)
-            ws = _Workspace(self._store, self._authoring, call.session_id, call.visible_skills)
-            content = _TOOLS[tool](ws, args)
+            with os_errors(_primary_path(call.arguments)):
+                args = TOOL_ARGUMENTS[tool].model_validate(call.arguments)
+                ws = _Workspace(self._store, self._authoring, call.session_id, call.visible_skills)
+                if tool in _WRITERS:
+                    plan = _WRITERS[tool]
+                    content = self._journal.once(
+                        call.session_id,
+                        key,
+                        tool,
+                        digest(call.model_dump(mode="json")),
+                        lambda: plan(ws, args),
+                    )
+                else:
+                    content = _READERS[tool](ws, args)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
                 for e in exc.errors()
             )
             content, status = f"Error: invalid arguments for {tool}: {problems}", "error"
+        except StoreIOError:
+            raise
         except WorkspaceError as exc:
             message = str(exc)
             content = message if message.startswith("Error:") else f"Error: {message}"
@@ -735,16 +913,35 @@ class WorkspaceActivities:
 
         One placement per session at a time; never overwrites. Through a store without
         bytes, a non-text file is refused (a typed, non-retryable error naming it) and
-        nothing at all is written.
+        nothing at all is written. The names chosen are journaled before anything is
+        written, so a retry places the same files under the same names.
         """
         session_id = self._session(placement.session_id)
+        key = idempotency_key()
         async with self._lock(session_id):
             try:
-                return await asyncio.to_thread(self._place_sync, session_id, placement)
+                await asyncio.to_thread(self.sweep_after_crash, session_id)
+                return await heartbeating(
+                    asyncio.to_thread(self._place_sync, session_id, placement, key)
+                )
             except WorkspaceError as exc:
-                raise exc.to_application_error() from exc
+                raise exc.to_application_error() from None
+            except Exception as exc:
+                raise unexpected(exc, self._hidden) from None
 
-    def _place_sync(self, session_id: str, placement: FilePlacementInput) -> FilePlacementResult:
+    def _place_sync(
+        self, session_id: str, placement: FilePlacementInput, key: str | None
+    ) -> FilePlacementResult:
+        answer = self._journal.once(
+            session_id,
+            key,
+            "place_files",
+            digest(placement.model_dump(mode="json")),
+            lambda: self._plan_placement(session_id, placement),
+        )
+        return FilePlacementResult.model_validate_json(answer)
+
+    def _plan_placement(self, session_id: str, placement: FilePlacementInput) -> Effect:
         decoded: list[tuple[str, str, bytes]] = []
         for var, file in placement.files.items():
             name = sanitize_name(file.name)
@@ -775,16 +972,17 @@ class WorkspaceActivities:
         except FileNotFoundInWorkspaceError:
             existing = set()
         paths: dict[str, str] = {}
+        writes: list[tuple[str, bytes]] = []
         for var, name, data in decoded:
             placed = placed_name(existing, name)
             while self._store.exists(session_id, f"{ATTACHMENTS}/{placed}"):
                 existing.add(placed)  # written behind our back: still never overwrite
                 placed = placed_name(existing, name)
             path = f"{ATTACHMENTS}/{placed}"
-            self._write(session_id, path, data)
+            writes.append((path, data))
             existing.add(placed)
             paths[var] = path
-        return FilePlacementResult(paths=paths)
+        return Effect(FilePlacementResult(paths=paths).model_dump_json(), Change(tuple(writes)))
 
     def _read_session_file(self, session_id: str, raw: str, var: str) -> bytes:
         """A file of a session's own workspace (never a mount or a runtime area)."""
@@ -801,10 +999,7 @@ class WorkspaceActivities:
             raise FileNotFoundInWorkspaceError(f"file '{var}': {exc}", path) from exc
 
     def _write(self, session_id: str, path: str, data: bytes) -> None:
-        if self._store.supports_bytes:
-            self._store.write_bytes(session_id, path, data)
-        else:
-            self._store.write_text(session_id, path, data.decode("utf-8"))
+        write_file(self._store, session_id, path, data)
 
     @activity.defn(name=SEED_FILES_ACTIVITY)
     async def seed_files(self, seed: SeedFilesInput) -> SeedFilesResult:
@@ -818,9 +1013,11 @@ class WorkspaceActivities:
         session_id = self._session(seed.session_id)
         async with self._lock(session_id):
             try:
-                return await asyncio.to_thread(self._seed_sync, session_id, seed)
+                return await heartbeating(asyncio.to_thread(self._seed_sync, session_id, seed))
             except WorkspaceError as exc:
-                raise exc.to_application_error() from exc
+                raise exc.to_application_error() from None
+            except Exception as exc:
+                raise unexpected(exc, self._hidden) from None
 
     def _seed_sync(self, session_id: str, seed: SeedFilesInput) -> SeedFilesResult:
         planned: list[tuple[str, bytes]] = []

@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     "Agent": "archmax_temporal.client.host",
     "ResolvedSession": "archmax_temporal.client.host",
     "create_agent": "archmax_temporal.client.agent",
+    "ToolContext": "archmax_temporal.activities.host_tools",
     # what a host reads back
     "Outcome": "archmax_temporal.workflows.models",
     "PendingDecision": "archmax_temporal.workflows.models",
@@ -84,6 +85,7 @@ __all__ = [
     "SessionSummary",
     "SessionView",
     "SpecValidationError",
+    "ToolContext",
     "TrailStep",
     "UnknownTriggerError",
     "UnknownWorkflowError",
@@ -127,6 +129,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     __version__: str
+    from archmax_temporal.activities.host_tools import ToolContext
     from archmax_temporal.client.agent import create_agent
     from archmax_temporal.client.events import SessionEvent
     from archmax_temporal.client.host import Agent, ResolvedSession

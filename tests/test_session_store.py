@@ -13,15 +13,20 @@ from archmax_temporal.activities.session_store import (
     FileNotFoundInWorkspaceError,
     FilesystemSessionStore,
     MemorySessionStore,
+    NameTooLongError,
     PathEscapeError,
     SessionStore,
     StoreCapabilityError,
+    StoreIOError,
+    SymlinkPathError,
     TextOnlyStore,
     WorkspaceError,
     is_text,
     normalize_path,
+    sweep_temporaries,
 )
 from archmax_temporal.workflows.errors import InvalidSessionIdError
+from archmax_temporal.workflows.zones import RUNTIME_INTERNAL
 
 SID = "chat-42"
 
@@ -65,7 +70,8 @@ class TestParity:
             Entry("notes.md", False, len("héllo\n".encode())),
             Entry("sub", True, 0),
         ]
-        assert [e.name for e in store.list_dir(SID, "")] == ["scratchpad", "trigger.json"]
+        listed = [e.name for e in store.list_dir(SID, "") if e.name not in RUNTIME_INTERNAL]
+        assert listed == ["scratchpad", "trigger.json"]  # a disk store keeps checkpoints/tmp
         assert store.walk(SID, "scratchpad") == ["notes.md", "sub/deep.txt"]
         assert store.walk(SID, "") == [
             "scratchpad/notes.md",
@@ -159,8 +165,9 @@ class TestFilesystem:
             raise OSError("disk yanked mid-write")
 
         monkeypatch.setattr(os, "fsync", crash)
-        with pytest.raises(OSError, match="yanked"):
+        with pytest.raises(StoreIOError, match="yanked") as caught:
             store.write_text(SID, "scratchpad/a.txt", "new content")
+        assert str(tmp_path) not in str(caught.value)
         monkeypatch.undo()
         assert store.read_text(SID, "scratchpad/a.txt") == "old"
         assert sorted(p.name for p in (tmp_path / SID / "scratchpad").iterdir()) == ["a.txt"]
@@ -175,7 +182,7 @@ class TestFilesystem:
             raise OSError("rename failed")
 
         monkeypatch.setattr(os, "replace", crash)
-        with pytest.raises(OSError, match="rename failed"):
+        with pytest.raises(StoreIOError, match="rename failed"):
             store.write_text(SID, "scratchpad/a.txt", "new")
         monkeypatch.undo()
         assert store.read_text(SID, "scratchpad/a.txt") == "old"
@@ -201,11 +208,86 @@ class TestFilesystem:
         assert [e.name for e in store.list_dir(SID, "scratchpad")] == ["ok.txt"]
         assert store.walk(SID, "") == ["scratchpad/ok.txt"]
 
-    def test_symlink_within_session_allowed(self, tmp_path: Path) -> None:
+    def test_a_symlink_within_the_session_is_not_followed_either(self, tmp_path: Path) -> None:
+        """A symlink that stays inside the session is refused too: one to ``../artifacts``
+        would open the runtime's own files to the agent."""
         store = FilesystemSessionStore(tmp_path)
         store.write_text(SID, "scratchpad/real.txt", "real")
-        (tmp_path / SID / "scratchpad" / "alias.txt").symlink_to("real.txt")
-        assert store.read_text(SID, "scratchpad/alias.txt") == "real"
+        store.write_text(SID, "artifacts/trail.json", "{}")
+        pad = tmp_path / SID / "scratchpad"
+        (pad / "alias.txt").symlink_to("real.txt")
+        (pad / "inside").symlink_to("../artifacts", target_is_directory=True)
+        with pytest.raises(SymlinkPathError, match=r"'scratchpad/alias\.txt' is a symlink"):
+            store.read_text(SID, "scratchpad/alias.txt")
+        with pytest.raises(SymlinkPathError, match=r"passes through a symlink \('scratchpad/in"):
+            store.read_text(SID, "scratchpad/inside/trail.json")
+        with pytest.raises(SymlinkPathError):
+            store.delete(SID, "scratchpad/inside/trail.json")
+        assert (tmp_path / SID / "artifacts" / "trail.json").exists()
+        assert [e.name for e in store.list_dir(SID, "scratchpad")] == ["real.txt"]
+        assert store.walk(SID, "scratchpad") == ["real.txt"]
+
+    def test_temporaries_are_written_in_the_runtime_area(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A write killed before its rename leaves its temporary in ``checkpoints/tmp/``, never
+        beside the file, and the sweep removes it."""
+        store = FilesystemSessionStore(tmp_path)
+        store.write_text(SID, "scratchpad/a.txt", "old")
+
+        def killed(*_args: object) -> None:
+            raise KeyboardInterrupt  # stands in for SIGKILL: the cleanup never runs
+
+        monkeypatch.setattr(os, "replace", killed)
+        monkeypatch.setattr(Path, "unlink", lambda *_a, **_k: None)
+        with pytest.raises(KeyboardInterrupt):
+            store.write_text(SID, "scratchpad/a.txt", "new")
+        monkeypatch.undo()
+        assert [p.name for p in (tmp_path / SID / "scratchpad").iterdir()] == ["a.txt"]
+        left = list((tmp_path / SID / "checkpoints" / "tmp").iterdir())
+        assert len(left) == 1 and left[0].read_text() == "new"
+        assert len(left[0].name) < 20  # a long file name never makes a longer temporary
+        assert sweep_temporaries(store, SID, before=0) == 0  # not older than "before"
+        assert sweep_temporaries(store, SID, before=left[0].stat().st_mtime + 1) == 1
+        assert not left[0].exists()
+
+    def test_a_name_too_long_is_a_refusal_in_the_sessions_terms(self, tmp_path: Path) -> None:
+        """A 300-byte name is a typed refusal naming the session path, not an OSError with
+        the store's host path."""
+        store = FilesystemSessionStore(tmp_path)
+        name = "n" * 300
+        for attempt in (
+            lambda: store.write_text(SID, f"scratchpad/{name}", "x"),
+            lambda: store.read_bytes(SID, f"scratchpad/{name}"),
+            lambda: store.list_dir(SID, f"scratchpad/{name}"),
+            lambda: store.exists(SID, f"scratchpad/{name}/x"),
+        ):
+            with pytest.raises(NameTooLongError) as caught:
+                attempt()
+            message = str(caught.value)
+            assert str(tmp_path) not in message
+            assert "longer than the file system allows" in message
+            assert "300 bytes" in message
+            assert caught.value.path == f"scratchpad/{name}" or caught.value.path.startswith(
+                f"scratchpad/{name}"
+            )
+        assert caught.value.to_application_error().non_retryable
+
+    def test_a_store_fault_is_retryable_and_names_no_host_path(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A full disk is the store's fault, not the path's: retried, in session terms."""
+        store = FilesystemSessionStore(tmp_path)
+
+        def full(*_args: object, **_kwargs: object) -> None:
+            raise OSError(28, "No space left on device", str(tmp_path / SID / "x"))
+
+        monkeypatch.setattr(os, "fsync", full)
+        with pytest.raises(StoreIOError) as caught:
+            store.write_text(SID, "scratchpad/a.txt", "x")
+        assert "ENOSPC" in str(caught.value) and "scratchpad/a.txt" in str(caught.value)
+        assert str(tmp_path) not in str(caught.value)
+        assert not caught.value.to_application_error().non_retryable
 
     def test_session_folder_symlinked_out_refused(self, tmp_path: Path) -> None:
         (tmp_path / "elsewhere").mkdir()

@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Final
 
 from pydantic import BaseModel
+
+HEARTBEAT_EVERY: Final = timedelta(seconds=2)
+"""How often a long activity heartbeats while it works (activities.heartbeat). Temporal
+forwards at most one heartbeat per 80% of the timeout, so this only needs to be well under
+:data:`HEARTBEAT_TIMEOUT`."""
+
+HEARTBEAT_TIMEOUT: Final = timedelta(seconds=10)
+"""How long an attempt may go without a heartbeat before Temporal deems its worker dead and
+retries it: a worker SIGKILLed mid-call is noticed, and the call running again on another
+worker, within about this (plus the retry's first backoff), not at the end of its
+start-to-close budget. Five heartbeats fit in it, so a busy worker is never mistaken for a
+dead one."""
 
 
 @dataclass(frozen=True)

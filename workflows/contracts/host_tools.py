@@ -10,13 +10,17 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from archmax_temporal.workflows.contracts.base import ActivityContract
+from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT, ActivityContract
 
 HOST_TOOL_ACTIVITY: Final = "archmax.tool.host"
 """The one activity every host tool runs as (its UI summary names the tool)."""
 
 HOST_TOOL_TIMEOUT: Final = timedelta(minutes=5)
 """Per-attempt bound on a host tool call."""
+
+HOST_TOOL_HEARTBEAT_TIMEOUT: Final = HEARTBEAT_TIMEOUT
+"""A host tool heartbeats while it runs: a worker that died mid-call is noticed within this
+and the call retried, the tool told the same idempotency key (``ToolContext``)."""
 
 HOST_TOOL_RETRY: Final = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -59,6 +63,7 @@ async def run(call: HostToolCall, *, summary: str) -> HostToolResult:
         call,
         result_type=HostToolResult,
         start_to_close_timeout=HOST_TOOL_TIMEOUT,
+        heartbeat_timeout=HOST_TOOL_HEARTBEAT_TIMEOUT,
         retry_policy=HOST_TOOL_RETRY,
         summary=summary,
     )

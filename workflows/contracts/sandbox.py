@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from archmax_temporal.workflows.contracts.base import ActivityContract
+from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT, ActivityContract
 from archmax_temporal.workflows.models import (
     SandboxToolCall,
     ScriptJournal,
@@ -40,6 +40,15 @@ DEFAULT_MAX_RESULT_CHARS: Final = 20_000
 
 ACTIVITY_MARGIN: Final = timedelta(seconds=30)
 """Start-to-close slack beyond ``timeoutMs``: spawning the process and serving its tool calls."""
+
+SANDBOX_HEARTBEAT_TIMEOUT: Final = HEARTBEAT_TIMEOUT
+"""A run heartbeats while its script runs (up to ``timeoutMs``): a worker that died mid-run is
+noticed within this and the run retried, its ``tools.*`` writes replayed from the effect
+journal rather than applied again."""
+
+CUSTOM_HOOK_HEARTBEAT_TIMEOUT: Final = HEARTBEAT_TIMEOUT
+"""A host's hook executor heartbeats while it runs (a webhook round trip): a dead worker's
+call is retried within this, the executor told the same idempotency key."""
 
 SANDBOX_ERRORS: Final = [
     "SandboxError",
@@ -197,6 +206,7 @@ async def run(run: SandboxRunInput, *, summary: str) -> SandboxRunResult:
         run,
         result_type=SandboxRunResult,
         start_to_close_timeout=activity_timeout(run.limits),
+        heartbeat_timeout=SANDBOX_HEARTBEAT_TIMEOUT,
         retry_policy=SANDBOX_RETRY,
         summary=summary,
     )
@@ -210,6 +220,7 @@ async def custom_hook(call: CustomHookInput, *, summary: str) -> CustomHookResul
         call,
         result_type=CustomHookResult,
         start_to_close_timeout=CUSTOM_HOOK_TIMEOUT,
+        heartbeat_timeout=CUSTOM_HOOK_HEARTBEAT_TIMEOUT,
         retry_policy=CUSTOM_HOOK_RETRY,
         summary=summary,
     )

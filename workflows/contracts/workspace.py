@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from archmax_temporal.workflows.contracts.base import ActivityContract
+from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT, ActivityContract
 from archmax_temporal.workflows.tools import (
     COPY_FILE,
     EDIT_FILE,
@@ -60,6 +60,11 @@ WORKSPACE_TOOL_TIMEOUT: Final = timedelta(seconds=60)
 PLACE_FILES_TIMEOUT: Final = timedelta(minutes=2)
 """Per-attempt bound on placing or seeding a turn's files."""
 
+WORKSPACE_HEARTBEAT_TIMEOUT: Final = HEARTBEAT_TIMEOUT
+"""A workspace call or placement heartbeats while it runs (a long grep, a large copy): a
+worker that died mid-call is noticed within this and the call retried on another, where the
+effect journal (activities.effects) makes the retry apply the recorded change, not a new one."""
+
 WORKSPACE_RETRY: Final = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
     backoff_coefficient=2.0,
@@ -72,11 +77,14 @@ WORKSPACE_RETRY: Final = RetryPolicy(
         "BinaryFileError",
         "StoreCapabilityError",
         "FileNotFoundInWorkspaceError",
+        "SymlinkPathError",
+        "NameTooLongError",
         "InvalidSessionIdError",
     ],
 )
-"""Only infrastructure errors retry: an agent's refused call is an ``error`` result, and a
-refused placement (a typed workspace error) would be refused again."""
+"""Only infrastructure errors retry (``StoreIOError``, a lost worker): an agent's refused call
+is an ``error`` result, and a refused placement (a typed workspace error) would be refused
+again."""
 
 DEFAULT_MAX_RESULT_CHARS: Final = 20_000
 """A tool result longer than this is cut, with a visible ``…[truncated: N more chars]``."""
@@ -192,6 +200,7 @@ async def run_tool(call: WorkspaceToolInput, *, summary: str) -> WorkspaceToolRe
         call,
         result_type=WorkspaceToolResult,
         start_to_close_timeout=WORKSPACE_TOOL_TIMEOUT,
+        heartbeat_timeout=WORKSPACE_HEARTBEAT_TIMEOUT,
         retry_policy=WORKSPACE_RETRY,
         summary=summary,
     )
@@ -206,6 +215,7 @@ async def place_files(placement: FilePlacementInput, *, summary: str) -> FilePla
         placement,
         result_type=FilePlacementResult,
         start_to_close_timeout=PLACE_FILES_TIMEOUT,
+        heartbeat_timeout=WORKSPACE_HEARTBEAT_TIMEOUT,
         retry_policy=WORKSPACE_RETRY,
         summary=summary,
     )
