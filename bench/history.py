@@ -390,42 +390,88 @@ class PeerContender:
 
 
 async def run_steps(contender: Contender, model: TallyingModel, k: int, stall_s: float) -> StepRun:
-    """One turn of ``k`` steps; gives up when the model hears nothing for ``stall_s``."""
+    """One turn of ``k`` steps. Gives up when the run's workflow task keeps failing (a payload
+    over the SDK's limit fails it, and Temporal retries it for ever), or when the model has
+    heard nothing for ``stall_s``."""
     prefix = chain_prefix(k)
     result = StepRun(contender.name, k)
     steps0, calls0 = model.steps(), model.calls()
     started = time.monotonic()
     task = asyncio.ensure_future(contender.run(k, prefix))
-    last_calls, last_progress = calls0, time.monotonic()
-    bare = isinstance(contender, BareContender)
-    while not task.done():
-        await asyncio.wait({task}, timeout=2.0)
-        calls = model.calls()
-        if calls != last_calls or bare:
-            last_calls, last_progress = calls, time.monotonic()
-        elif time.monotonic() - last_progress > stall_s:
-            task.cancel()
-            result.error = f"stalled: no model call for {stall_s:.0f} s"
-            break
+    result.error = await supervise(task, lambda: contender.handle_for(k, prefix), model, stall_s)
     result.seconds = time.monotonic() - started
-    if result.error is None:
-        try:
-            task.result()
-        except Exception as exc:
-            result.error = describe_error(exc)
     handle = await contender.handle_for(k, prefix)
     if handle is not None:
         if result.error is not None:
-            with contextlib.suppress(Exception):
-                await handle.terminate(reason="bench.history: gave up")
             result.error += await why_it_ended(handle)
         result.figure = await history_of(handle)
-    if bare:
+    if isinstance(contender, BareContender):
         result.steps_done = k if result.error is None else 0
     else:
         result.steps_done = model.steps() - steps0
         result.model_calls = model.calls() - calls0
     return result
+
+
+async def supervise(
+    task: asyncio.Future[Any],
+    handle_of: Callable[[], Awaitable[WorkflowHandle[Any, Any] | None]],
+    model: TallyingModel,
+    stall_s: float,
+) -> str | None:
+    """Wait for ``task``; None when it succeeded, else why it did not. Gives up (terminating
+    the run) when the run's workflow task keeps failing (a payload over the SDK's limit fails
+    it, and Temporal retries it for ever), or when the model heard nothing for ``stall_s``."""
+    last_calls, last_progress = model.calls(), time.monotonic()
+    error: str | None = None
+    while not task.done():
+        await asyncio.wait({task}, timeout=2.0)
+        if task.done():
+            break
+        calls, now = model.calls(), time.monotonic()
+        if calls != last_calls:
+            last_calls, last_progress = calls, now
+            continue
+        quiet = now - last_progress
+        if quiet > QUIET_S:
+            handle = await handle_of()
+            attempt = await failing_task_attempt(handle) if handle is not None else 0
+            if attempt >= FAILING_ATTEMPTS:
+                error = f"its workflow task kept failing (attempt {attempt})"
+                break
+        if quiet > stall_s:
+            error = f"stalled: no model call for {stall_s:.0f} s"
+            break
+    if error is not None:  # given up: end the run, then collect the task
+        handle = await handle_of()
+        if handle is not None:
+            with contextlib.suppress(Exception):
+                await handle.terminate(reason="bench.history: gave up")
+        task.cancel()
+    try:
+        await task
+    except (Exception, asyncio.CancelledError) as exc:
+        if error is None:
+            error = describe_error(exc)
+    return error
+
+
+QUIET_S = 10.0
+"""After this long without a model call, look at the run's pending workflow task."""
+FAILING_ATTEMPTS = 3
+"""A workflow task on its third attempt is failing for good (a payload over the limit)."""
+
+
+async def failing_task_attempt(handle: WorkflowHandle[Any, Any]) -> int:
+    """The attempt number of the run's pending workflow task (0 when none is pending)."""
+    try:
+        described = await handle.describe()
+    except Exception:
+        return 0
+    raw = described.raw_description
+    if not raw.HasField("pending_workflow_task"):
+        return 0
+    return int(raw.pending_workflow_task.attempt)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -472,19 +518,24 @@ class TurnsResult:
     error: str | None = None
 
 
-async def many_turns(agent: Agent, client: Client, turns: int, stall_s: float) -> TurnsResult:
+async def many_turns(
+    agent: Agent, client: Client, model: TallyingModel, turns: int, stall_s: float
+) -> TurnsResult:
     result = TurnsResult(turns)
     sid = f"bench-turns-{uuid.uuid4().hex[:8]}"
+
+    async def handle_of() -> WorkflowHandle[Any, Any]:
+        return client.get_workflow_handle(sid)
+
     await agent.sessions.seed(sid, {"scratchpad/turn.txt": chain_file(1, 1, "turn")})
     for index in range(turns):
         started = time.perf_counter()
-        try:
-            outcome = await asyncio.wait_for(
-                agent.workflow.send(sid, "read chain scratchpad/turn.txt"), stall_s
-            )
-        except Exception as exc:
-            result.error = f"turn {index + 1}: {describe_error(exc)}"
+        task = asyncio.ensure_future(agent.workflow.send(sid, "read chain scratchpad/turn.txt"))
+        error = await supervise(task, handle_of, model, stall_s)
+        if error is not None:
+            result.error = f"turn {index + 1}: {error}"
             break
+        outcome = task.result()
         elapsed = (time.perf_counter() - started) * 1000
         if outcome.status != "completed" or outcome.reply != "done":
             result.error = f"turn {index + 1} ended {outcome.status}: {outcome.reply!r}"[:300]
@@ -940,6 +991,9 @@ async def run(args: argparse.Namespace) -> Report:
         search_attributes=list(sa.ALL),
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",
+        dev_server_extra_args=[
+            arg for item in args.dynamic_config for arg in ("--dynamic-config-value", item)
+        ],
     )
     model = TallyingModel().start()
     log(f"dev server at {env.client.service_client.config.target_host}, model at {model.url}")
@@ -962,7 +1016,7 @@ async def run(args: argparse.Namespace) -> Report:
                     await section_steps(report, client, model, agent, args, chain_dir)
                 if "turns" in report.sections and sizes.turns:
                     log(f"section 2: {sizes.turns} one-step turns on one session")
-                    report.turns = await many_turns(agent, client, sizes.turns, args.stall)
+                    report.turns = await many_turns(agent, client, model, sizes.turns, args.stall)
         if report.sections & {"parked", "list"} and sizes.parked:
             log(f"section 3: parking {sizes.parked} (+{args.park_warmup} warm-up) of each kind")
             await section_parked(report, env, client, model, root, scratch, args)
@@ -1257,6 +1311,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds before each RSS reading (3)"
+    )
+    parser.add_argument(
+        "--dynamic-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a dev-server dynamic config value (repeatable), e.g. limit.blobSize.error=60000 "
+        "to see how a run fails at a limit with small sizes",
     )
     args = parser.parse_args(argv)
     args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]
