@@ -55,7 +55,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import structlog
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
@@ -77,6 +77,8 @@ from bench.history_bare import (
     chain_name,
     numbered,
 )
+
+T = TypeVar("T")
 
 HISTORY_SLUG = "bench-history"
 PARK_SLUG = "bench-park"
@@ -553,6 +555,23 @@ async def many_turns(
 # --------------------------------------------------------------------------- sections 3 and 4
 
 
+MIN_AVAILABLE_MIB = 3072
+"""Parking stops when the machine has less memory than this left (it is shared)."""
+
+
+def mem_available_mib() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) // 1024
+    return 1 << 30
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def vm_rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -573,9 +592,16 @@ class WorkerProcess:
         return self.process.pid
 
     def rss(self) -> int:
+        self._alive()
+        return vm_rss_kib(self.pid)
+
+    def cpu(self) -> float:
+        self._alive()
+        return cpu_seconds(self.pid)
+
+    def _alive(self) -> None:
         if self.process.poll() is not None:
             raise RuntimeError(f"{self.label} worker exited with {self.process.returncode}")
-        return vm_rss_kib(self.pid)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -593,6 +619,9 @@ class ParkPoint:
     rss_kib: int
     kib_each: float
     rate: float
+    """Workflows parked per second (this step's, from the previous N)."""
+    cpu_ms_each: float
+    """The worker process's CPU time per workflow parked (this step's)."""
 
 
 @dataclass
@@ -630,6 +659,11 @@ async def park_until(
 
     async def one(index: int) -> None:
         async with gate:
+            if index % 50 == 0 and mem_available_mib() < MIN_AVAILABLE_MIB:
+                raise RuntimeError(
+                    f"stopped after {index} parked: under {MIN_AVAILABLE_MIB:,} MiB of memory "
+                    "left on the machine"
+                )
             await make(index)
 
     started = time.monotonic()
@@ -660,15 +694,18 @@ async def measure_parking(
         parked = warmup
         for n in sizes:
             target = warmup + n
+            cpu0 = worker.cpu()
             seconds = await park_until(target, parked, make, concurrency)
             rate = (target - parked) / seconds
+            cpu_each = (worker.cpu() - cpu0) * 1000 / (target - parked)
             parked = target
             await asyncio.sleep(settle_s)
             rss = worker.rss()
-            result.points.append(ParkPoint(n, rss, (rss - result.baseline_kib) / n, rate))
+            each = (rss - result.baseline_kib) / n
+            result.points.append(ParkPoint(n, rss, each, rate, cpu_each))
             log(
-                f"  {label}: {n} parked, RSS {rss / 1024:.0f} MiB, "
-                f"{(rss - result.baseline_kib) / n:.0f} KiB each, {rate:.0f}/s"
+                f"  {label}: {n} parked, RSS {rss / 1024:.0f} MiB, {each:.0f} KiB each, "
+                f"{rate:.1f}/s, worker CPU {cpu_each:.0f} ms each"
             )
     except Exception as exc:
         result.error = describe_error(exc)
@@ -712,6 +749,9 @@ class Report:
     listing: ListResult | None = None
     versions: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    out: Path | None = None
+    """Where the table so far is written after each section (``--out``)."""
     message_chars: int = len(numbered(chain_file(1, 2, chain_prefix(10))))
 
 
@@ -841,9 +881,14 @@ async def section_parked(
     base_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(repo), os.environ.get("PYTHONPATH", "")) if p
     )
-    cache = max(PRODUCTION_CACHE, total)
+    # archmax sessions park on `archmax worker` (its cache: 1,000) when they all fit, else on
+    # the same worker built with a cache that holds them all; the bare worker gets that cache
+    use_cli = args.park_worker == "cli" or (
+        args.park_worker == "auto" and total <= PRODUCTION_CACHE
+    )
+    cache = PRODUCTION_CACHE if use_cli else max(PRODUCTION_CACHE, total)
     workers: list[WorkerProcess] = []
-    listing = ListResult(n=max(sizes))
+    listing = ListResult(n=total)
     try:
         # bare waiting workflows, on a worker process of the same kind
         bare = start_worker(
@@ -867,9 +912,8 @@ async def section_parked(
             )
         )  # fmt: skip
 
-        # archmax sessions parked by archmax_wait, on `archmax worker` when they all fit its
-        # production cache, else on the same worker built with a cache that holds them all
-        if total <= PRODUCTION_CACHE:
+        # archmax sessions parked by archmax_wait
+        if use_cli:
             argv = ["-m", "archmax_temporal", "worker"]
         else:
             argv = ["-m", "bench.history_worker", "archmax", "--cache", str(cache)]
@@ -976,11 +1020,25 @@ def versions() -> dict[str, str]:
     return found
 
 
+async def guarded(report: Report, what: str, work: Awaitable[T]) -> T | None:
+    """Run one section; a failure is noted in the report and the run goes on."""
+    try:
+        result = await work
+    except Exception as exc:
+        report.failures.append(f"{what}: {describe_error(exc)}")
+        log(f"{what} failed:\n{traceback.format_exc()}")
+        return None
+    partial = render(report)
+    if report.out is not None:
+        report.out.write_text(partial, encoding="utf-8")
+    return result
+
+
 async def run(args: argparse.Namespace) -> Report:
     started = time.monotonic()
     quiet_logs()
     sizes = Sizes(ks=args.ks, turns=args.turns, parked=args.parked)
-    report = Report(sizes=sizes, sections=set(args.sections), cache=args.cache)
+    report = Report(sizes=sizes, sections=set(args.sections), cache=args.cache, out=args.out)
     report.versions = versions()
     scratch = Path(tempfile.mkdtemp(prefix="archmax-bench-history-"))
     root = write_roots(scratch)
@@ -1013,13 +1071,20 @@ async def run(args: argparse.Namespace) -> Report:
             async with worker:
                 agent = await open_agent(HISTORY_SLUG, root, store, queue, client)
                 if "history" in report.sections:
-                    await section_steps(report, client, model, agent, args, chain_dir)
+                    await guarded(
+                        report, "section 1",
+                        section_steps(report, client, model, agent, args, chain_dir),
+                    )  # fmt: skip
                 if "turns" in report.sections and sizes.turns:
                     log(f"section 2: {sizes.turns} one-step turns on one session")
-                    report.turns = await many_turns(agent, client, model, sizes.turns, args.stall)
+                    turns = many_turns(agent, client, model, sizes.turns, args.stall)
+                    report.turns = await guarded(report, "section 2", turns)
         if report.sections & {"parked", "list"} and sizes.parked:
             log(f"section 3: parking {sizes.parked} (+{args.park_warmup} warm-up) of each kind")
-            await section_parked(report, env, client, model, root, scratch, args)
+            await guarded(
+                report, "sections 3-4",
+                section_parked(report, env, client, model, root, scratch, args),
+            )  # fmt: skip
     finally:
         model.stop()
         await env.shutdown()
@@ -1061,6 +1126,8 @@ def render(report: Report) -> str:
     if targets:
         out += ["", "### Targets", ""]
         out += table(["target", "figure", "limit", "met?"], targets)
+    for failure in report.failures:
+        out += ["", f"FAILED {failure}"]
     return "\n".join(out) + "\n"
 
 
@@ -1206,20 +1273,25 @@ def render_parking(parking: list[ParkResult], targets: list[list[str]]) -> list[
                     f"{point.rss_kib / 1024:,.0f}",
                     f"{point.kib_each:,.0f}",
                     f"{point.rate:,.1f}",
+                    f"{point.cpu_ms_each:,.0f}",
                 ]
             )
         if p.error:
             failed = f"FAILED: {p.error}".replace("|", "/")
-            rows.append([p.label, f"`{p.command}`", "-", "-", "-", failed])
-    out += table(["kind", "worker", "N", "RSS MiB", "KiB each", "parked/s"], rows, right=2)
+            rows.append([p.label, f"`{p.command}`", "-", "-", "-", "-", failed])
+    header = ["kind", "worker", "N", "RSS MiB", "KiB each", "parked/s", "worker CPU ms each"]
+    out += table(header, rows, right=2)
     bare = next((p for p in parking if p.label == BARE_WAITING), None)
     ours = next((p for p in parking if p.label == PARKED_SESSION), None)
     if bare is None or ours is None:
         return out
+    most = ours.warmup + max((p.n for p in ours.points), default=0)
+    fits = ours.cache >= most
     out += [
         "",
-        f"Both workers cache {ours.cache:,} workflows, so every parked one stays cached; "
-        f"{ours.warmup} of each kind were parked before the baseline reading.",
+        f"Both workers cache {ours.cache:,} workflows"
+        + (", so every parked one stays cached" if fits else ": the least recent are evicted")
+        + f"; {ours.warmup} of each kind were parked before the baseline reading.",
         "",
     ]
     ratio_rows = []
@@ -1232,7 +1304,9 @@ def render_parking(parking: list[ParkResult], targets: list[list[str]]) -> list[
         if ratio:
             figure += f" ({ratio:.2f}x)"
         met = None if ratio is None else ratio <= 2
-        targets.append([f"cached parked session, N = {a.n:,}", figure, "≤ 2x bare", mark(met)])
+        if a.n + ours.warmup <= ours.cache:
+            label = f"cached parked session, N = {a.n:,}"
+            targets.append([label, figure, "≤ 2x bare", mark(met)])
     return out + table(["N", "archmax ÷ bare, KiB each", "archmax ÷ bare, parked/s"], ratio_rows)
 
 
@@ -1312,6 +1386,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--settle", type=float, default=3.0, help="seconds before each RSS reading (3)"
     )
+    parser.add_argument(
+        "--park-worker",
+        choices=("auto", "cli", "bench"),
+        default="auto",
+        help="the archmax worker of section 3: `archmax worker` (cli; its cache is 1,000), "
+        "bench.history_worker with a cache that holds every session (bench), or cli when "
+        "every session fits in 1,000 (auto)",
+    )
+    parser.add_argument("--out", type=Path, help="also write the table here, after each section")
     parser.add_argument(
         "--dynamic-config",
         action="append",
