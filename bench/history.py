@@ -58,6 +58,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import structlog
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
@@ -255,26 +257,66 @@ async def history_of(handle: WorkflowHandle[Any, Any]) -> HistoryFigure:
     return figure
 
 
-async def chain_history(client: Client, workflow_id: str) -> HistoryFigure:
-    """Every run of ``workflow_id`` (a continue-as-new chain), summed. Visibility is
-    eventually consistent: list until the runs listed account for every continue-as-new."""
-    for _ in range(30):
-        figure = HistoryFigure()
-        continued = 0
-        async for execution in client.list_workflows(f"WorkflowId = '{workflow_id}'"):
-            history = await client.get_workflow_handle(
-                workflow_id, run_id=execution.run_id
-            ).fetch_history()
-            figure.add(history)
-            last = history.events[-1] if history.events else None
-            if last is not None and last.HasField(
-                "workflow_execution_continued_as_new_event_attributes"
-            ):
-                continued += 1
-        if figure.runs == continued + 1:
-            return figure
-        await asyncio.sleep(1)
-    raise RuntimeError(f"visibility never listed every run of {workflow_id}")
+class ChainHistory:
+    """The history of every run of one workflow id (a continue-as-new chain), summed.
+
+    The dev server keeps histories in memory, and a long session's chain runs to gigabytes:
+    :meth:`collect` measures the runs that have closed so far and deletes them, so the
+    server holds only the open one. Visibility is eventually consistent: :meth:`finish`
+    lists until the runs measured account for every continue-as-new."""
+
+    def __init__(self, client: Client, workflow_id: str) -> None:
+        self.client = client
+        self.workflow_id = workflow_id
+        self.figure = HistoryFigure()
+        self.continued = 0
+        self._seen: set[str] = set()
+
+    async def _measure(self, run_id: str, delete: bool) -> None:
+        handle = self.client.get_workflow_handle(self.workflow_id, run_id=run_id)
+        history = await handle.fetch_history()
+        self.figure.add(history)
+        self._seen.add(run_id)
+        last = history.events[-1] if history.events else None
+        if last is not None and last.HasField(
+            "workflow_execution_continued_as_new_event_attributes"
+        ):
+            self.continued += 1
+        if delete:
+            await forget(self.client, self.workflow_id, run_id)
+
+    async def collect(self) -> None:
+        """Measure and delete the runs that continued as new since the last call."""
+        query = f"WorkflowId = '{self.workflow_id}' AND ExecutionStatus = 'ContinuedAsNew'"
+        async for execution in self.client.list_workflows(query):
+            if execution.run_id not in self._seen:
+                await self._measure(execution.run_id, delete=True)
+
+    async def finish(self) -> HistoryFigure:
+        """Measure every run not measured yet (the last one stays on the server)."""
+        for _ in range(30):
+            async for execution in self.client.list_workflows(f"WorkflowId = '{self.workflow_id}'"):
+                if execution.run_id not in self._seen:
+                    await self._measure(execution.run_id, delete=False)
+            if self.figure.runs == self.continued + 1:
+                return self.figure
+            await asyncio.sleep(1)
+        raise RuntimeError(
+            f"visibility listed {self.figure.runs} runs of {self.workflow_id}, "
+            f"but {self.continued} continued as new"
+        )
+
+
+async def forget(client: Client, workflow_id: str, run_id: str | None = None) -> None:
+    """Delete a measured run from the dev server (which keeps every history in memory)."""
+    request = DeleteWorkflowExecutionRequest(
+        namespace=client.namespace,
+        workflow_execution=WorkflowExecution(workflow_id=workflow_id, run_id=run_id or ""),
+    )
+    try:
+        await client.workflow_service.delete_workflow_execution(request)
+    except Exception as exc:
+        log(f"  could not delete {workflow_id} {run_id or ''}: {describe_error(exc)}")
 
 
 # --------------------------------------------------------------------------- contenders
@@ -282,6 +324,7 @@ async def chain_history(client: Client, workflow_id: str) -> HistoryFigure:
 
 class Contender(Protocol):
     name: str
+    client: Client
 
     async def run(self, k: int, prefix: str) -> WorkflowHandle[Any, Any]:
         """Start a turn of ``k`` steps over the chain ``prefix``; return its handle once the
@@ -332,6 +375,7 @@ class ArchmaxContender:
 
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
+        self.client = agent.client
         self._ids: dict[str, str] = {}
 
     async def run(self, k: int, prefix: str) -> WorkflowHandle[Any, Any]:
@@ -407,6 +451,7 @@ async def run_steps(contender: Contender, model: TallyingModel, k: int, stall_s:
         if result.error is not None:
             result.error += await why_it_ended(handle)
         result.figure = await history_of(handle)
+        await forget(contender.client, handle.id)
     if isinstance(contender, BareContender):
         result.steps_done = k if result.error is None else 0
     else:
@@ -476,6 +521,16 @@ async def failing_task_attempt(handle: WorkflowHandle[Any, Any]) -> int:
     return int(raw.pending_workflow_task.attempt)
 
 
+def short(error: str | None) -> str:
+    """An error for the table: its outermost exception, cut, and the server's reason."""
+    if not error:
+        return ""
+    head, _, _ = error.partition(" [")
+    reason = error[len(head) :]
+    head = head.split(" <- ", 1)[0]
+    return (head[:140] + ("…" if len(head) > 140 else "") + reason).strip()
+
+
 def describe_error(exc: BaseException) -> str:
     parts: list[str] = []
     seen: BaseException | None = exc
@@ -529,8 +584,17 @@ async def many_turns(
     async def handle_of() -> WorkflowHandle[Any, Any]:
         return client.get_workflow_handle(sid)
 
+    chain = ChainHistory(client, sid)
     await agent.sessions.seed(sid, {"scratchpad/turn.txt": chain_file(1, 1, "turn")})
     for index in range(turns):
+        if index % 10 == 0:
+            await chain.collect()
+            if mem_available_mib() < MIN_AVAILABLE_MIB:
+                result.error = (
+                    f"stopped before turn {index + 1}: under {MIN_AVAILABLE_MIB:,} MiB of "
+                    "memory left on the machine"
+                )
+                break
         started = time.perf_counter()
         task = asyncio.ensure_future(agent.workflow.send(sid, "read chain scratchpad/turn.txt"))
         error = await supervise(task, handle_of, model, stall_s)
@@ -548,7 +612,7 @@ async def many_turns(
             log(f"  {index + 1} turns, last {elapsed:.0f} ms")
     if result.error is not None:
         result.error += await why_it_ended(client.get_workflow_handle(sid))
-    result.figure = await chain_history(client, sid)
+    result.figure = await chain.finish()
     return result
 
 
@@ -1159,7 +1223,7 @@ def render_steps(report: Report, targets: list[list[str]]) -> list[str]:
     rows = []
     for run in report.steps:
         f = run.figure
-        status = "ok" if run.ok else f"FAILED after {run.steps_done} steps: {run.error}"
+        status = "ok" if run.ok else f"FAILED after {run.steps_done} steps: {short(run.error)}"
         rows.append(
             [
                 run.contender,
