@@ -576,9 +576,15 @@ class TurnsResult:
 
 
 async def many_turns(
-    agent: Agent, client: Client, model: TallyingModel, turns: int, stall_s: float
+    agent: Agent,
+    client: Client,
+    model: TallyingModel,
+    turns: int,
+    stall_s: float,
+    budget_s: float,
 ) -> TurnsResult:
     result = TurnsResult(turns)
+    section_started = time.monotonic()
     sid = f"bench-turns-{uuid.uuid4().hex[:8]}"
 
     async def handle_of() -> WorkflowHandle[Any, Any]:
@@ -587,6 +593,12 @@ async def many_turns(
     chain = ChainHistory(client, sid)
     await agent.sessions.seed(sid, {"scratchpad/turn.txt": chain_file(1, 1, "turn")})
     for index in range(turns):
+        if time.monotonic() - section_started > budget_s:
+            result.error = (
+                f"stopped before turn {index + 1}: the section's time budget "
+                f"(--turns-budget {budget_s:,.0f} s) ran out"
+            )
+            break
         if index % 10 == 0:
             await chain.collect()
             if mem_available_mib() < MIN_AVAILABLE_MIB:
@@ -1141,7 +1153,9 @@ async def run(args: argparse.Namespace) -> Report:
                     )  # fmt: skip
                 if "turns" in report.sections and sizes.turns:
                     log(f"section 2: {sizes.turns} one-step turns on one session")
-                    turns = many_turns(agent, client, model, sizes.turns, args.stall)
+                    turns = many_turns(
+                        agent, client, model, sizes.turns, args.stall, args.turns_budget
+                    )
                     report.turns = await guarded(report, "section 2", turns)
         if report.sections & {"parked", "list"} and sizes.parked:
             log(f"section 3: parking {sizes.parked} (+{args.park_warmup} warm-up) of each kind")
@@ -1308,7 +1322,10 @@ def render_turns(t: TurnsResult) -> list[str]:
     first = statistics.median(lat[:50]) if lat else None
     last = statistics.median(lat[-50:]) if lat else None
     out = ["", f"### 2. {t.turns:,} one-step turns on one session", ""]
-    failed = f" — FAILED: {t.error}".replace("|", "/") if t.error else ""
+    failed = ""
+    if t.error:
+        failed = (" — " if t.error.startswith("stopped") else " — FAILED: ") + t.error
+    failed = failed.replace("|", "/")
     rows = [
         ["turns completed", f"{t.done:,}{failed}"],
         ["runs (continue-as-new chain)", fmt_int(f.runs if f else None)],
@@ -1426,6 +1443,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--ks", type=_ints, help="K values of section 1 (10,50,200,1000)")
     parser.add_argument("--turns", type=int, help="turns of section 2 (1000)")
+    parser.add_argument(
+        "--turns-budget",
+        type=float,
+        default=1200,
+        help="seconds section 2 may take; it stops before the next turn after that (1200)",
+    )
     parser.add_argument("--parked", type=_ints, help="N values of section 3 (100,1000)")
     parser.add_argument(
         "--peers",
