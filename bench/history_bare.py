@@ -1,0 +1,85 @@
+"""Bare-Temporal floors for bench.history: no archmax, no agent framework.
+
+* :class:`BareSteps` runs K activities in sequence, each returning the same ~2 KB text an
+  agent's tool step returns, then returns: the smallest history a K-step turn can have.
+* :class:`BareWaiting` waits on a signal: the smallest parked workflow, for the memory
+  and listing figures.
+
+Kept apart from ``bench/history.py`` so the workflow sandbox, which re-imports a workflow's
+module for every run, imports only this small file.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import activity, workflow
+
+BARE_STEP_ACTIVITY = "bench.history.step"
+STEP_TIMEOUT = timedelta(seconds=60)
+
+PASSTHROUGH_MODULES = ("pydantic", "pydantic_core", "annotated_types", "yaml")
+"""What archmax's own worker passes through its sandbox; the bare workers do the same."""
+
+
+def numbered(text: str) -> str:
+    """``text`` as ``cat -n`` shows it: archmax's ``read_file`` result, for every contender."""
+    return "\n".join(f"{n:6}\t{line}" for n, line in enumerate(text.splitlines(), 1))
+
+
+def chain_file(index: int, total: int, prefix: str) -> str:
+    """The ``index``-th file (1-based) of a chain of ``total``: ~2 KB of text whose last
+    line names the next file (``NEXT <name>``), or ``CHAIN END`` on the last one."""
+    filler = [
+        f"{prefix} step {index:04d} line {line:02d}: "
+        + "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod"
+        for line in range(1, 21)
+    ]
+    last = f"NEXT {chain_name(index + 1, prefix)}" if index < total else "CHAIN END"
+    return "\n".join([*filler, last]) + "\n"
+
+
+def chain_name(index: int, prefix: str) -> str:
+    return f"{prefix}-{index:04d}.txt"
+
+
+@activity.defn(name=BARE_STEP_ACTIVITY)
+async def bare_step(index: int, total: int, prefix: str) -> str:
+    """One step of :class:`BareSteps`: the step's ~2 KB text, as the tool would return it."""
+    return numbered(chain_file(index, total, prefix))
+
+
+@workflow.defn(name="BenchHistoryBareSteps")
+class BareSteps:
+    """K activities in sequence, each returning ~2 KB; returns how many ran."""
+
+    @workflow.run
+    async def run(self, steps: int) -> int:
+        for index in range(1, steps + 1):
+            await workflow.execute_activity(
+                bare_step,
+                args=[index, steps, "bare"],
+                start_to_close_timeout=STEP_TIMEOUT,
+            )
+        return steps
+
+
+@workflow.defn(name="BenchHistoryBareWaiting")
+class BareWaiting:
+    """Parked on a signal until ``release``; ``ready`` (an update) answers once its first
+    workflow task ran, so the caller knows it is parked."""
+
+    def __init__(self) -> None:
+        self._released = False
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: self._released)
+
+    @workflow.signal
+    def release(self) -> None:
+        self._released = True
+
+    @workflow.update
+    def ready(self) -> bool:
+        return True
