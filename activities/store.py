@@ -36,7 +36,7 @@ from archmax_temporal.activities.session_store import (
 )
 from archmax_temporal.workflows.contracts.store import PERSIST_ACTIVITY
 from archmax_temporal.workflows.identity import folder_name
-from archmax_temporal.workflows.models import PersistTurnInput
+from archmax_temporal.workflows.models import PersistTurnInput, TrailStep
 from archmax_temporal.workflows.spec import WorkflowSpec
 from archmax_temporal.workflows.zones import ARTIFACTS, SCRATCHPAD, SPECS
 
@@ -96,6 +96,24 @@ def graph(spec: WorkflowSpec) -> dict[str, Any]:
     }
 
 
+def stored_trail(store_dir: Path, session_id: str, count: int) -> list[TrailStep]:
+    """The first ``count`` steps of a session's audit trail, from its ``trail.json`` (the
+    session keeps only the newest; :class:`StoreIOError` when the file is missing or
+    holds fewer: a host that does not share the workers' store)."""
+    path = store_dir / folder_name(session_id) / ARTIFACTS / "trail.json"
+    try:
+        steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+    except (OSError, ValueError, KeyError, TypeError):
+        steps = None
+    if not isinstance(steps, list) or len(steps) < count:
+        raise StoreIOError(
+            f"the session's trail.json does not hold its first {count} steps: the host and "
+            "the workers must share the store (ARCHMAX_STORE)",
+            ARTIFACTS,
+        )
+    return [TrailStep.model_validate(step) for step in steps[:count]]
+
+
 class StoreActivities:
     """Activities that write the session store of this worker."""
 
@@ -145,13 +163,17 @@ class StoreActivities:
         temporaries = session_dir / TEMPORARIES
         artifacts = session_dir / ARTIFACTS
         head = {"sessionId": turn.session_id, "workflow": turn.workflow}
+        steps = [s.model_dump(mode="json") for s in turn.trail]
+        if turn.trail_base:  # the file holds the first trail_base steps: keep them, append
+            held = json.loads((artifacts / "trail.json").read_text(encoding="utf-8"))["steps"]
+            steps = [*held[: turn.trail_base], *steps]
         messages = (
             [*self._logs.read(turn.session_id, turn.log.base), *turn.transcript]
             if turn.log is not None
             else turn.transcript
         )
         files: dict[str, Any] = {
-            "trail.json": {**head, "steps": [s.model_dump(mode="json") for s in turn.trail]},
+            "trail.json": {**head, "steps": steps},
             "variables.json": {
                 **head,
                 "variables": {

@@ -40,6 +40,7 @@ from archmax_temporal.activities.session_store import (
     SessionStore,
     write_upload,
 )
+from archmax_temporal.activities.store import stored_trail
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import (
@@ -553,12 +554,17 @@ class SessionsSurface:
             view: SessionView = await self._agent.handle(session_id).query(ArchmaxSession.view)
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
-        if view.transcript_offset == 0:
-            return view
-        logs = TranscriptLogs(self._agent.config.store)
-        logged = await asyncio.to_thread(logs.read, session_id, view.logged)
-        newer = view.transcript[max(view.logged - view.transcript_offset, 0) :]
-        return view.model_copy(update={"transcript": [*logged, *newer], "transcript_offset": 0})
+        store = self._agent.config.store
+        if view.transcript_offset:
+            logs = TranscriptLogs(store)
+            logged = await asyncio.to_thread(logs.read, session_id, view.logged)
+            newer = view.transcript[max(view.logged - view.transcript_offset, 0) :]
+            view = view.model_copy(update={"transcript": [*logged, *newer], "transcript_offset": 0})
+        if view.trail_offset:
+            held = await asyncio.to_thread(stored_trail, store, session_id, view.trail_persisted)
+            newer_steps = view.trail[max(view.trail_persisted - view.trail_offset, 0) :]
+            view = view.model_copy(update={"trail": [*held, *newer_steps], "trail_offset": 0})
+        return view
 
     async def _answerable(self, session_id: str) -> WorkflowExecutionDescription:
         """Refuse a query no worker would answer: a running session whose task queue no live

@@ -11,8 +11,10 @@ from temporalio.client import Client
 
 from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
-from archmax_temporal.workflows.models import ModelCallInput
-from tests.conftest import Scripted, running_agent, write_workflow
+from archmax_temporal.workflows.models import ModelCallInput, SessionView
+from archmax_temporal.workflows.session import ArchmaxSession
+from archmax_temporal.workflows.transcript import TRAIL_WINDOW
+from tests.conftest import Scripted, running_agent, tool_call, write_workflow
 
 READER = """
 title: Reader
@@ -121,3 +123,66 @@ async def test_a_long_turn_continues_as_new_between_model_calls_and_goes_on(
     assert len(answers) == 7 and all(len(m.content or "") > 2000 for m in answers)
     assert view.summary.turns == 1
     assert len(server.requests) == 8
+
+
+PING_PONG = """
+title: Ping pong
+states:
+  ping:
+    triggers: { manual: {} }
+    instructions: Go to pong.
+    transitions:
+      - { to: pong, description: Always. }
+  pong:
+    instructions: Go to ping.
+    transitions:
+      - { to: ping, description: Always. }
+"""
+
+
+async def test_the_trail_the_session_carries_is_bounded_and_the_view_is_whole(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """After a turn of 120 advances, the session keeps a window of its trail (the rest is the
+    store's trail.json); an outcome carries the newest of its firing's steps with their index,
+    and ``sessions.view`` the whole trail in order."""
+    write_workflow(tmp_path, "ping-pong", PING_PONG)
+    moves = 60
+    server = scripted(
+        json.dumps(
+            {
+                "rules": [
+                    {
+                        "when": {"state": "ping", "last_user": "/bounce/"},
+                        "times": moves,
+                        "reply": {"tool_calls": [tool_call("archmax_advance", to="pong")]},
+                    },
+                    {
+                        "when": {"state": "pong", "last_user": "/bounce/"},
+                        "times": moves,
+                        "reply": {"tool_calls": [tool_call("archmax_advance", to="ping")]},
+                    },
+                ],
+                "default": {"content": "here"},
+            }
+        )
+    )
+    sid = "history-trail"
+    async with running_agent(
+        client, task_queue, tmp_path, "ping-pong", server, worker_cache=10
+    ) as agent:
+        first = await agent.workflow.send(sid, "bounce")
+        second = await agent.workflow.send(sid, "where are you?")
+        held: SessionView = await agent.handle(sid).query(ArchmaxSession.view)
+        view = await agent.sessions.view(sid)
+    steps = 1 + 2 * moves  # the trigger arrival, then every advance
+    # a firing's outcome carries its steps the session still holds: the newest, numbered
+    assert (len(first.trail), first.trail_offset) == (TRAIL_WINDOW, steps - TRAIL_WINDOW)
+    assert [s.kind for s in second.trail] == ["trigger"]
+    assert second.trail_offset == steps
+    assert held.trail_offset > 0 and len(held.trail) <= TRAIL_WINDOW + 1
+    assert len(view.trail) == steps + 1 and view.trail_offset == 0
+    assert [s.to for s in view.trail[1:steps]] == ["pong", "ping"] * moves
+    assert view.trail[-len(held.trail) :] == held.trail
+    stored = json.loads((tmp_path / "sessions" / sid / "artifacts" / "trail.json").read_text())
+    assert len(stored["steps"]) == steps + 1

@@ -130,9 +130,11 @@ class TestDecide:
                 sid, to="refund-request", comment="Please confirm the amount."
             )
             closed = await agent.workflow.decide(sid, to="refund-closed")
+            whole = (await agent.sessions.view(sid)).trail
         assert again.kind == "parked"
         assert isinstance(again.pending, PendingDecision) and again.pending.seq == 2
-        assert sum(1 for s in closed.trail if s.to == "refund-review") == 2
+        assert sum(1 for s in whole if s.to == "refund-review") == 2
+        assert [(s.kind, s.to) for s in closed.trail] == [("human", "refund-closed")]
         assert closed.kind == "completed"
 
     async def test_an_undeclared_target_is_refused_listing_the_valid_ones(
@@ -180,12 +182,14 @@ class TestReply:
             calls = len(server.requests)
             answered = await agent.workflow.reply(sid, "Any news on my refund?")
             via_send = await agent.workflow.send(sid, "Fine — just approve it then.")
+            whole = (await agent.sessions.view(sid)).trail
         assert (answered.kind, answered.disposition) == ("parked", "reply")
         assert (
             answered.reply == "Your request is still with finance; a person will decide it shortly."
         )
         assert answered.pending == parked.pending
-        assert answered.trail == parked.trail
+        assert answered.trail == []  # a reply commits no step: the trail is the park's
+        assert answered.trail_offset == len(parked.trail) and whole == parked.trail
         assert via_send.disposition == "reply"
         assert via_send.pending == parked.pending
         assert [r.handoff for r in server.requests[calls:]] == [True, True]

@@ -101,6 +101,10 @@ class TestParkAndDeliver:
         assert resumed.variables["reply_body"].locked
         assert resumed.variables["trigger"].value == "email_reply"
         assert [(s.kind, s.to, s.reason) for s in resumed.trail] == [
+            ("trigger", "clarify", "email_reply"),
+            ("agent", "answer", "the reply names ORD-1001"),
+        ]  # the delivery's own steps; the view holds the whole trail
+        assert [(s.kind, s.to, s.reason) for s in view.trail] == [
             ("trigger", "clarify", "email_received"),
             ("trigger", "clarify", "email_reply"),
             ("agent", "answer", "the reply names ORD-1001"),

@@ -264,6 +264,11 @@ class TestReset:
             "Back at intake.",
         )
         assert [(s.kind, s.to) for s in second.trail] == [
+            ("trigger", "answer"),
+            ("reset", "intake"),
+        ]  # an outcome carries the steps its firing committed; the view, the whole trail
+        assert second.trail_offset == 2
+        assert [(s.kind, s.to) for s in view.trail][:4] == [
             ("trigger", "intake"),
             ("agent", "answer"),
             ("trigger", "answer"),
@@ -273,7 +278,8 @@ class TestReset:
         assert second.variables["customer"].value == "Acme"
         assert _users(view) == ["first", "second", "third"]
         assert (third.state, third.reply) == ("intake", "Staying in intake.")
-        assert [s.kind for s in third.trail].count("reset") == 1
+        assert [s.kind for s in third.trail] == ["trigger"]
+        assert [s.kind for s in view.trail].count("reset") == 1
         refusal = [m for m in view.transcript if m.role == "tool" and m.name == RESET][-1]
         assert refusal.status == "error"
         assert "already in the state" in (refusal.content or "")
@@ -306,8 +312,8 @@ class TestDispositions:
         assert none_yet == after_turn == ResolvedSession(finished, "turn", False)
         assert by_path == ResolvedSession(parked, "resume", False)
         assert (delivered.disposition, delivered.kind) == ("deliver", "completed")
-        steps = [(s.kind, s.reason) for s in delivered.trail]
-        assert steps == [("trigger", "manual"), ("trigger", "chat")]
+        assert [(s.kind, s.reason) for s in delivered.trail] == [("trigger", "chat")]
+        assert delivered.trail_offset == 1  # the park's own trigger step came before
 
     async def test_a_session_parked_at_a_human_state_resolves_to_reply(
         self, client: Client, task_queue: str, scripted: Scripted

@@ -349,7 +349,8 @@ class TestTriggersAndIds:
             second = await agent.workflow.send("follow-1", "second")
         assert first.state == "lookup" and second.state == "lookup"
         assert second.reply == "still in lookup"
-        assert [s.kind for s in second.trail] == ["trigger", "agent", "trigger"]
+        assert [s.kind for s in second.trail] == ["trigger"]
+        assert second.trail_offset == 2  # after the first turn's trigger and advance
 
 
 class TestBudgetsAndModelErrors:

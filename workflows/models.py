@@ -265,6 +265,12 @@ class SessionState(_Model):
     """The agent's latest text (None: read it off ``transcript``, a state carried by an
     older version)."""
     trail: list[TrailStep] = Field(default_factory=list)
+    """The newest steps of the audit trail: those the store's ``trail.json`` does not hold
+    yet, and a window before them (the whole trail is the store's, then these)."""
+    trail_offset: int = 0
+    """The trail index of ``trail[0]``."""
+    trail_persisted: int = 0
+    """How many trail steps the store's ``artifacts/trail.json`` holds."""
     usage: Usage = Field(default_factory=Usage)
     todos: list[Todo] = Field(default_factory=list)
     """The plan the agent keeps with ``write_todos`` (replaced whole by each call)."""
@@ -309,6 +315,8 @@ class InflightTurn(_Model):
 
     key: str | None = None
     disposition: Disposition
+    trail_from: int = 0
+    """The trail index the firing's own steps start at (its outcome's trail)."""
 
 
 RECENT_FIRINGS = 32
@@ -463,6 +471,10 @@ class Outcome(_Model):
     exit: SessionExit | None = None
     variables: dict[str, Variable] = Field(default_factory=dict)
     trail: list[TrailStep] = Field(default_factory=list)
+    """The trail steps this firing committed, as far as the session still holds them (the
+    newest hundred of a longer firing); the whole trail is ``sessions.view``'s."""
+    trail_offset: int = 0
+    """The trail index of ``trail[0]`` (how many steps the session had before)."""
     usage: Usage = Field(default_factory=Usage)
     delegation: PendingDelegation | None = None
     """For a park mirrored from a sub-workflow: the child session it waits on."""
@@ -514,6 +526,10 @@ class SessionView(_Model):
     only; the host prepends the store's log (``sessions.view`` does)."""
     logged: int = 0
     """How many messages the store's log holds (the host reads that many)."""
+    trail_offset: int = 0
+    """The trail index of ``trail[0]`` (the host prepends the store's ``trail.json``)."""
+    trail_persisted: int = 0
+    """How many trail steps the store's ``trail.json`` holds."""
     todos: list[Todo] = Field(default_factory=list)
     """The plan the agent keeps with ``write_todos``."""
 
@@ -584,6 +600,9 @@ class PersistTurnInput(_Model):
     status: SessionStatus
     state: str | None
     trail: list[TrailStep]
+    """With ``trail_base``: the steps ``trail.json`` does not hold yet; without: all."""
+    trail_base: int | None = None
+    """How many steps ``trail.json`` already holds (the activity keeps them, appends)."""
     variables: dict[str, Variable]
     usage: Usage
     transcript: list[Message] = Field(default_factory=list)

@@ -56,6 +56,7 @@ def outcome(
     input: SessionInput,
     waiting: PendingDelegation | None,
     disposition: Disposition,
+    trail_from: int = 0,
 ) -> Outcome:
     """What a settled firing came to, as ``send`` / ``deliver`` / ``decide`` / ``reply``
     return it."""
@@ -79,7 +80,8 @@ def outcome(
         rejected=s.rejected,
         exit=exit_of(s),
         variables=s.variables,
-        trail=s.trail,
+        trail=transcript.trail_since(s, trail_from),
+        trail_offset=max(trail_from, s.trail_offset),
         usage=s.usage,
         delegation=waiting,
     )
@@ -132,6 +134,8 @@ def view(
         todos=s.todos,
         transcript_offset=s.transcript_offset,
         logged=s.logged,
+        trail_offset=s.trail_offset,
+        trail_persisted=s.trail_persisted,
     )
 
 

@@ -29,7 +29,13 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from archmax_temporal.workflows import contracts, delegation, firing, projections
+    from archmax_temporal.workflows import (
+        contracts,
+        delegation,
+        firing,
+        projections,
+        transcript,
+    )
     from archmax_temporal.workflows.context import SessionContext
     from archmax_temporal.workflows.errors import SessionNotResumableError
     from archmax_temporal.workflows.firing import (
@@ -88,6 +94,8 @@ class ArchmaxSession:
         self._deliver_signals = 0
         self._delegation = delegation.Delegations(self._ctx)
         self._turn = TurnEngine(self._ctx, HookRunner(self._ctx), self._delegation)
+        self._trail_from = 0
+        """The trail index the firing being served started at (its outcome's trail)."""
         self._disposition: Disposition = "turn"
         """What the firing being served is to the session (its outcome's disposition)."""
         self._turn.may_hand_over = lambda: (
@@ -153,7 +161,9 @@ class ArchmaxSession:
         (whose update this run abandons) gets the outcome from the next run by its key."""
         s = self._ctx.session
         if s.inflight is None:  # a turn handed on twice keeps its first caller's key
-            s.inflight = InflightTurn(key=serving.key, disposition=self._disposition)
+            s.inflight = InflightTurn(
+                key=serving.key, disposition=self._disposition, trail_from=self._trail_from
+            )
         workflow.continue_as_new(self._ctx.input.model_copy(update={"carried": s}))
 
     async def _end_delegated_run(self) -> SessionSummary:
@@ -222,10 +232,12 @@ class ArchmaxSession:
         """Serve one firing until the session settles, and say what it came to."""
         turn = self._turn
         disposition: Disposition
+        self._trail_from = transcript.trail_total(self._ctx.session)
         match next_firing:
             case ResumeTurn():
                 inflight = self._ctx.session.inflight
                 self._disposition = inflight.disposition if inflight else "turn"
+                self._trail_from = inflight.trail_from if inflight else self._trail_from
                 await turn.drive(resuming=True)
                 return await self._settle(self._disposition)
             case ChildSettled(child=child):
@@ -277,7 +289,9 @@ class ArchmaxSession:
         await self._turn.persist()
         self._turn.publish()
         s = self._ctx.session
-        return projections.outcome(s, self._ctx.input, self._delegation.current(), disposition)
+        return projections.outcome(
+            s, self._ctx.input, self._delegation.current(), disposition, self._trail_from
+        )
 
     # --- handlers -------------------------------------------------------------------------
 

@@ -20,7 +20,13 @@ import hashlib
 import json
 from typing import Final
 
-from archmax_temporal.workflows.models import Message, SessionState, ToolSchema, TranscriptLog
+from archmax_temporal.workflows.models import (
+    Message,
+    SessionState,
+    ToolSchema,
+    TrailStep,
+    TranscriptLog,
+)
 
 WINDOW: Final = 60
 """How many of the newest messages the workflow keeps besides the unlogged ones: what hooks
@@ -101,3 +107,34 @@ def digest_of(text: str) -> str:
 def schemas_text(tools: list[ToolSchema]) -> str:
     """The canonical text of a tool schema list (what its digest is taken of)."""
     return json.dumps([t.model_dump(mode="json") for t in tools], sort_keys=True)
+
+
+# --- the audit trail ---------------------------------------------------------------------
+
+TRAIL_WINDOW: Final = 100
+"""How many of the newest trail steps the workflow keeps besides the unpersisted ones."""
+
+
+def trail_total(s: SessionState) -> int:
+    """How many steps the session's trail has."""
+    return s.trail_offset + len(s.trail)
+
+
+def trail_since(s: SessionState, start: int) -> list[TrailStep]:
+    """The steps from trail index ``start`` on (those the window still holds)."""
+    return s.trail[max(start - s.trail_offset, 0) :]
+
+
+def trail_unpersisted(s: SessionState) -> list[TrailStep]:
+    """The steps the store's ``trail.json`` does not hold yet."""
+    return s.trail[max(s.trail_persisted - s.trail_offset, 0) :]
+
+
+def trail_persisted(s: SessionState, count: int) -> None:
+    """The store holds the first ``count`` steps: keep only the window of what it holds."""
+    s.trail_persisted = count
+    held = max(count - s.trail_offset, 0)
+    drop = min(held, len(s.trail) - TRAIL_WINDOW)
+    if drop > 0:
+        del s.trail[:drop]
+        s.trail_offset += drop

@@ -723,7 +723,8 @@ class TurnEngine:
                     spec=None if self._spec_persisted else ctx.spec,
                     status=s.status,
                     state=s.state,
-                    trail=s.trail,
+                    trail=transcript.trail_unpersisted(s),
+                    trail_base=s.trail_persisted,
                     variables=s.variables,
                     usage=s.usage,
                     transcript=transcript.unlogged(s),
@@ -732,6 +733,7 @@ class TurnEngine:
                 summary=f"artifacts · {s.status}",
             )
             self._spec_persisted = True
+            transcript.trail_persisted(s, transcript.trail_total(s))
         except ActivityError as failure:
             workflow.logger.warning("artifacts not written: %s", failure.cause or failure)
 

@@ -90,7 +90,8 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
             resumed = await agent.workflow.deliver(
                 conversation_id, trigger="email_reply", variables={"reply_body": reply}
             )
-            flow = " → ".join(f"{s.to}" for s in resumed.trail)
+            whole = (await agent.sessions.view(conversation_id)).trail
+            flow = " → ".join(f"{s.to}" for s in whole)
             _say(f"   → {resumed.kind} in {resumed.state} (trail: {flow})")
             print(resumed.reply, flush=True)
             ui = server.ui_url if server and server.ui_url else "http://localhost:8233"

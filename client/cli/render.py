@@ -69,7 +69,7 @@ def report_outcome(
     The token footer closes the narration: what this command's turn spent (the session's
     usage less ``spent_before``), omitted when the endpoint reported nothing.
     """
-    code = _narrate_outcome(outcome, trail_from)
+    code = _narrate_outcome(outcome, max(trail_from - outcome.trail_offset, 0))
     spent = outcome.usage.since(spent_before) if spent_before is not None else outcome.usage
     tokens = footer_line(spent, configured_pricing(err))
     if tokens is not None:
