@@ -75,7 +75,8 @@ _COMMANDS = frozenset(
     }
 )
 """History events only a running turn writes: the first one after a ``deliver`` signal shows
-the signal started the turn (a refused signal is dropped, and nothing follows it)."""
+the signal started the turn (a refused signal starts none: the session records its refusal,
+read as a ``refused`` event)."""
 
 _WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
@@ -132,6 +133,9 @@ class _Reader:
         with the ``delivered`` event's data."""
         self._wakes: dict[int, str] = {}
         """The timers a timed park waits on (started event id → its resume time)."""
+        self._deliver_signals: dict[int, tuple[HistoryEvent, str | None]] = {}
+        """This run's ``deliver`` signals by number (from 1, as the session counts them): the
+        event and the trigger it named, for the refusal the session may record."""
 
     def _decode(self, payloads: Any, kind: type) -> Any:
         """The payload as ``kind``, or None when it does not decode (a history written by
@@ -169,6 +173,7 @@ class _Reader:
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
             # A run continued as new starts where the last one stood (parked, say).
             inputs = event.workflow_execution_started_event_attributes.input.payloads
+            self._deliver_signals.clear()  # the session counts a run's signals from one
             carried = getattr(self._decode(inputs, SessionInput), "carried", None)
             status = getattr(carried, "status", None)
             channels = {"awaiting_input": "input", "awaiting_decision": "decision"}
@@ -180,12 +185,17 @@ class _Reader:
             return self._turn_end(event)
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             attributes = event.workflow_execution_signaled_event_attributes
-            if attributes.signal_name == "deliver" and self._parked == "input":
-                delivery = self._decode(attributes.input.payloads, DeliverInput)
-                trigger = getattr(delivery, "trigger", None)
+            if attributes.signal_name != "deliver":
+                return []
+            delivery = self._decode(attributes.input.payloads, DeliverInput)
+            trigger = getattr(delivery, "trigger", None)
+            self._deliver_signals[len(self._deliver_signals) + 1] = (event, trigger)
+            if self._parked == "input":
                 data = {"trigger": trigger, "signal": True} if trigger else None
                 self._signals.append((event, data))
-            return []  # a signal to a session not parked for input is refused: no event
+            return []  # delivered once its turn shows; refused once the session says so
+        if kind == EventType.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+            return self._refused_signal(event)
         if kind == EventType.EVENT_TYPE_TIMER_STARTED:
             if event.user_metadata.HasField("summary"):
                 summary = str(self._decode([event.user_metadata.summary], str) or "")
@@ -408,6 +418,29 @@ class _Reader:
             delivery = self._decode(request.input.args.payloads, DeliverInput)
             data = {"trigger": getattr(delivery, "trigger", None)}
         return [self._event(event, _TURN_EVENTS.get(update, "turn-start"), data)]
+
+    def _refused_signal(self, event: HistoryEvent) -> list[SessionEvent]:
+        """A ``deliver`` signal the session refused (it records the signal's number, the
+        error type and the reason in its memo): a ``refused`` event, and never ``delivered``."""
+        fields = event.workflow_properties_modified_event_attributes.upserted_memo.fields
+        if contracts.REFUSED_SIGNAL_MEMO not in fields:
+            return []
+        record = self._decode([fields[contracts.REFUSED_SIGNAL_MEMO]], dict)
+        if not isinstance(record, dict):
+            return []
+        number = record.get("signal")
+        source, trigger = self._deliver_signals.get(
+            number if isinstance(number, int) else 0, (event, None)
+        )
+        self._signals = [(s, d) for s, d in self._signals if s is not source]
+        data = {
+            "trigger": trigger,
+            "signal": True,
+            "type": record.get("type"),
+            "reason": record.get("reason"),
+        }
+        found = self._event(event, "refused", data, "warn")
+        return [found.model_copy(update={"ts": source.event_time.ToDatetime()})]
 
     def _delivered_by_signal(self, event: HistoryEvent) -> list[SessionEvent]:
         """A ``deliver`` signal, or a timed park's fired timer, is reported once the turn it

@@ -108,7 +108,7 @@ async def test_a_deliver_signal_reads_as_delivered_then_the_re_park(
     """Seed: "The park lifecycle event says which channel a session awaits, and for an agent
     park, the reason it gave", so a subscriber tells "turn ended" from "session waiting"
     whatever resumed it. A refused signal (no trigger id) leaves the session parked exactly
-    as it was: it is never reported delivered. (A signal is reported once the turn it starts
+    as it was: it is reported refused, with the reason, never delivered. (A signal is reported once the turn it starts
     shows in the history.)"""
     write_workflow(tmp_path, "waiter", WAITER)
     async with running_agent(
@@ -127,8 +127,11 @@ async def test_a_deliver_signal_reads_as_delivered_then_the_re_park(
         ("input", "the go-ahead"),
         ("input", "another nudge"),
     ]
-    order = [e.type for e in events if e.type in ("parked", "delivered")]
-    assert order == ["parked", "delivered", "parked"]
+    (refused,) = _types(events, "refused")  # reported as refused, with the reason
+    assert (refused.level, refused.data["trigger"], refused.data["signal"]) == ("warn", "", True)
+    assert refused.data["type"] and refused.data["reason"]
+    order = [e.type for e in events if e.type in ("parked", "delivered", "refused")]
+    assert order == ["parked", "refused", "delivered", "parked"]
 
 
 async def test_a_timer_wake_reads_as_delivered_and_the_re_park_carries_its_new_resume_at(

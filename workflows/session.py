@@ -74,7 +74,7 @@ FIRST_FIRING_PATCH = "archmax-first-firing-grace"
 REFUSED_SIGNAL_PATCH = "archmax-refused-signal-memo"
 """``workflow.patched`` id: a refused ``deliver`` signal is recorded in the memo."""
 
-REFUSED_SIGNAL_MEMO = "archmax.refused_signal"
+REFUSED_SIGNAL_MEMO = contracts.REFUSED_SIGNAL_MEMO
 """The memo key a refused ``deliver`` signal is recorded under (``signal``: its number among
 this run's ``deliver`` signals; ``type`` and ``reason``: the refusal)."""
 

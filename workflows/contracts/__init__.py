@@ -58,6 +58,7 @@ __all__ = [
     "PERSIST_ACTIVITY",
     "PERSIST_RETRY",
     "PERSIST_TIMEOUT",
+    "REFUSED_SIGNAL_MEMO",
     "WORKFLOW_NAME",
     "ActivityContract",
     "check_registered",
@@ -70,6 +71,10 @@ __all__ = [
 
 WORKFLOW_NAME: Final = "ArchmaxSession"
 """The Temporal workflow type of a session."""
+
+REFUSED_SIGNAL_MEMO: Final = "archmax.refused_signal"
+"""The memo key a session records a refused ``deliver`` signal under (its number in the run,
+the error type, the reason): the events read it as ``refused``."""
 
 FIRST_FIRING_GRACE: Final = timedelta(seconds=60)
 """How long a run that has admitted no firing waits for one before it ends. An update-with-
