@@ -15,13 +15,14 @@ import base64
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
@@ -60,7 +61,7 @@ from archmax_temporal.client.runtime import (
     worker_polling,
 )
 from archmax_temporal.workflows import search_attributes as sa
-from archmax_temporal.workflows.contracts import WORKFLOW_NAME
+from archmax_temporal.workflows.contracts import LISTED_MEMO, WORKFLOW_NAME
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
@@ -86,14 +87,18 @@ from archmax_temporal.workflows.models import (
     DelegateSpec,
     DeliverInput,
     FileUpload,
+    ListedSession,
     Outcome,
     ReplyInput,
     SendInput,
     SessionInput,
+    SessionStatus,
     SessionSummary,
     SessionView,
     ToolMock,
     ToolSchema,
+    Variable,
+    is_finished,
 )
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -619,15 +624,92 @@ class SessionsSurface:
             query += f" AND ArchmaxWorkflow = '{workflow}'"
         if self._agent.config.search_attributes:
             query += " AND ArchmaxStatus != 'new'"
+        polled = await self._polled(self._agent.config.task_queue)
         summaries: list[SessionSummary] = []
         async for execution in self._agent.client.list_workflows(query, limit=limit):
-            try:
-                summary = await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT)
-            except Exception:  # a session that cannot answer right now is left out
-                continue
+            summary: SessionSummary | None = None
+            if polled:
+                try:
+                    summary = await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT)
+                except Exception:  # no answer right now: what visibility knows of it
+                    summary = None
+            if summary is None:
+                summary = await listed_summary(execution, polled=polled)
             if summary.status != "new":  # a run that never admitted a firing is no session
                 summaries.append(summary)
         return summaries
+
+    async def describe(self, session_id: str) -> SessionSummary:
+        """The session as visibility knows it (its search attributes and the listing it
+        publishes in its memo at every turn's end), with no worker to answer: what
+        ``archmax sessions`` shows when none polls. :class:`SessionNotFoundError` if none."""
+        try:
+            described = await self._agent.handle(session_id).describe()
+        except Exception as exc:
+            raise await self._typed(exc, session_id) from exc
+        queue = described.task_queue or self._agent.config.task_queue
+        return await listed_summary(described, polled=await self._polled(queue))
+
+    async def _polled(self, task_queue: str) -> bool:
+        """Whether a worker (a command's included) polls ``task_queue``; True when the server
+        cannot say (the time-skipping one)."""
+        try:
+            return await worker_polling(self._agent.client, task_queue, include_commands=True)
+        except RPCError:
+            return True
+
+
+NO_WORKER = "no worker is polling; start one with archmax worker"
+"""What a listed session no worker serves says (its timers and deliveries wait for one)."""
+
+
+async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> SessionSummary:
+    """A session's summary from visibility alone: the ``Archmax*`` search attributes and the
+    listing the session publishes in its memo (``source="visibility"``; each variable by name,
+    with no value). With no worker polling, ``waiting_on`` says so, and how overdue a timed
+    wake is: ``due 12 min ago — no worker is polling; …``."""
+    attributes = execution.typed_search_attributes
+    memo = await execution.memo()
+    listed = ListedSession.model_validate(memo.get(LISTED_MEMO) or {})
+    status = attributes.get(sa.STATUS) or "running"
+    if status not in get_args(SessionStatus):
+        status = "running"
+    resume_at = attributes.get(sa.RESUME_AT)
+    waiting_on: str | None = None
+    if not polled:
+        waiting_on = NO_WORKER
+        if resume_at is not None:
+            late = datetime.now(UTC) - resume_at
+            waiting_on = (
+                f"due {_span(late)} ago — {NO_WORKER}"
+                if late.total_seconds() >= 0
+                else f"wakes in {_span(-late)}; {NO_WORKER}"
+            )
+    return SessionSummary(
+        session_id=execution.id,
+        workflow=attributes.get(sa.WORKFLOW) or "",
+        status=status,
+        classification="new" if status == "new" else "finished" if is_finished(status) else "open",
+        state=attributes.get(sa.STATE) or listed.pending_state,
+        spec_hash=listed.spec_hash,
+        wait_reason=listed.wait_reason,
+        resume_at=resume_at,
+        trigger=listed.trigger,
+        variables={name: Variable(value=None) for name in listed.variable_names},
+        turns=listed.turns,
+        parent_session_id=listed.parent_session_id,
+        waiting_on=waiting_on,
+        source="visibility",
+    )
+
+
+def _span(delta: timedelta) -> str:
+    """``40 s``, ``12 min``, ``3 h``, ``2 d``: a span rounded to its largest unit."""
+    seconds = int(delta.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit}"
+    return f"{seconds} s"
 
 
 class Agent:

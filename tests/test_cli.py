@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -454,7 +455,8 @@ class TestBackgroundWorker:
 
     def test_read_only_commands_start_no_worker(self, cli: Cli) -> None:
         """After ``archmax dev stop``, listing, showing and reading events start nothing:
-        events read the history, and a query with no worker says so in one line."""
+        events read the history, and a session no worker can answer for is shown as
+        visibility knows it, saying that no worker polls."""
         assert _park(cli, "bg-4").code == 0
         pid = _worker_pid(cli.root)
         assert pid is not None
@@ -463,8 +465,12 @@ class TestBackgroundWorker:
         assert not _alive(pid)
         assert cli("events", "bg-4").code == 0
         shown = cli("sessions", "bg-4")
-        assert shown.code == 1 and "SessionUnavailableError" in shown.stderr
-        assert "Traceback" not in shown.stderr
+        assert shown.code == 0, shown.stderr
+        assert "status    awaiting_input (open)" in shown.stdout
+        assert "waiting   no worker is polling; start one with archmax worker" in shown.stdout
+        assert "variables conversation_id" in shown.stdout  # names, from the memo
+        listed = cli("sessions")
+        assert "bg-4  awaiting_input  open  state=clarify" in listed.stdout
         assert _worker_pid(cli.root) is None
 
     def test_no_model_endpoint_is_refused_before_any_session_is_touched(self, cli: Cli) -> None:
@@ -529,6 +535,10 @@ class TestBackgroundWorker:
         time.sleep(4.0)  # the 3 s timer is now due, and no worker polls
         for command in (("events", "bg-6"), ("sessions",), ("validate", "timed")):
             cli(*command, model_url=server.url)
+        listing = cli("sessions", model_url=server.url).stdout
+        (line,) = [line for line in listing.splitlines() if line.startswith("bg-6")]
+        after = listing.split(line, 1)[1]
+        assert re.search(r"^    due \d+ s ago — no worker is polling; start one with", after, re.M)
         events = [json.loads(line) for line in cli("events", "bg-6").stdout.splitlines()]
         assert events[-1]["type"] == "parked"
         assert not [e for e in events if e["type"] == "delivered"]

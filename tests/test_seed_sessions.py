@@ -108,8 +108,8 @@ async def test_a_deliver_signal_reads_as_delivered_then_the_re_park(
     """Seed: "The park lifecycle event says which channel a session awaits, and for an agent
     park, the reason it gave", so a subscriber tells "turn ended" from "session waiting"
     whatever resumed it. A refused signal (no trigger id) leaves the session parked exactly
-    as it was: it is reported refused, with the reason, never delivered. (A signal is reported once the turn it starts
-    shows in the history.)"""
+    as it was: it is reported refused, with the reason, never delivered. (A signal is
+    reported once the turn it starts shows in the history.)"""
     write_workflow(tmp_path, "waiter", WAITER)
     async with running_agent(
         client, task_queue, tmp_path, "waiter", scripted(WAITER_PLAYBOOK)

@@ -480,6 +480,23 @@ class Outcome(_Model):
     """For a park mirrored from a sub-workflow: the child session it waits on."""
 
 
+class ListedSession(_Model):
+    """What a session publishes in its memo (``archmax.summary``) at every turn's end beside
+    its search attributes: enough for a host to list it from visibility alone, with no
+    worker to answer a query (names, never values)."""
+
+    spec_hash: str = ""
+    trigger: str | None = None
+    turns: int = 0
+    wait_reason: str | None = None
+    """The park's reason (its first 200 characters)."""
+    pending_state: str | None = None
+    decision_edges: list[str] = Field(default_factory=list)
+    exit_code: str | None = None
+    variable_names: list[str] = Field(default_factory=list)
+    parent_session_id: str | None = None
+
+
 class SessionSummary(_Model):
     """A session as a host lists it: status, classification, where it stands, what it holds."""
 
@@ -505,7 +522,11 @@ class SessionSummary(_Model):
     """For a delegated child: its caller's session id."""
     waiting_on: str | None = None
     """Set by the host for a running session whose activity is being retried (``waiting on
-    the model: <its last failure>``): the deployment's problem, visible, not the agent's."""
+    the model: <its last failure>``), or one no worker serves (``due 12 min ago — no worker
+    is polling …``): the deployment's problem, visible, not the agent's."""
+    source: Literal["session", "visibility"] = "session"
+    """``visibility``: read off the search attributes and memo because no worker could
+    answer (``variables`` then holds each name with no value)."""
 
 
 class SubWorkflowReport(_Model):

@@ -16,6 +16,7 @@ from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows import transcript
 from archmax_temporal.workflows.models import (
     Disposition,
+    ListedSession,
     Outcome,
     OutcomeKind,
     PendingDelegation,
@@ -120,6 +121,35 @@ def summary(
         turns=s.turns,
         delegation=waiting,
         parent_session_id=input.parent.session_id if input.parent else None,
+    )
+
+
+LISTED_REASON_CHARS = 200
+"""How much of a park's reason the memo carries."""
+
+LISTED_VARIABLES = 64
+"""How many variable names the memo carries."""
+
+
+def listed(
+    s: SessionState, input: SessionInput, waiting: PendingDelegation | None
+) -> ListedSession:
+    """What the session publishes in its memo for a host that lists it from visibility."""
+    brief = summary(s, input, waiting, busy=False)
+    exit = brief.exit
+    pending = brief.pending_input or brief.pending_decision
+    return ListedSession(
+        spec_hash=input.spec_hash,
+        trigger=s.trigger,
+        turns=s.turns,
+        wait_reason=brief.wait_reason[:LISTED_REASON_CHARS] if brief.wait_reason else None,
+        pending_state=pending.state if pending is not None else None,
+        decision_edges=[e.to for e in brief.pending_decision.transitions]
+        if brief.pending_decision
+        else [],
+        exit_code=exit.code if exit is not None and not exit.success else None,
+        variable_names=sorted(n for n in s.variables if n != "trigger")[:LISTED_VARIABLES],
+        parent_session_id=brief.parent_session_id,
     )
 
 

@@ -58,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
         DecideInput,
         DecisionEdge,
         DeliverInput,
+        ListedSession,
         Message,
         ModelCallInput,
         ModelCallResult,
@@ -77,6 +78,9 @@ Stop = Literal["continue", "raised", "parked", "routed", "rejected"]
 
 MID_TURN_PATCH = "archmax-continue-as-new-mid-turn"
 """``workflow.patched`` id: a turn may continue as new between two model calls."""
+
+LISTED_MEMO_PATCH = "archmax-listed-memo"
+"""``workflow.patched`` id: a settled turn publishes its listing in the memo."""
 
 
 class ContinueMidTurn(Exception):
@@ -117,6 +121,8 @@ class TurnEngine:
         self._sent: set[str] = set()
         """Digests of the prompts and tool lists this run has sent (later calls name them)."""
         self._spec_persisted = False
+        self._listed: ListedSession | None = None
+        """The listing this run last published in the memo (re-published when it changes)."""
         """Whether this run has handed the spec to the store activity (it keeps a snapshot)."""
         self._calls_this_run = 0
         """The agent's model calls in this run (``model_calls_per_run``)."""
@@ -747,6 +753,10 @@ class TurnEngine:
         workflow.set_current_details(
             projections.current_details(ctx.session, ctx.input, self._delegation.current())
         )
+        listed = projections.listed(ctx.session, ctx.input, self._delegation.current())
+        if listed != self._listed and workflow.patched(LISTED_MEMO_PATCH):
+            workflow.upsert_memo({contracts.LISTED_MEMO: listed.model_dump(mode="json")})
+            self._listed = listed
 
 
 def _mocked_answer(result: Any) -> ToolAnswer:

@@ -155,14 +155,19 @@ def summary_detail(s: SessionSummary, handoff: str | None = None) -> str:
             lines += [f"  {line}" for line in handoff.splitlines()]
     if s.pending_input is not None:
         lines.append(f"awaiting  input in {s.pending_input.state}: {s.pending_input.reason}")
-        if s.resume_at:
-            lines.append(f"due       {s.resume_at.isoformat()}")
+    elif s.source == "visibility" and s.wait_reason:
+        lines.append(f"awaiting  {s.wait_reason}")
+    if s.resume_at and s.status == "awaiting_input":
+        lines.append(f"due       {s.resume_at.isoformat()}")
     if s.exit is not None:
         lines.append(
             "exit      success" if s.exit.success else f"exit      {s.exit.code}: {s.exit.reason}"
         )
     if s.rejected:
         lines.append(f"rejected  {s.rejected}")
+    if s.source == "visibility":  # no worker answered: names only, from the memo
+        lines.append(f"variables {', '.join(sorted(s.variables)) or '(none)'}")
+        return "\n".join(lines)
     lines.append("variables")
     for name, variable in sorted(s.variables.items()):
         lock = " (locked)" if variable.locked else ""

@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_MODEL_CALL_TIMEOUT",
     "DEFAULT_REQUESTS_PER_RUN",
     "FIRST_FIRING_GRACE",
+    "LISTED_MEMO",
     "MAX_ERROR_ROUTES_PER_TURN",
     "MODEL_ACTIVITY",
     "MODEL_RETRY",
@@ -71,6 +72,10 @@ __all__ = [
 
 WORKFLOW_NAME: Final = "ArchmaxSession"
 """The Temporal workflow type of a session."""
+
+LISTED_MEMO: Final = "archmax.summary"
+"""The memo key a session publishes its listing under at every settled turn (a
+:class:`~archmax_temporal.workflows.models.ListedSession`): hosts list it with no worker."""
 
 REFUSED_SIGNAL_MEMO: Final = "archmax.refused_signal"
 """The memo key a session records a refused ``deliver`` signal under (its number in the run,
