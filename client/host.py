@@ -104,8 +104,8 @@ from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_pa
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.spec import MANUAL_TRIGGER
 
-LIST_QUERY_TIMEOUT = timedelta(seconds=5)
-"""How long ``sessions.list`` waits for one session's summary before leaving it out."""
+LIST_TIMEOUT = timedelta(seconds=10)
+"""How long the visibility query of one page of a listing may take."""
 
 
 @dataclass(frozen=True)
@@ -613,31 +613,70 @@ class SessionsSurface:
             follow=follow,
         )
 
-    async def list(self, *, workflow: str | None = None, limit: int = 100) -> list[SessionSummary]:
-        """This deployment's sessions (its task queue), newest first: visibility finds them,
-        each one's summary query describes it; one that cannot answer in time is left out."""
-        query = (
-            f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running' "
-            f"AND TaskQueue = '{self._agent.config.task_queue}'"
+    async def page(
+        self,
+        *,
+        workflow: str | None = None,
+        status: SessionStatus | None = None,
+        due: bool = False,
+        limit: int = 100,
+        token: bytes | None = None,
+    ) -> tuple[list[SessionSummary], bytes | None]:
+        """One page of :meth:`list` (``limit`` executions looked at) and Temporal's token for
+        the next page (None: the last)."""
+        config = self._agent.config
+        now = datetime.now(UTC)
+        executions = self._agent.client.list_workflows(
+            listing_query(
+                config.task_queue,
+                workflow=workflow,
+                status=status,
+                due_before=now if due else None,
+                search_attributes=config.search_attributes,
+            ),
+            page_size=limit,
+            next_page_token=token or None,
+            rpc_timeout=LIST_TIMEOUT,
         )
-        if workflow:
-            query += f" AND ArchmaxWorkflow = '{workflow}'"
-        if self._agent.config.search_attributes:
-            query += " AND ArchmaxStatus != 'new'"
-        polled = await self._polled(self._agent.config.task_queue)
-        summaries: list[SessionSummary] = []
-        async for execution in self._agent.client.list_workflows(query, limit=limit):
-            summary: SessionSummary | None = None
-            if polled:
-                try:
-                    summary = await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT)
-                except Exception:  # no answer right now: what visibility knows of it
-                    summary = None
-            if summary is None:
-                summary = await listed_summary(execution, polled=polled)
-            if summary.status != "new":  # a run that never admitted a firing is no session
-                summaries.append(summary)
-        return summaries
+        await executions.fetch_next_page()
+        polled = await self._polled(config.task_queue)
+        summaries = [
+            await listed_summary(execution, polled=polled)
+            for execution in executions.current_page or []
+        ]
+        kept = [
+            summary
+            for summary in summaries
+            if summary.status != "new"  # a run that never admitted a firing is no session
+            and (status is None or summary.status == status)  # visibility lags a little
+            and (workflow is None or summary.workflow == workflow)
+            and (not due or _is_due(summary, now))
+        ]
+        return kept, executions.next_page_token or None
+
+    async def list(
+        self,
+        *,
+        workflow: str | None = None,
+        status: SessionStatus | None = None,
+        due: bool = False,
+        limit: int = 100,
+    ) -> list[SessionSummary]:
+        """This deployment's sessions (its task queue), newest first, at most ``limit``, read
+        from Temporal's visibility alone (search attributes and the listing each session
+        publishes in its memo): no query per session, and the same answers with no worker
+        running. ``status`` and ``workflow`` narrow it; ``due`` keeps sessions whose timed
+        wake is past. :meth:`get` asks the session itself."""
+        found: list[SessionSummary] = []
+        token: bytes | None = None
+        while len(found) < limit:
+            page, token = await self.page(
+                workflow=workflow, status=status, due=due, limit=limit - len(found), token=token
+            )
+            found += page
+            if not token:
+                break
+        return found[:limit]
 
     async def describe(self, session_id: str) -> SessionSummary:
         """The session as visibility knows it (its search attributes and the listing it
@@ -663,42 +702,93 @@ NO_WORKER = "no worker is polling; start one with archmax worker"
 """What a listed session no worker serves says (its timers and deliveries wait for one)."""
 
 
+def listing_query(
+    task_queue: str,
+    *,
+    workflow: str | None = None,
+    status: str | None = None,
+    due_before: datetime | None = None,
+    search_attributes: bool = True,
+) -> str:
+    """The visibility query of a listing: the running sessions of ``task_queue``, narrowed
+    by the ``Archmax*`` search attributes where the deployment publishes them (``workflow``
+    is a checked slug and ``status`` one of the statuses: nothing to escape)."""
+    query = (
+        f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running' "
+        f"AND TaskQueue = '{task_queue}'"
+    )
+    if not search_attributes:
+        return query
+    query += f" AND {sa.STATUS.name} != 'new'"
+    if workflow:
+        query += f" AND {sa.WORKFLOW.name} = '{workflow}'"
+    if status:
+        query += f" AND {sa.STATUS.name} = '{status}'"
+    if due_before is not None:
+        instant = due_before.isoformat().replace("+00:00", "Z")
+        query += f" AND {sa.STATUS.name} = 'awaiting_input' AND {sa.RESUME_AT.name} <= '{instant}'"
+    return query
+
+
+def _is_due(summary: SessionSummary, now: datetime) -> bool:
+    return (
+        summary.status == "awaiting_input"
+        and summary.resume_at is not None
+        and summary.resume_at <= now
+    )
+
+
 async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> SessionSummary:
-    """A session's summary from visibility alone: the ``Archmax*`` search attributes and the
-    listing the session publishes in its memo (``source="visibility"``; each variable by name,
-    with no value). With no worker polling, ``waiting_on`` says so, and how overdue a timed
-    wake is: ``due 12 min ago — no worker is polling; …``."""
+    """A session's summary from visibility alone: the listing the session publishes in its
+    memo at every settled turn, and its ``Archmax*`` search attributes (``source=
+    "visibility"``; each variable by name, with no value). With no worker polling,
+    ``waiting_on`` says so, and how overdue a timed wake is: ``due 12 min ago — no worker is
+    polling; …``."""
     attributes = execution.typed_search_attributes
     memo = await execution.memo()
-    listed = ListedSession.model_validate(memo.get(LISTED_MEMO) or {})
-    status = attributes.get(sa.STATUS) or "running"
+    published = memo.get(LISTED_MEMO)
+    listed = ListedSession.model_validate(published or {})
+    status: str = listed.status if published else attributes.get(sa.STATUS) or "running"
     if status not in get_args(SessionStatus):
         status = "running"
-    resume_at = attributes.get(sa.RESUME_AT)
+    pending = listed.pending_input
+    resume_at = pending.resume_at if pending else attributes.get(sa.RESUME_AT)
     waiting_on: str | None = None
     if not polled:
         waiting_on = NO_WORKER
-        if resume_at is not None:
+        if resume_at is not None and status == "awaiting_input":
             late = datetime.now(UTC) - resume_at
             waiting_on = (
                 f"due {_span(late)} ago — {NO_WORKER}"
                 if late.total_seconds() >= 0
                 else f"wakes in {_span(-late)}; {NO_WORKER}"
             )
+    delegation = listed.delegation
     return SessionSummary(
         session_id=execution.id,
         workflow=attributes.get(sa.WORKFLOW) or "",
         status=status,
         classification="new" if status == "new" else "finished" if is_finished(status) else "open",
-        state=attributes.get(sa.STATE) or listed.pending_state,
+        state=listed.state if published else attributes.get(sa.STATE) or None,
         spec_hash=listed.spec_hash,
-        wait_reason=listed.wait_reason,
+        pending_input=pending,
+        pending_decision=listed.pending_decision,
+        wait_reason=pending.reason
+        if pending
+        else f"waiting on sub-workflow session {delegation.session_id!r}"
+        if delegation
+        else None,
         resume_at=resume_at,
+        exit=listed.exit,
+        rejected=listed.rejected,
         trigger=listed.trigger,
         variables={name: Variable(value=None) for name in listed.variable_names},
+        usage=listed.usage,
         turns=listed.turns,
+        delegation=delegation,
         parent_session_id=listed.parent_session_id,
         waiting_on=waiting_on,
+        handoff=listed.handoff,
         source="visibility",
     )
 

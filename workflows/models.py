@@ -481,19 +481,24 @@ class Outcome(_Model):
 
 
 class ListedSession(_Model):
-    """What a session publishes in its memo (``archmax.summary``) at every turn's end beside
-    its search attributes: enough for a host to list it from visibility alone, with no
-    worker to answer a query (names, never values)."""
+    """What a session publishes in its memo (``archmax.summary``) at every settled turn: its
+    summary as a listing needs it, so a host lists sessions from visibility alone, with no
+    query and no worker. Bounded: texts are cut (reasons 200 characters, the handoff to its
+    first line), variables are named, never valued."""
 
+    status: SessionStatus = "running"
+    state: str | None = None
     spec_hash: str = ""
     trigger: str | None = None
     turns: int = 0
-    wait_reason: str | None = None
-    """The park's reason (its first 200 characters)."""
-    pending_state: str | None = None
-    decision_edges: list[str] = Field(default_factory=list)
-    exit_code: str | None = None
+    pending_input: PendingInput | None = None
+    pending_decision: PendingDecision | None = None
+    delegation: PendingDelegation | None = None
+    handoff: str | None = None
+    exit: SessionExit | None = None
+    rejected: str | None = None
     variable_names: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
     parent_session_id: str | None = None
 
 
@@ -524,6 +529,8 @@ class SessionSummary(_Model):
     """Set by the host for a running session whose activity is being retried (``waiting on
     the model: <its last failure>``), or one no worker serves (``due 12 min ago — no worker
     is polling …``): the deployment's problem, visible, not the agent's."""
+    handoff: str | None = None
+    """At a human state: the first line of the agent's handoff to the person."""
     source: Literal["session", "visibility"] = "session"
     """``visibility``: read off the search attributes and memo because no worker could
     answer (``variables`` then holds each name with no value)."""

@@ -121,14 +121,30 @@ def summary(
         turns=s.turns,
         delegation=waiting,
         parent_session_id=input.parent.session_id if input.parent else None,
+        handoff=handoff(s),
     )
 
 
-LISTED_REASON_CHARS = 200
-"""How much of a park's reason the memo carries."""
+LISTED_TEXT_CHARS = 200
+"""How much of a reason, an edge's description or an exit's reason the memo carries."""
+
+HANDOFF_CHARS = 160
+"""How much of the handoff's first line a summary carries."""
 
 LISTED_VARIABLES = 64
 """How many variable names the memo carries."""
+
+
+def _cut(text: str | None, limit: int = LISTED_TEXT_CHARS) -> str | None:
+    return text if text is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def handoff(s: SessionState) -> str | None:
+    """At a human state, the first line of the agent's handoff (its last reply)."""
+    if s.status != "awaiting_decision":
+        return None
+    lines = last_reply(s).strip().splitlines()
+    return _cut(lines[0], HANDOFF_CHARS) if lines else None
 
 
 def listed(
@@ -136,19 +152,37 @@ def listed(
 ) -> ListedSession:
     """What the session publishes in its memo for a host that lists it from visibility."""
     brief = summary(s, input, waiting, busy=False)
+    pending_input = brief.pending_input
+    if pending_input is not None:
+        pending_input = pending_input.model_copy(
+            update={"reason": _cut(pending_input.reason), "title": _cut(pending_input.title)}
+        )
+    decision = brief.pending_decision
+    if decision is not None:
+        edges = [
+            e.model_copy(update={"description": _cut(e.description)})
+            for e in decision.transitions[:32]
+        ]
+        decision = decision.model_copy(
+            update={"transitions": edges, "evidence": [], "title": _cut(decision.title)}
+        )
     exit = brief.exit
-    pending = brief.pending_input or brief.pending_decision
+    if exit is not None:
+        exit = exit.model_copy(update={"reason": _cut(exit.reason)})
     return ListedSession(
+        status=brief.status,
+        state=brief.state,
         spec_hash=input.spec_hash,
         trigger=s.trigger,
         turns=s.turns,
-        wait_reason=brief.wait_reason[:LISTED_REASON_CHARS] if brief.wait_reason else None,
-        pending_state=pending.state if pending is not None else None,
-        decision_edges=[e.to for e in brief.pending_decision.transitions]
-        if brief.pending_decision
-        else [],
-        exit_code=exit.code if exit is not None and not exit.success else None,
+        pending_input=pending_input,
+        pending_decision=decision,
+        delegation=waiting,
+        handoff=brief.handoff,
+        exit=exit,
+        rejected=_cut(s.rejected),
         variable_names=sorted(n for n in s.variables if n != "trigger")[:LISTED_VARIABLES],
+        usage=s.usage,
         parent_session_id=brief.parent_session_id,
     )
 

@@ -232,14 +232,18 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
             else:
                 print(summary_detail(summary, await handoff(summary)))
             return 0
-        summaries = await agent.sessions.list(workflow=args.workflow)
+        if args.limit < 1:
+            raise UsageError("--limit must be at least 1", "sessions")
+        summaries = await agent.sessions.list(
+            workflow=args.workflow, status=args.status, due=args.due, limit=args.limit
+        )
         if args.json:
             print(json.dumps(camel_json(summaries), indent=2, ensure_ascii=False))
         elif not summaries:
             err("No durable sessions found.")
         else:
             for summary in summaries:
-                print(summary_line(summary, await handoff(summary)))
+                print(summary_line(summary, summary.handoff))
         return 0
 
 

@@ -23,6 +23,10 @@ COMMANDS_WITH_VERBOSE = (
 """The commands that also take ``--verbose`` after their name, as archmax spells it."""
 
 
+STATUSES = ("running", "awaiting_input", "awaiting_decision", "completed", "failed", "rejected")
+"""The statuses ``archmax sessions --status`` takes."""
+
+
 class UsageError(Exception):
     """A malformed command line: exit 2, one line plus a pointer to ``--help``."""
 
@@ -89,6 +93,17 @@ def build_parser() -> argparse.ArgumentParser:
     sessions = sub.add_parser("sessions", help="list sessions, or show one")
     sessions.add_argument("session", nargs="?", help="show this session in detail")
     sessions.add_argument("--workflow", help="only sessions of this workflow")
+    sessions.add_argument(
+        "--status",
+        choices=STATUSES,
+        help="only sessions in this status",
+    )
+    sessions.add_argument(
+        "--due", action="store_true", help="only sessions whose timed wake is past (overdue)"
+    )
+    sessions.add_argument(
+        "--limit", type=int, default=100, help="list at most this many (default 100)"
+    )
     sessions.add_argument("--json", action="store_true", help="print JSON instead of text")
 
     events = sub.add_parser("events", help="a session's events, one JSON object per line")
