@@ -4,6 +4,8 @@
   agent's tool step returns, then returns: the smallest history a K-step turn can have.
 * :class:`BareWaiting` waits on a signal: the smallest parked workflow, for the memory
   and listing figures.
+* :class:`BareLoad` (bench.load) waits until an update releases it; the update runs one
+  activity, the model call's stand-in, and returns its result.
 
 Kept apart from ``bench/history.py`` so the workflow sandbox, which re-imports a workflow's
 module for every run, imports only this small file.
@@ -83,3 +85,32 @@ class BareWaiting:
     @workflow.update
     def ready(self) -> bool:
         return True
+
+
+@activity.defn(name="BenchLoadStep")
+async def bare_load_step() -> str:
+    return "released"
+
+
+@workflow.defn(name="BenchLoadBare")
+class BareLoad:
+    """bench.load's floor: parked until ``release``, an update that runs one activity and
+    returns its result."""
+
+    def __init__(self) -> None:
+        self._released = False
+
+    @workflow.run
+    async def run(self) -> None:
+        await workflow.wait_condition(lambda: self._released and workflow.all_handlers_finished())
+
+    @workflow.update
+    def ready(self) -> bool:
+        return True
+
+    @workflow.update
+    async def release(self) -> str:
+        self._released = True
+        return await workflow.execute_activity(
+            bare_load_step, start_to_close_timeout=timedelta(seconds=30)
+        )
