@@ -64,10 +64,10 @@ retry policy gives up within an hour)."""
 
 PAUSE_AFTER_EFFECT_ENV: Final = "ARCHMAX_TEST_PAUSE_AFTER_EFFECT"
 """A test hook, never set in production: ``<tool>[,<tool>...]=<marker file>``. An activity
-of one of those tools, once its effect is applied and before it completes, appends
-``<tool> <key>`` to the marker file and sleeps, so a fault test can SIGKILL the worker at
-exactly that boundary (tests/test_effect_crash.py). Read when an effect is applied, never at
-import."""
+of one of those tools (or ``persist_turn``), once its effect is applied and before it
+completes, appends ``<tool> <key>`` to the marker file and sleeps, so a fault test can
+SIGKILL the worker at exactly that boundary (tests/test_effect_crash.py). Read when an
+effect is applied, never at import."""
 
 _PLAIN_KEY: Final = re.compile(r"[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*")
 

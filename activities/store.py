@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
-from archmax_temporal.activities.effects import EffectJournal
+from archmax_temporal.activities.effects import EffectJournal, pause_after_effect
+from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.session_store import (
     TEMPORARIES,
     FilesystemSessionStore,
@@ -147,7 +148,7 @@ class StoreActivities:
         then prune the effect journal of the turn's workflow run and sweep stale temporaries."""
         run_id = activity.info().workflow_run_id if activity.in_activity() else None
         try:
-            await asyncio.to_thread(self._persist_sync, turn, run_id)
+            await heartbeating(asyncio.to_thread(self._persist_sync, turn, run_id))
         except OSError as exc:  # the host path stays out of the history
             error = os_error(exc, ARTIFACTS)
             raise StoreIOError(
@@ -200,6 +201,8 @@ class StoreActivities:
         }
         for name, value in files.items():
             atomic_write(artifacts / name, _json(value), tmp_dir=temporaries)
+        if run_id is not None:  # the fault tests' boundary: artifacts written, not reported
+            pause_after_effect("persist_turn", f"{run_id}.{activity.info().activity_id}")
         with contextlib.suppress(WorkspaceError):  # tidying never fails a turn
             self._journal.prune(turn.session_id, run_id, now=time.time())
             sweep_temporaries(self._store, turn.session_id)

@@ -1,11 +1,14 @@
-"""A worker SIGKILLed after a tool's effect is applied, before its activity completed: the
-retry, on a new worker process, applies nothing twice and answers as the first attempt would.
+"""The fault suite: a reference session, its worker SIGKILLed at each activity boundary.
 
-The boundary is made reachable by the test hook ``ARCHMAX_TEST_PAUSE_AFTER_EFFECT`` (see
-:mod:`activities.effects`): the worker marks the moment the change is on disk and waits there
-to be killed. The session (``edit_file`` ``START`` → ``START X``, then ``move_file``, then an
-advance) is run once without a fault and once killed at both tools; the files, the trail and
-the tool answers must agree, and each retry must start within 30 s of its kill.
+The session writes a note (``write_file``), edits a draft (``edit_file``), files it
+(``move_file``), parks for approval (``archmax_wait``; the park's artifacts are written by
+``persist_turn``), is delivered the approval and advances. It is run once without a fault,
+then once with a worker killed right after each of those activities applied its effect and
+before it reported back (the test hook ``ARCHMAX_TEST_PAUSE_AFTER_EFFECT``, see
+:mod:`activities.effects`: the worker marks the moment and waits there to be killed), a new
+worker started each time. Both runs must end with the same trail, the same files byte for
+byte, the same tool answers and activities, no effect applied twice, and each retry started
+within 30 s of its kill. (A kill in the middle of a model call: tests/test_worker_crash.py.)
 """
 
 from __future__ import annotations
@@ -27,7 +30,13 @@ from temporalio.client import Client
 from archmax_temporal.activities.effects import PAUSE_AFTER_EFFECT_ENV
 from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT
-from archmax_temporal.workflows.workspace_tools import EDIT_FILE_ACTIVITY, MOVE_FILE_ACTIVITY
+from archmax_temporal.workflows.contracts.store import PERSIST_ACTIVITY
+from archmax_temporal.workflows.models import Outcome
+from archmax_temporal.workflows.workspace_tools import (
+    EDIT_FILE_ACTIVITY,
+    MOVE_FILE_ACTIVITY,
+    WRITE_FILE_ACTIVITY,
+)
 from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
@@ -36,9 +45,9 @@ title: Editing
 states:
   edit:
     triggers: { manual: }
-    instructions: Edit the draft, then file it.
+    instructions: Note it, edit the draft, file it, wait for approval.
     transitions:
-      - { to: filed, description: The draft is edited and filed. }
+      - { to: filed, description: "The draft is edited, filed and approved." }
   filed:
     instructions: Say it is filed.
 """
@@ -48,8 +57,15 @@ PLAYBOOK = json.dumps(
         "rules": [
             {"when": {"state": "filed"}, "reply": {"content": "Filed."}},
             {
-                "when": {"last_tool": "move_file"},
+                "when": {"last_user": "/Approved/"},
                 "reply": {"tool_calls": [call("archmax_advance", to="filed")]},
+            },
+            {
+                "when": {"last_tool": "move_file"},
+                "reply": {
+                    "content": "Filed as final.txt; may I close it?",
+                    "tool_calls": [call("archmax_wait", reason="the approval")],
+                },
             },
             {
                 "when": {"last_tool": "edit_file"},
@@ -64,6 +80,7 @@ PLAYBOOK = json.dumps(
                 },
             },
             {
+                "when": {"last_tool": "write_file"},
                 "reply": {
                     "tool_calls": [
                         call(
@@ -73,11 +90,28 @@ PLAYBOOK = json.dumps(
                             new_string="START X",
                         )
                     ]
+                },
+            },
+            {
+                "reply": {
+                    "tool_calls": [
+                        call("write_file", file_path="scratchpad/note.txt", content="noted")
+                    ]
                 }
             },
         ]
     }
 )
+
+BOUNDARIES = ("write_file", "edit_file", "move_file", "persist_turn")
+"""Where the worker is killed, in the order the session reaches them."""
+
+ACTIVITIES = {
+    "write_file": WRITE_FILE_ACTIVITY,
+    "edit_file": EDIT_FILE_ACTIVITY,
+    "move_file": MOVE_FILE_ACTIVITY,
+    "persist_turn": PERSIST_ACTIVITY,
+}
 
 RETRY_WITHIN = 30.0
 """Seconds from a SIGKILL to the retried attempt's start that the runtime promises."""
@@ -146,19 +180,19 @@ async def _paused_at(marker: Path, tool: str, timeout: float = 90) -> str:
 
 
 def _retry_started(events: list[HistoryEvent], activity: str) -> tuple[int, float]:
-    """The attempt number and start time of ``activity``'s last attempt, from the history."""
-    scheduled = {
+    """The attempt number and start time of the first scheduled ``activity``'s last
+    attempt, from the history."""
+    scheduled = min(
         e.event_id
         for e in events
         if e.HasField("activity_task_scheduled_event_attributes")
         and e.activity_task_scheduled_event_attributes.activity_type.name == activity
-    }
-    assert len(scheduled) == 1, f"{activity} scheduled {len(scheduled)} times"
+    )
     (started,) = [
         e
         for e in events
         if e.HasField("activity_task_started_event_attributes")
-        and e.activity_task_started_event_attributes.scheduled_event_id in scheduled
+        and e.activity_task_started_event_attributes.scheduled_event_id == scheduled
     ]
     when = started.event_time.seconds + started.event_time.nanos / 1e9
     return started.activity_task_started_event_attributes.attempt, when
@@ -189,103 +223,98 @@ def _files(store: Path, session_id: str) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(pad.iterdir()) if p.is_file()}
 
 
-async def test_a_worker_killed_after_the_effect_applies_nothing_twice(
+def _stored_trail(store: Path, session_id: str) -> list[tuple[object, ...]]:
+    steps = json.loads((store / session_id / "artifacts" / "trail.json").read_text())["steps"]
+    return [(s["to"], s["kind"], s["reason"]) for s in steps]
+
+
+def _seed(store: Path, session_id: str) -> None:
+    (store / session_id / "scratchpad").mkdir(parents=True)
+    (store / session_id / "scratchpad" / "draft.txt").write_text("START END")
+
+
+async def _run(agent: Agent, session_id: str) -> tuple[Outcome, Outcome]:
+    parked = await agent.workflow.send(session_id, "Note it, edit and file the draft.")
+    done = await agent.workflow.send(session_id, "Approved.")
+    return parked, done
+
+
+async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
-    """Kill the worker right after ``edit_file`` renamed its file into place, then right
-    after ``move_file`` did: the draft is edited exactly once (``START X END``) and moved,
-    the trail and the answers are those of a run nobody killed, and each retry ran on the
+    """Kill the worker right after each boundary's effect (a file written, edited, moved;
+    the park's artifacts written): the files hold each change exactly once, the trail, the
+    answers and the activities are those of a run nobody killed, and each retry ran on the
     next worker within 30 s of its kill."""
     write_workflow(tmp_path, "editing", SPEC)
     server = scripted(PLAYBOOK)
 
     # the uninterrupted run, for comparison
     calm_store = tmp_path / "calm"
-    (calm_store / "calm-1" / "scratchpad").mkdir(parents=True)
-    (calm_store / "calm-1" / "scratchpad" / "draft.txt").write_text("START END")
+    _seed(calm_store, "calm-1")
     async with running_agent(
         client, f"{task_queue}-calm", tmp_path, "editing", server, store=calm_store
     ) as agent:
-        calm_outcome = await agent.workflow.send("calm-1", "Edit and file the draft.")
+        calm_parked, calm_done = await _run(agent, "calm-1")
         calm = await _settled(agent, "calm-1")
-    assert _files(calm_store, "calm-1") == {"final.txt": "START X END"}
+    calm_files = _files(calm_store, "calm-1")
+    assert calm_files == {"final.txt": "START X END", "note.txt": "noted"}
+    assert (calm_parked.kind, calm_done.kind) == ("parked", "completed")
 
-    # the same session, its worker killed after each effect
+    # the same session, its worker killed at each boundary in turn
     store = tmp_path / "store"
-    (store / "crash-1" / "scratchpad").mkdir(parents=True)
-    (store / "crash-1" / "scratchpad" / "draft.txt").write_text("START END")
+    _seed(store, "crash-1")
     marker = tmp_path / "paused"
     pause = PAUSE_AFTER_EFFECT_ENV
     workers: list[Worker] = []
+    killed: dict[str, float] = {}
     try:
         async with running_agent(
             client, task_queue, tmp_path, "editing", server, store=store, worker=False
         ) as agent:
-            workers.append(
-                Worker(
-                    client,
-                    task_queue,
-                    server.url,
-                    tmp_path,
-                    store,
-                    **{pause: f"edit_file={marker}"},
-                )
-            )
-            sending = asyncio.create_task(
-                agent.workflow.send("crash-1", "Edit and file the draft.")
-            )
-            await _paused_at(marker, "edit_file")
-            assert (store / "crash-1" / "scratchpad" / "draft.txt").read_text() == "START X END"
-            edit_killed = workers[0].kill()
-            workers.append(
-                Worker(
-                    client,
-                    task_queue,
-                    server.url,
-                    tmp_path,
-                    store,
-                    **{pause: f"move_file={marker}"},
-                )
-            )
-            await _paused_at(marker, "move_file")
-            assert _files(store, "crash-1") == {"final.txt": "START X END"}
-            move_killed = workers[1].kill()
+            running = asyncio.create_task(_run(agent, "crash-1"))
+            for boundary in BOUNDARIES:
+                workers.append(
+                    Worker(
+                        client, task_queue, server.url, tmp_path, store,
+                        **{pause: f"{boundary}={marker}"},
+                    )
+                )  # fmt: skip
+                await _paused_at(marker, boundary)
+                killed[boundary] = workers[-1].kill()
             workers.append(Worker(client, task_queue, server.url, tmp_path, store))
-            outcome = await asyncio.wait_for(sending, timeout=120)
+            parked, done = await asyncio.wait_for(running, timeout=180)
             crashed = await _settled(agent, "crash-1")
     finally:
         for worker in workers:
             worker.stop()
 
-    # exactly once: the file, the answers, the trail
-    assert _files(store, "crash-1") == {"final.txt": "START X END"}
-    assert outcome.kind == calm_outcome.kind == "completed"
-    assert outcome.reply == calm_outcome.reply == "Filed."
+    # exactly once: the files, the answers, the trail, the outcomes
+    assert _files(store, "crash-1") == calm_files
+    assert (parked.kind, parked.reply) == (calm_parked.kind, calm_parked.reply)
+    assert (done.kind, done.reply) == (calm_done.kind, calm_done.reply) == ("completed", "Filed.")
     assert crashed["answers"] == calm["answers"]
-    assert crashed["answers"][:2] == [
+    assert crashed["answers"][:3] == [
+        ("write_file", "ok", "Wrote 'scratchpad/note.txt' (5 chars)."),
         ("edit_file", "ok", "Replaced 1 occurrence in 'scratchpad/draft.txt'."),
         ("move_file", "ok", "Moved 'scratchpad/draft.txt' to 'scratchpad/final.txt' (11 bytes)."),
     ]
     assert crashed["trail"] == calm["trail"]
+    assert _stored_trail(store, "crash-1") == _stored_trail(calm_store, "calm-1")
     assert crashed["scheduled"] == calm["scheduled"]
 
     # each retry came promptly, on the next worker, as attempt 2
-    for activity, killed_at in (
-        (EDIT_FILE_ACTIVITY, edit_killed),
-        (MOVE_FILE_ACTIVITY, move_killed),
-    ):
-        number, started = _retry_started(crashed["events"], activity)
-        assert number == 2
+    for boundary, killed_at in killed.items():
+        number, started = _retry_started(crashed["events"], ACTIVITIES[boundary])
+        assert number == 2, boundary
         waited = started - killed_at
-        print(f"{activity}: retried {waited:.1f} s after the SIGKILL")
-        assert 0 < waited < RETRY_WITHIN
+        print(f"{boundary}: retried {waited:.1f} s after the SIGKILL")
+        assert 0 < waited < RETRY_WITHIN, boundary
     heartbeats = {
         e.activity_task_scheduled_event_attributes.heartbeat_timeout.ToTimedelta()
         for e in crashed["events"]
         if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name.startswith(
-            "archmax.workspace."
-        )
+        and e.activity_task_scheduled_event_attributes.activity_type.name in {*ACTIVITIES.values()}
     }
     assert heartbeats == {HEARTBEAT_TIMEOUT}
     journal = store / "crash-1" / "checkpoints" / "effects"

@@ -8,14 +8,15 @@ from typing import Final
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from archmax_temporal.workflows.contracts.base import ActivityContract
+from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT, ActivityContract
 from archmax_temporal.workflows.models import PersistTurnInput as PersistTurnInput
 
 PERSIST_ACTIVITY: Final = "archmax.store.persist_turn"
 """Rewrites the session's artifacts and spec snapshot at the end of every turn."""
 
-PERSIST_TIMEOUT: Final = timedelta(seconds=30)
-"""Writing a handful of small JSON files."""
+PERSIST_TIMEOUT: Final = timedelta(seconds=60)
+"""Writing a handful of JSON files (the trajectory grows with the conversation); the
+heartbeat notices a dead worker long before."""
 
 PERSIST_RETRY: Final = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
@@ -37,6 +38,7 @@ async def persist_turn(turn: PersistTurnInput, *, summary: str) -> None:
         PERSIST_ACTIVITY,
         turn,
         start_to_close_timeout=PERSIST_TIMEOUT,
+        heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker's write is retried at once
         retry_policy=PERSIST_RETRY,
         summary=summary,
     )
