@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +103,10 @@ PLAYBOOK = json.dumps(
         ]
     }
 )
+
+RUN = uuid.uuid4().hex[:8]
+CALM, CRASHED = f"effects-calm-{RUN}", f"effects-crash-{RUN}"
+"""Workflow ids are namespace-wide: this file's own, never another test's."""
 
 BOUNDARIES = ("write_file", "edit_file", "move_file", "persist_turn")
 """Where the worker is killed, in the order the session reaches them."""
@@ -251,19 +256,19 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
 
     # the uninterrupted run, for comparison
     calm_store = tmp_path / "calm"
-    _seed(calm_store, "calm-1")
+    _seed(calm_store, CALM)
     async with running_agent(
         client, f"{task_queue}-calm", tmp_path, "editing", server, store=calm_store
     ) as agent:
-        calm_parked, calm_done = await _run(agent, "calm-1")
-        calm = await _settled(agent, "calm-1")
-    calm_files = _files(calm_store, "calm-1")
+        calm_parked, calm_done = await _run(agent, CALM)
+        calm = await _settled(agent, CALM)
+    calm_files = _files(calm_store, CALM)
     assert calm_files == {"final.txt": "START X END", "note.txt": "noted"}
     assert (calm_parked.kind, calm_done.kind) == ("parked", "completed")
 
     # the same session, its worker killed at each boundary in turn
     store = tmp_path / "store"
-    _seed(store, "crash-1")
+    _seed(store, CRASHED)
     marker = tmp_path / "paused"
     pause = PAUSE_AFTER_EFFECT_ENV
     workers: list[Worker] = []
@@ -272,7 +277,7 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
         async with running_agent(
             client, task_queue, tmp_path, "editing", server, store=store, worker=False
         ) as agent:
-            running = asyncio.create_task(_run(agent, "crash-1"))
+            running = asyncio.create_task(_run(agent, CRASHED))
             for boundary in BOUNDARIES:
                 workers.append(
                     Worker(
@@ -284,13 +289,13 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
                 killed[boundary] = workers[-1].kill()
             workers.append(Worker(client, task_queue, server.url, tmp_path, store))
             parked, done = await asyncio.wait_for(running, timeout=180)
-            crashed = await _settled(agent, "crash-1")
+            crashed = await _settled(agent, CRASHED)
     finally:
         for worker in workers:
             worker.stop()
 
     # exactly once: the files, the answers, the trail, the outcomes
-    assert _files(store, "crash-1") == calm_files
+    assert _files(store, CRASHED) == calm_files
     assert (parked.kind, parked.reply) == (calm_parked.kind, calm_parked.reply)
     assert (done.kind, done.reply) == (calm_done.kind, calm_done.reply) == ("completed", "Filed.")
     assert crashed["answers"] == calm["answers"]
@@ -300,7 +305,7 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
         ("move_file", "ok", "Moved 'scratchpad/draft.txt' to 'scratchpad/final.txt' (11 bytes)."),
     ]
     assert crashed["trail"] == calm["trail"]
-    assert _stored_trail(store, "crash-1") == _stored_trail(calm_store, "calm-1")
+    assert _stored_trail(store, CRASHED) == _stored_trail(calm_store, CALM)
     assert crashed["scheduled"] == calm["scheduled"]
 
     # each retry came promptly, on the next worker, as attempt 2
@@ -317,5 +322,5 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
         and e.activity_task_scheduled_event_attributes.activity_type.name in {*ACTIVITIES.values()}
     }
     assert heartbeats == {HEARTBEAT_TIMEOUT}
-    journal = store / "crash-1" / "checkpoints" / "effects"
+    journal = store / CRASHED / "checkpoints" / "effects"
     assert not journal.exists() or not list(journal.iterdir())  # pruned at the turn's end

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from temporalio.client import Client
@@ -18,6 +19,8 @@ from tests.conftest import EXAMPLES, Scripted, running_agent, write_workflow
 
 ROOT = EXAMPLES / "support-inbox"
 PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"
+SID = f"worker-crash-{uuid.uuid4().hex[:8]}"
+"""Workflow ids are namespace-wide: this file's own, never another test's."""
 
 
 def _worker_process(
@@ -65,7 +68,7 @@ async def test_a_killed_worker_loses_nothing(
                 None,
                 "About my order",
                 trigger="email_received",
-                variables={"conversation_id": "crash-1"},
+                variables={"conversation_id": SID},
             )
             assert parked.kind == "parked"
             first.send_signal(signal.SIGKILL)
@@ -73,7 +76,7 @@ async def test_a_killed_worker_loses_nothing(
             second = _worker_process(client, task_queue, server.url, store)
             try:
                 resumed = await agent.workflow.deliver(
-                    "crash-1", trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
+                    SID, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
                 )
             finally:
                 second.send_signal(signal.SIGTERM)
@@ -85,7 +88,7 @@ async def test_a_killed_worker_loses_nothing(
     assert resumed.state == "answer"
     assert "ORD-1001" in resumed.reply
     assert [s.reason for s in resumed.trail] == ["email_reply", "the reply names ORD-1001"]
-    trail = json.loads((store / "crash-1" / "artifacts" / "trail.json").read_text())
+    trail = json.loads((store / SID / "artifacts" / "trail.json").read_text())
     assert [s["reason"] for s in trail["steps"]] == [
         "email_received",
         "email_reply",
