@@ -21,12 +21,14 @@ import json
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
+from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import WorkflowHandle
+from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
+from temporalio.client import Client
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -112,6 +114,11 @@ class _Reader:
     def __init__(self, session_id: str, converter: DataConverter) -> None:
         self._session = session_id
         self._convert = converter.payload_converter
+        self.offset = 0
+        self._following: str | None = None
+        """The key of the turn this run took over mid-way (continue-as-new): its caller's
+        update arrives again, and is no new turn."""
+        """Added to each history event id: the run's place in the chain (:data:`RUN_STRIDE`)."""
         self._scheduled: dict[int, _Scheduled] = {}
         self._state: str | None = None
         self._open: dict[str, tuple[str, Any]] = {}
@@ -153,7 +160,7 @@ class _Reader:
             type=kind,
             level=level,
             ts=source.event_time.ToDatetime(),
-            seq=source.event_id,
+            seq=self.offset + source.event_id,
             session_id=self._session,
             data=data,
         )
@@ -174,7 +181,10 @@ class _Reader:
             # A run continued as new starts where the last one stood (parked, say).
             inputs = event.workflow_execution_started_event_attributes.input.payloads
             self._deliver_signals.clear()  # the session counts a run's signals from one
+            self._scheduled.clear()  # event ids start again; no activity crosses runs
+            self._wakes.clear()
             carried = getattr(self._decode(inputs, SessionInput), "carried", None)
+            self._following = getattr(getattr(carried, "inflight", None), "key", None)
             status = getattr(carried, "status", None)
             channels = {"awaiting_input": "input", "awaiting_decision": "decision"}
             self._parked = channels.get(str(status))
@@ -406,6 +416,8 @@ class _Reader:
         update, update_id = request.input.name, request.meta.update_id
         self._updates[update_id] = update
         self._signals.clear()  # an update is accepted only by a session no signal resumed
+        if update_id == self._following:  # the caller of a turn handed on: no new start
+            return []
         if update == "reply" or (update == "send" and self._parked == "decision"):
             kind = ReplyInput if update == "reply" else SendInput
             body = self._decode(request.input.args.payloads, kind)
@@ -603,20 +615,80 @@ def read_history(
     return [found for event in events for found in reader.read(event) if found.seq > after]
 
 
+RUN_STRIDE: Final = 1_000_000
+"""A session's event ``seq`` is ``run × RUN_STRIDE + history event id``, ``run`` counting
+the runs of its continue-as-new chain from 0: one increasing position across every run (a
+run's history holds at most 51,200 events), equal to the event id in a session's first run."""
+
+
+async def run_chain(client: Client, session_id: str) -> list[str]:
+    """The run ids of the session's continue-as-new chain, first to latest: the first from
+    the latest run's description, each next one from its predecessor's last event."""
+    described = await client.get_workflow_handle(session_id).describe()
+    latest = described.run_id or ""
+    chain = [described.raw_description.workflow_execution_info.first_run_id or latest]
+    while chain[-1] != latest and len(chain) < RUN_STRIDE:
+        following = await _continued_as(client, session_id, chain[-1])
+        if following is None:
+            break
+        chain.append(following)
+    return chain
+
+
+async def _continued_as(client: Client, session_id: str, run_id: str) -> str | None:
+    """The run a closed run continued as (None: it did not)."""
+    response = await client.workflow_service.get_workflow_execution_history_reverse(
+        GetWorkflowExecutionHistoryReverseRequest(
+            namespace=client.namespace,
+            execution=WorkflowExecution(workflow_id=session_id, run_id=run_id),
+            maximum_page_size=1,
+        )
+    )
+    for event in response.history.events:
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+            return str(
+                event.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+            )
+    return None
+
+
+async def history_position(client: Client, session_id: str) -> int:
+    """The ``seq`` of the session's newest history event (0: no session yet)."""
+    try:
+        chain = await run_chain(client, session_id)
+        latest = await client.get_workflow_handle(session_id, run_id=chain[-1]).describe()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise
+        return 0
+    return (len(chain) - 1) * RUN_STRIDE + latest.history_length
+
+
 async def session_events(
-    handle: WorkflowHandle[Any, Any],
-    converter: DataConverter,
+    client: Client,
+    session_id: str,
     *,
     after: int = 0,
     follow: bool = False,
 ) -> AsyncIterator[SessionEvent]:
-    """The session's events after history event ``after``; with ``follow``, wait for new
-    ones as the session runs (the iteration then ends only when the caller stops it)."""
-    reader = _Reader(handle.id, converter)
-    async for event in handle.fetch_history_events(wait_new_event=follow):
-        for found in reader.read(event):  # read all: later events need what came before
-            if found.seq > after:
-                yield found
+    """The session's events after position ``after`` (a ``seq``), across every run of its
+    continue-as-new chain; with ``follow``, wait for new ones as the session runs, into the
+    runs it continues as (the iteration then ends only when the caller stops it)."""
+    reader = _Reader(session_id, client.data_converter)
+    chain = await run_chain(client, session_id)
+    index = min(after // RUN_STRIDE, len(chain) - 1)  # a run starts afresh from its input
+    while index < len(chain):
+        reader.offset = index * RUN_STRIDE
+        handle = client.get_workflow_handle(session_id, run_id=chain[index])
+        async for event in handle.fetch_history_events(wait_new_event=follow):
+            for found in reader.read(event):  # read all: later events need what came before
+                if found.seq > after:
+                    yield found
+            if event.event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+                following = event.workflow_execution_continued_as_new_event_attributes
+                if index + 1 == len(chain):
+                    chain.append(following.new_execution_run_id)
+        index += 1
 
 
 EventCallback = Callable[[SessionEvent], Awaitable[None] | None]
@@ -643,8 +715,8 @@ T = TypeVar("T")
 
 
 async def while_watching(
-    handle: WorkflowHandle[Any, Any],
-    converter: DataConverter,
+    client: Client,
+    session_id: str,
     on_event: EventCallback,
     action: Awaitable[T],
 ) -> T:
@@ -653,20 +725,18 @@ async def while_watching(
     end. A new session's history does not exist until the update-with-start creates it, so
     the stream retries until it does. An error in ``on_event`` is raised to the caller."""
     try:
-        after = (await handle.describe()).history_length
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            if inspect.iscoroutine(action):
-                action.close()  # never started: no "never awaited" warning
-            raise
-        after = 0
+        after = await history_position(client, session_id)
+    except RPCError:
+        if inspect.iscoroutine(action):
+            action.close()  # never started: no "never awaited" warning
+        raise
     ended = asyncio.Event()
 
     async def follow() -> None:
         nonlocal after
         while True:
             try:
-                async for event in session_events(handle, converter, after=after, follow=True):
+                async for event in session_events(client, session_id, after=after, follow=True):
                     after = event.seq
                     delivered = on_event(event)
                     if inspect.isawaitable(delivered):

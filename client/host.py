@@ -379,9 +379,7 @@ class WorkflowSurface:
     ) -> Outcome:
         if on_event is None:
             return await update
-        agent = self._agent
-        handle = agent.handle(session_id)
-        return await while_watching(handle, agent.client.data_converter, on_event, update)
+        return await while_watching(self._agent.client, session_id, on_event, update)
 
     async def _refuse_new_turn(self, session_id: str, minted: bool) -> None:
         """A disabled workflow starts no new turn, on a new session or an existing one (whose
@@ -606,12 +604,7 @@ class SessionsSurface:
         """The session's events in archmax's vocabulary (``tool-called``, ``hook-verdict``,
         ``parked``, …), read from its Temporal history after event ``after``; with
         ``follow``, as they happen (see :mod:`client.events`)."""
-        return session_events(
-            self._agent.handle(session_id),
-            self._agent.client.data_converter,
-            after=after,
-            follow=follow,
-        )
+        return session_events(self._agent.client, session_id, after=after, follow=follow)
 
     async def page(
         self,

@@ -9,6 +9,7 @@ from pathlib import Path
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from archmax_temporal.client.events import RUN_STRIDE
 from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 from archmax_temporal.workflows.models import ModelCallInput, SessionView
@@ -106,7 +107,7 @@ async def test_a_long_turn_continues_as_new_between_model_calls_and_goes_on(
 ) -> None:
     """With the run bounded to two model calls, a seven-step turn is carried by several runs:
     the waiting caller gets the one outcome, every step's answer is in the conversation, and
-    the session took one turn."""
+    the session took one turn, and its events read across the runs."""
     write_workflow(tmp_path, "reader", READER)
     server = scripted(_book(7))
     sid = "history-mid-turn"
@@ -116,7 +117,16 @@ async def test_a_long_turn_continues_as_new_between_model_calls_and_goes_on(
         await agent.sessions.seed(sid, {"scratchpad/data.txt": "x" * 2048})
         outcome = await agent.workflow.send(sid, "read it")
         view = await agent.sessions.view(sid)
+        events = [e async for e in agent.sessions.events(sid)]
+        later = [e async for e in agent.sessions.events(sid, after=events[-4].seq)]
     runs = [w async for w in client.list_workflows(f"WorkflowId = '{sid}'")]
+    # the events read across every run of the chain, in one increasing order
+    reads = [e for e in events if e.type == "tool-result" and e.data.get("tool") == "read_file"]
+    assert len(reads) == 7
+    assert [e.seq for e in events] == sorted(e.seq for e in events)
+    assert events[-1].seq >= (len(runs) - 1) * RUN_STRIDE
+    assert [e.type for e in events].count("turn-start") == 1
+    assert later == events[-3:]
     assert (outcome.kind, outcome.reply, outcome.disposition) == ("completed", "done", "turn")
     assert len(runs) >= 4
     answers = [m for m in view.transcript if m.role == "tool" and m.name == "read_file"]
