@@ -8,6 +8,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -255,8 +256,8 @@ async def _worker(config: RuntimeConfig) -> int:
     from archmax_temporal.activities.model import ModelConfig
     from archmax_temporal.worker import connect, serve
 
-    client = await connect(config.address, config.namespace)
-    err(f"temporal  {config.address} · namespace {config.namespace}")
+    client = await connect(config.connection)
+    err(f"temporal  {config.connection.describe()}")
     await serve(
         client,
         task_queue=config.task_queue,
@@ -275,7 +276,7 @@ async def _dev(config: RuntimeConfig) -> int:
 
     async with ForegroundDevServer(config.root, address=config.address) as dev:
         server = dev.server
-        client = await connect(server.address, config.namespace)
+        client = await connect(replace(config.connection, address=server.address))
         err(f"temporal  {server.address}  ·  UI {server.ui_url or 'disabled'}")
         await serve(
             client,
@@ -371,7 +372,12 @@ def _check_id_arguments(args: argparse.Namespace) -> None:
 
 async def dispatch(args: argparse.Namespace) -> int:
     _check_id_arguments(args)
-    config = RuntimeConfig.from_env(root=args.root)
+    config = RuntimeConfig.from_env(root=args.root, profile=args.profile).with_overrides(
+        address=args.address,
+        namespace=args.namespace,
+        task_queue=args.task_queue,
+        tls=True if args.tls else None,
+    )
     if args.command == "validate":
         return _validate(args, config)
     if args.command == "test":

@@ -36,6 +36,54 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, self.prog.removeprefix("archmax").strip() or None)
 
 
+CONNECTING_COMMANDS = (
+    "run",
+    "deliver",
+    "decide",
+    "reply",
+    "sessions",
+    "events",
+    "test",
+    "dev",
+    "worker",
+    "serve",
+    "demo",
+)
+"""The commands that talk to Temporal, and so take the connection flags after their name."""
+
+
+def _add_connection_flags(parser: argparse.ArgumentParser, default: object) -> None:
+    """``--address``, ``--namespace``, ``--profile``, ``--tls`` and ``--task-queue``: they
+    override Temporal's environment configuration (``TEMPORAL_*``, ``temporal.toml``)."""
+    parser.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        default=default,
+        help="Temporal frontend (default: TEMPORAL_ADDRESS, the profile's, or localhost:7233)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=default,
+        help="Temporal namespace (default: TEMPORAL_NAMESPACE, the profile's, or default)",
+    )
+    parser.add_argument(
+        "--profile",
+        default=default,
+        help="temporal.toml profile to read (default: TEMPORAL_PROFILE, or default)",
+    )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        default=default if default is argparse.SUPPRESS else False,
+        help="connect over TLS with the system's roots (TEMPORAL_TLS* for a CA or mTLS)",
+    )
+    parser.add_argument(
+        "--task-queue",
+        default=default,
+        help="task queue of the sessions (default: ARCHMAX_TASK_QUEUE, or archmax)",
+    )
+
+
 _VARIABLES_HELP = 'JSON object of variables, seeded locked (e.g. \'{"order_id":"A-1"}\')'
 
 
@@ -49,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="print the stack of an unexpected error"
     )
+    _add_connection_flags(parser, None)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="start or continue a session with a message")
@@ -116,7 +165,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["stop"],
         help="stop: end this root's background dev server and background worker",
     )
-    sub.add_parser("worker", help="a worker against TEMPORAL_ADDRESS (for production)")
+    sub.add_parser(
+        "worker", help="a long-lived worker against the configured Temporal (for production)"
+    )
 
     serve = sub.add_parser("serve", help="the HTTP API: triggers in, events and notifications out")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -129,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--conversation", help="conversation id (default: a fresh one)")
     for command in (deliver, decide, reply):
         command.add_argument("--workflow", help="the session's workflow (checked, optional)")
+    for name in CONNECTING_COMMANDS:
+        # after the command too (archmax worker --address host:7233); the global flag's
+        # value stands unless the command's own is given
+        _add_connection_flags(sub.choices[name], argparse.SUPPRESS)
     for name in COMMANDS_WITH_VERBOSE:
         # --verbose after the command too (archmax run wf hi --verbose), as archmax spells it
         sub.choices[name].add_argument(
