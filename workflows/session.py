@@ -29,7 +29,7 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from archmax_temporal.workflows import contracts, delegation, firing, projections
+    from archmax_temporal.workflows import contracts, delegation, firing, projections, telemetry
     from archmax_temporal.workflows.context import SessionContext
     from archmax_temporal.workflows.errors import SessionNotResumableError
     from archmax_temporal.workflows.firing import (
@@ -110,6 +110,7 @@ class ArchmaxSession:
             if not await self._wait_for_work():
                 return self._summary()  # started for a refused firing: ends without a trace
             next_firing = self._queue.pop(0)
+            telemetry.firing_started(self._ctx, next_firing)
             outcome: Outcome | ApplicationError
             try:
                 outcome = await self._process(next_firing)
@@ -276,6 +277,7 @@ class ArchmaxSession:
         """The artifacts rewritten, the search attributes published, the outcome."""
         await self._turn.persist()
         self._turn.publish()
+        telemetry.settled(self._ctx, disposition)
         s = self._ctx.session
         return projections.outcome(s, self._ctx.input, self._delegation.current(), disposition)
 
@@ -362,7 +364,13 @@ class ArchmaxSession:
         try:
             firing.check_delivery(self._admission(), delivery)
         except ApplicationError as refusal:
-            workflow.logger.warning("deliver signal refused: %s (%s)", refusal, refusal.type)
+            workflow.logger.warning(
+                "deliver signal refused: %s (%s)",
+                refusal,
+                refusal.type,
+                extra=telemetry.log_extra(self._ctx),
+            )
+            telemetry.signal_refused(self._ctx, refusal.type or "ApplicationError")
             if workflow.patched(REFUSED_SIGNAL_PATCH):
                 workflow.upsert_memo(
                     {
