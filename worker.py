@@ -17,35 +17,43 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
-from temporalio.runtime import Runtime
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import TLSConfig
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from archmax_temporal.activities.hook_executors import HookExecutor, HookExecutorActivities
 from archmax_temporal.activities.host_tools import HostTool, HostToolActivities
+from archmax_temporal.activities.logs import LogContextInterceptor
 from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import StoreActivities
+from archmax_temporal.activities.telemetry import ModelCallMetricsInterceptor
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows import text
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.session import ArchmaxSession
+from archmax_temporal.workflows.telemetry import WorkflowTelemetryInterceptor
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=15)
 """How long running activities (a model call) get to finish when the worker stops."""
 
-PASSTHROUGH_MODULES: Sequence[str] = ("pydantic", "pydantic_core", "annotated_types", "yaml")
+PASSTHROUGH_MODULES: Sequence[str] = (
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "yaml",
+)
 """Pure third-party modules the workflow sandbox shares instead of re-importing per run."""
 
 
@@ -217,6 +225,12 @@ def worker_identity(prefix: str) -> str:
     return f"{prefix}{os.getpid()}@{socket.gethostname()}"
 
 
+def telemetry_interceptors() -> list[Interceptor]:
+    """What every worker runs its sessions with: the session's fields bound on activity log
+    lines, archmax's metrics from workflow and activity code."""
+    return [LogContextInterceptor(), ModelCallMetricsInterceptor(), WorkflowTelemetryInterceptor()]
+
+
 def workflow_runner() -> SandboxedWorkflowRunner:
     """The sandbox with the project's pure dependencies passed through."""
     return SandboxedWorkflowRunner(
@@ -236,6 +250,10 @@ def build_worker(
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
     sandbox_runtime: Sequence[str] | None = None,
+    interceptors: Sequence[Interceptor] = (),
+    max_concurrent_workflow_tasks: int | None = None,
+    max_concurrent_activities: int | None = None,
+    graceful_shutdown: timedelta = GRACEFUL_SHUTDOWN,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
@@ -246,7 +264,8 @@ def build_worker(
     (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
     protocol on stdin and stdout, so a host can wrap it (a container, a jail).
     The worker registers exactly the activities :mod:`workflows.contracts` records (a
-    missing, extra or doubled one is a ``ValueError``).
+    missing, extra or doubled one is a ``ValueError``). ``interceptors`` run after the
+    telemetry ones every worker has (:func:`telemetry_interceptors`).
     """
     from archmax_temporal.workflows import contracts
 
@@ -275,21 +294,188 @@ def build_worker(
         activities=[by_name[c.name] for c in contracts.ACTIVITIES],
         workflow_runner=workflow_runner(),
         max_cached_workflows=max_cached_workflows,
-        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
+        max_concurrent_activities=max_concurrent_activities,
+        graceful_shutdown_timeout=graceful_shutdown,
         identity=identity,
+        interceptors=[*telemetry_interceptors(), *interceptors],
     )
 
 
-async def run_until_signalled(worker: Worker) -> None:
-    """Run ``worker`` until SIGTERM or SIGINT, then shut it down gracefully."""
+class WorkerOptions(BaseModel):
+    """How a long-lived worker runs: its slots, cache, drain grace and endpoints.
+
+    Read from the environment by :meth:`from_env`; ``archmax worker`` flags override it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_concurrent_workflow_tasks: int | None = Field(default=None, gt=0)
+    """Workflow tasks run at once (``ARCHMAX_MAX_CONCURRENT_WORKFLOW_TASKS``; SDK default)."""
+    max_concurrent_activities: int | None = Field(default=None, gt=0)
+    """Activities (model calls, tools, hooks) at once (``ARCHMAX_MAX_CONCURRENT_ACTIVITIES``)."""
+    max_cached_workflows: int = Field(default=1000, ge=0)
+    """Sessions kept in memory between tasks (``ARCHMAX_MAX_CACHED_WORKFLOWS``)."""
+    graceful_shutdown: timedelta = Field(default=GRACEFUL_SHUTDOWN, ge=timedelta(0))
+    """How long running activities get to finish on SIGTERM (``ARCHMAX_SHUTDOWN_GRACE``,
+    seconds); a second signal exits at once."""
+    metrics_address: str | None = None
+    """``host:port`` of the Prometheus endpoint (``ARCHMAX_METRICS_ADDRESS``); none: off."""
+    health_address: str | None = None
+    """``host:port`` of ``/healthz`` and ``/readyz`` (``ARCHMAX_HEALTH_ADDRESS``); none: off."""
+
+    ENV: ClassVar[Mapping[str, str]] = {
+        "max_concurrent_workflow_tasks": "ARCHMAX_MAX_CONCURRENT_WORKFLOW_TASKS",
+        "max_concurrent_activities": "ARCHMAX_MAX_CONCURRENT_ACTIVITIES",
+        "max_cached_workflows": "ARCHMAX_MAX_CACHED_WORKFLOWS",
+        "graceful_shutdown": "ARCHMAX_SHUTDOWN_GRACE",
+        "metrics_address": "ARCHMAX_METRICS_ADDRESS",
+        "health_address": "ARCHMAX_HEALTH_ADDRESS",
+    }
+    """Each option's environment variable."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> WorkerOptions:
+        """The options the environment sets, with ``overrides`` (not None) winning; a bad
+        value is a :class:`ConfigurationError` naming its variable or flag."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {
+            field: env[name] for field, name in cls.ENV.items() if env.get(name, "").strip()
+        }
+        grace = values.get("graceful_shutdown")
+        if isinstance(grace, str):  # seconds, as the flag takes them
+            try:
+                values["graceful_shutdown"] = timedelta(seconds=float(grace))
+            except ValueError:
+                raise ConfigurationError(
+                    f"invalid worker option: ARCHMAX_SHUTDOWN_GRACE: {grace!r} is not seconds"
+                ) from None
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{cls.ENV.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors()
+            )
+            raise ConfigurationError(f"invalid worker option: {problems}") from None
+
+
+def metrics_runtime(address: str) -> Runtime:
+    """A Temporal runtime exporting Temporal's SDK metrics and archmax's own on
+    ``http://<address>/metrics`` (Prometheus; counters end in ``_total``, durations are
+    seconds). Connect the worker's client with it (:func:`connect`)."""
+    return Runtime(
+        telemetry=TelemetryConfig(
+            metrics=PrometheusConfig(
+                bind_address=address, counters_total_suffix=True, durations_as_seconds=True
+            )
+        )
+    )
+
+
+class HealthServer:
+    """``/healthz`` and ``/readyz`` for an orchestrator, on a plain asyncio HTTP server.
+
+    ``/healthz`` is 200 while the worker runs (or is still starting), 503 once it stopped or
+    failed; ``/readyz`` is 200 only while it runs, is not draining, and Temporal answered a
+    health check within :data:`READY_CHECK_TIMEOUT`. Bodies are one JSON object.
+    """
+
+    READY_CHECK_TIMEOUT: ClassVar[float] = 2.0
+
+    def __init__(self, address: str, worker: Worker, client: Client) -> None:
+        self._host, _, port = address.rpartition(":")
+        self._port = int(port)
+        self._worker = worker
+        self._client = client
+        self._server: asyncio.Server | None = None
+        self.draining = False
+        """Set when the worker drains: not ready any more, still alive."""
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when the address asked for port 0)."""
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(
+            self._handle, self._host.strip("[]") or "0.0.0.0", self._port
+        )
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _ready(self) -> tuple[bool, str]:
+        if self.draining:
+            return False, "draining"
+        if not self._worker.is_running:
+            return False, "stopped" if self._worker.is_shutdown else "starting"
+        try:
+            await asyncio.wait_for(
+                self._client.service_client.check_health(), self.READY_CHECK_TIMEOUT
+            )
+        except Exception:
+            return False, "temporal unreachable"
+        return True, "ready"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), 5)
+            parts = request.decode("latin-1").split()
+            path = parts[1] if len(parts) >= 2 else ""
+            if path == "/healthz":
+                alive = not self._worker.is_shutdown
+                code, status = (200, "ok") if alive else (503, "stopped")
+            elif path == "/readyz":
+                ready, status = await self._ready()
+                code = 200 if ready else 503
+            else:
+                code, status = 404, "not found"
+            body = f'{{"status": "{status}"}}'.encode()
+            reason = {200: "OK", 404: "Not Found", 503: "Service Unavailable"}[code]
+            writer.write(
+                f"HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+        except (OSError, TimeoutError, UnicodeDecodeError):
+            pass
+        finally:
+            writer.close()
+
+
+async def run_until_signalled(
+    worker: Worker,
+    *,
+    on_drain: Callable[[], None] | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Run ``worker`` until SIGTERM or SIGINT, then drain it: new work stops at once, running
+    activities get the worker's grace period. A second signal exits at once."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def first(sig: signal.Signals) -> None:
+        if announce is not None:
+            announce(f"worker    {sig.name}: draining (again to exit at once)")
+        if on_drain is not None:
+            on_drain()
+        stop.set()
+        for again in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(again, os._exit, 128 + again)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        await stop.wait()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.remove_signal_handler(sig)
+        loop.add_signal_handler(sig, first, sig)
+    try:
+        async with worker:
+            await stop.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
 
 
 async def serve(
@@ -302,9 +488,13 @@ async def serve(
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
     announce: Callable[[str], None] | None = None,
+    options: WorkerOptions | None = None,
 ) -> None:
     """The body of ``archmax worker`` and ``archmax dev``: a long-lived worker (its identity
-    marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT."""
+    marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT, with the
+    health endpoints ``options`` ask for. (Metrics are the client's runtime's: connect it
+    with :func:`metrics_runtime`.)"""
+    options = options or WorkerOptions()
     worker = build_worker(
         client,
         task_queue=task_queue,
@@ -314,9 +504,30 @@ async def serve(
         authoring_root=authoring_root,
         host_tools=host_tools,
         hook_executors=hook_executors,
+        max_cached_workflows=options.max_cached_workflows,
+        max_concurrent_workflow_tasks=options.max_concurrent_workflow_tasks,
+        max_concurrent_activities=options.max_concurrent_activities,
+        graceful_shutdown=options.graceful_shutdown,
     )
+    health: HealthServer | None = None
+    if options.health_address:
+        health = HealthServer(options.health_address, worker, client)
+        await health.start()
     if announce is not None:
         announce(f"worker    queue {task_queue}  ·  SIGTERM or Ctrl-C stops it")
-    await run_until_signalled(worker)
+        if options.metrics_address:
+            announce(f"metrics   http://{options.metrics_address}/metrics")
+        if health is not None:
+            announce(f"health    http://{options.health_address}/healthz  ·  /readyz")
+
+    def draining() -> None:
+        if health is not None:
+            health.draining = True
+
+    try:
+        await run_until_signalled(worker, on_drain=draining, announce=announce)
+    finally:
+        if health is not None:
+            await health.stop()
     if announce is not None:
         announce("worker stopped")

@@ -84,6 +84,52 @@ def _add_connection_flags(parser: argparse.ArgumentParser, default: object) -> N
     )
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text}")
+    return value
+
+
+def _add_worker_flags(parser: argparse.ArgumentParser) -> None:
+    """The options of a long-lived worker (``archmax worker``, ``archmax dev``); each also
+    has an environment variable (in its help), the flag winning."""
+    parser.add_argument(
+        "--max-concurrent-workflow-tasks",
+        type=_positive,
+        metavar="N",
+        help="workflow tasks at once (ARCHMAX_MAX_CONCURRENT_WORKFLOW_TASKS; SDK default)",
+    )
+    parser.add_argument(
+        "--max-concurrent-activities",
+        type=_positive,
+        metavar="N",
+        help="activities (model calls, tools, hooks) at once (ARCHMAX_MAX_CONCURRENT_ACTIVITIES)",
+    )
+    parser.add_argument(
+        "--max-cached-workflows",
+        type=int,
+        metavar="N",
+        help="sessions kept in memory between tasks (ARCHMAX_MAX_CACHED_WORKFLOWS; 1000)",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        metavar="SECONDS",
+        help="on SIGTERM, how long running activities may finish (ARCHMAX_SHUTDOWN_GRACE; 15)",
+    )
+    parser.add_argument(
+        "--metrics-address",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (ARCHMAX_METRICS_ADDRESS)",
+    )
+    parser.add_argument(
+        "--health-address",
+        metavar="HOST:PORT",
+        help="serve /healthz and /readyz at HOST:PORT (ARCHMAX_HEALTH_ADDRESS)",
+    )
+
+
 _VARIABLES_HELP = 'JSON object of variables, seeded locked (e.g. \'{"order_id":"A-1"}\')'
 
 
@@ -165,9 +211,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["stop"],
         help="stop: end this root's background dev server and background worker",
     )
-    sub.add_parser(
+    worker = sub.add_parser(
         "worker", help="a long-lived worker against the configured Temporal (for production)"
     )
+    _add_worker_flags(worker)
+    _add_worker_flags(dev)
 
     serve = sub.add_parser("serve", help="the HTTP API: triggers in, events and notifications out")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
