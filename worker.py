@@ -38,6 +38,7 @@ from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import StoreActivities
 from archmax_temporal.activities.telemetry import ModelCallMetricsInterceptor
+from archmax_temporal.activities.tracing import tracing_interceptors
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows import text
@@ -53,6 +54,7 @@ PASSTHROUGH_MODULES: Sequence[str] = (
     "pydantic_core",
     "annotated_types",
     "yaml",
+    "opentelemetry",  # when installed: spans from workflow code share the host's provider
 )
 """Pure third-party modules the workflow sandbox shares instead of re-importing per run."""
 
@@ -208,7 +210,9 @@ class TemporalConnection:
 async def connect(connection: TemporalConnection, *, runtime: Runtime | None = None) -> Client:
     """The one place a Temporal client is made: the connection's address, namespace, TLS, API
     key and metadata, with the project's one data converter (and ``runtime``, the Temporal
-    runtime whose telemetry the worker exports, when given)."""
+    runtime whose telemetry the worker exports, when given). With tracing active
+    (:mod:`archmax_temporal.activities.tracing`) the client, and every worker built on it,
+    records OpenTelemetry spans."""
     return await Client.connect(
         connection.address,
         namespace=connection.namespace,
@@ -217,6 +221,7 @@ async def connect(connection: TemporalConnection, *, runtime: Runtime | None = N
         rpc_metadata=dict(connection.rpc_metadata),
         data_converter=DATA_CONVERTER,
         runtime=runtime,
+        interceptors=tracing_interceptors(),
     )
 
 

@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
+from archmax_temporal.activities.tracing import model_call_span, record_model_result
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.telemetry import MODEL_CALLS, MODEL_LATENCY
 
@@ -35,11 +36,14 @@ class _ModelCallMetrics(ActivityInboundInterceptor):
         if activity.info().activity_type != MODEL_ACTIVITY:
             return await super().execute_activity(input)
         argument = input.args[0] if input.args else None
+        requested = getattr(argument, "model", None)
         started = time.monotonic()
         error: BaseException | None = None
         result: Any = None
         try:
-            result = await super().execute_activity(input)
+            with model_call_span(requested) as span:
+                result = await super().execute_activity(input)
+                record_model_result(span, result, request_model=requested)
             return result
         except BaseException as exc:
             error = exc

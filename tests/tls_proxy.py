@@ -186,11 +186,20 @@ class TlsProxy:
         loop = self._loop
         if loop is None:
             return
-        if self._server is not None:
-            loop.call_soon_threadsafe(self._server.close)
+        asyncio.run_coroutine_threadsafe(self._close(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(10)
+
+    async def _close(self) -> None:
+        """Stop listening and end every connection's pumps before the loop stops."""
+        if self._server is not None:
+            self._server.close()
+        current = asyncio.current_task()
+        pending = [task for task in asyncio.all_tasks() if task is not current]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
 
     def metadata(self, name: str) -> list[str]:
         """Every value of header ``name`` the client sent."""

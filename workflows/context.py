@@ -121,8 +121,7 @@ class SessionContext:
     def answer(self, call: ToolCall, answer: ToolAnswer) -> None:
         """Append the answer to ``call`` to the transcript, in the current state."""
         content = answer.content
-        if answer.status == "blocked":
-            telemetry.tool_blocked(self, call.name, answer.rule)
+        telemetry.tool_answered(self, call.name, answer.status, answer.rule)
         if call.id in self.cleaned_calls:
             self.cleaned_calls.discard(call.id)
             content = CLEANED_ARGUMENTS + content

@@ -26,6 +26,7 @@ slug), plus its own:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -95,6 +96,27 @@ DELIVERY_HANDLERS: Final = frozenset({"send", "deliver", "decide", "reply"})
 _PARKED: Final = {"awaiting_input": "input", "awaiting_decision": "decision"}
 
 
+@functools.cache
+def _tracing_module() -> Any:
+    """Temporal's OpenTelemetry integration, or ``None`` without OpenTelemetry (asked once
+    per process: a failed import is not retried on every span)."""
+    try:
+        with workflow.unsafe.imports_passed_through():
+            import temporalio.contrib.opentelemetry.workflow as traced
+    except ImportError:
+        return None
+    return traced
+
+
+def _span(name: str, attributes: Mapping[str, str | int | bool]) -> None:
+    """A completed span under the workflow's current one, when the worker traces (Temporal's
+    ``TracingInterceptor``); never while replaying, and nothing without OpenTelemetry."""
+    traced = _tracing_module()
+    if traced is None or traced.TracingWorkflowInboundInterceptor._from_context() is None:
+        return
+    traced.completed_span(name, attributes=dict(attributes))
+
+
 def _count(metric: Metric, value: int, attributes: Mapping[str, str]) -> None:
     if value <= 0:
         return
@@ -134,6 +156,7 @@ def firing_started(ctx: SessionContext, firing: object) -> None:
         channel = "timer"
     _count(WAKES, 1, {"workflow": ctx.input.workflow, "channel": channel})
     workflow.logger.info("session woken by %s", channel, extra=log_extra(ctx))
+    _span("archmax.wake", {"archmax.workflow": ctx.input.workflow, "archmax.channel": channel})
 
 
 def settled(ctx: SessionContext, disposition: str) -> None:
@@ -145,6 +168,17 @@ def settled(ctx: SessionContext, disposition: str) -> None:
     if channel is not None:
         _count(PARKS, 1, {"workflow": slug, "channel": channel})
     workflow.logger.info("firing settled (%s): %s", disposition, s.status, extra=log_extra(ctx))
+    _span(
+        "archmax.turn",
+        {
+            "archmax.workflow": slug,
+            "archmax.state": s.state or "",
+            "archmax.outcome": s.status,
+            "archmax.disposition": disposition,
+            "archmax.session.input_tokens": s.usage.prompt_tokens,
+            "archmax.session.output_tokens": s.usage.completion_tokens,
+        },
+    )
 
 
 def hook_verdict(ctx: SessionContext, phase: str, kind: str, verdict: str, error: bool) -> None:
@@ -156,10 +190,26 @@ def hook_verdict(ctx: SessionContext, phase: str, kind: str, verdict: str, error
         "verdict": "error" if error else verdict,
     }
     _count(HOOK_VERDICTS, 1, attributes)
+    _span("archmax.hook", {f"archmax.{k}": v for k, v in attributes.items()})
 
 
-def tool_blocked(ctx: SessionContext, tool: str, rule: str | None) -> None:
-    """Governance (or a refusal) blocked a tool call."""
+def tool_answered(ctx: SessionContext, tool: str, status: str, rule: str | None) -> None:
+    """A tool call was answered (``ok``, ``error`` or ``blocked`` by governance)."""
+    _span(
+        "archmax.tool",
+        {
+            "archmax.workflow": ctx.input.workflow,
+            "archmax.state": ctx.session.state or "",
+            "gen_ai.tool.name": tool,
+            "archmax.tool.status": status,
+            "archmax.tool.rule": rule or "",
+        },
+    )
+    if status == "blocked":
+        _tool_blocked(ctx, tool, rule)
+
+
+def _tool_blocked(ctx: SessionContext, tool: str, rule: str | None) -> None:
     attributes = {"workflow": ctx.input.workflow, "tool": tool, "rule": rule or "refused"}
     _count(TOOLS_BLOCKED, 1, attributes)
     workflow.logger.info(
