@@ -259,6 +259,7 @@ def build_worker(
     max_concurrent_workflow_tasks: int | None = None,
     max_concurrent_activities: int | None = None,
     graceful_shutdown: timedelta = GRACEFUL_SHUTDOWN,
+    telemetry: bool = True,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
@@ -270,7 +271,9 @@ def build_worker(
     protocol on stdin and stdout, so a host can wrap it (a container, a jail).
     The worker registers exactly the activities :mod:`workflows.contracts` records (a
     missing, extra or doubled one is a ``ValueError``). ``interceptors`` run after the
-    telemetry ones every worker has (:func:`telemetry_interceptors`).
+    telemetry ones every worker has (:func:`telemetry_interceptors`; ``telemetry=False``
+    leaves them out: no session fields on activity log lines, and of archmax's metrics only
+    those workflow code records itself, as ``bench/telemetry.py`` compares).
     """
     from archmax_temporal.workflows import contracts
 
@@ -303,7 +306,7 @@ def build_worker(
         max_concurrent_activities=max_concurrent_activities,
         graceful_shutdown_timeout=graceful_shutdown,
         identity=identity,
-        interceptors=[*telemetry_interceptors(), *interceptors],
+        interceptors=[*(telemetry_interceptors() if telemetry else []), *interceptors],
     )
 
 

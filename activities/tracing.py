@@ -89,11 +89,16 @@ def tracing_interceptors() -> list[Interceptor]:
 @contextlib.contextmanager
 def model_call_span(request_model: str | None) -> Iterator[Any]:
     """The GenAI client span of one model call attempt (``chat <model>``), a child of the
-    activity's span; yields the span (or ``None`` when tracing is off)."""
+    activity's span; yields the span (or ``None`` when this worker does not trace: no
+    provider, or no recording span around the activity)."""
     if not tracing_active():
         yield None
         return
     from opentelemetry import trace
+
+    if not trace.get_current_span().is_recording():
+        yield None
+        return
 
     tracer = trace.get_tracer("archmax_temporal")
     name = f"chat {request_model}" if request_model else "chat"
