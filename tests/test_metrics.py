@@ -3,6 +3,7 @@ metrics and archmax's own, each counted once however often the workflow replays.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
@@ -17,6 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from archmax_temporal.worker import TemporalConnection, connect, metrics_runtime
 from archmax_temporal.workflows import telemetry
 from archmax_temporal.workflows.errors import SessionNotAwaitingInputError
+from archmax_temporal.workflows.models import DeliverInput
 from tests.conftest import EXAMPLES, Scripted, copy_example, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
@@ -96,7 +98,18 @@ async def test_a_park_deliver_and_refusal_are_counted_once_each(
             await agent.workflow.deliver(
                 session, trigger="email_reply", variables={"reply_body": "Again."}
             )
-    scrape = await _scrape(address)
+        # A signal cannot be refused to its sender: the session drops it and counts it.
+        await client.get_workflow_handle(session).signal(
+            "deliver", DeliverInput(trigger="email_reply", variables={"reply_body": "Late."})
+        )
+        scrape = await _scrape(address)
+        for _ in range(100):
+            if scrape.value(
+                "archmax_refusals_total", update="deliver_signal", task_queue=task_queue
+            ):
+                break
+            await asyncio.sleep(0.1)
+            scrape = await _scrape(address)
     ours = {"task_queue": task_queue, "workflow": "support-inbox"}
     assert scrape.value("archmax_turns_total", **ours) == 2
     assert scrape.value("archmax_turns_total", outcome="awaiting_input", disposition="turn", **ours)
@@ -107,6 +120,9 @@ async def test_a_park_deliver_and_refusal_are_counted_once_each(
     assert scrape.value("archmax_deliveries_total", update="deliver", **ours) == 1
     refused = {"update": "deliver", "error": "SessionNotAwaitingInputError"}
     assert scrape.value("archmax_refusals_total", **refused, **ours) == 1
+    signal = {"update": "deliver_signal", "error": "SessionNotAwaitingInputError"}
+    assert scrape.value("archmax_refusals_total", **signal, **ours) == 1
+    assert scrape.value("archmax_deliveries_total", update="deliver_signal", **ours) == 0
     calls = scrape.value("archmax_model_calls_total", task_queue=task_queue, model="scripted")
     assert calls >= 2
     assert scrape.value("archmax_model_calls_total", task_queue=task_queue, outcome="ok") == calls

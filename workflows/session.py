@@ -382,6 +382,7 @@ class ArchmaxSession:
                     }
                 )
             return
+        telemetry.signal_delivered(self._ctx)
         self._busy = True
         self._queue.append(DeliverFiring(delivery))
 

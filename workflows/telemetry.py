@@ -17,7 +17,8 @@ slug), plus its own:
   settling parked (``input``, ``decision``) and a parked session woken (``input``,
   ``decision``, ``timer``, ``sub_workflow``);
 - :data:`DELIVERIES` ``{workflow, update}`` and :data:`REFUSALS` ``{workflow, update, error}``:
-  updates and signals accepted, and refused by archmax error type;
+  updates (``send``, ``deliver``, ``decide``, ``reply``) and ``deliver`` signals
+  (``deliver_signal``) accepted, and refused by archmax error type;
 - :data:`HOOK_VERDICTS` ``{workflow, phase, kind, verdict}`` and :data:`TOOLS_BLOCKED`
   ``{workflow, tool, rule}``;
 - :data:`MODEL_TOKENS` ``{workflow, model, kind}``: tokens the model calls reported
@@ -35,7 +36,6 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import (
     ExecuteWorkflowInput,
-    HandleSignalInput,
     HandleUpdateInput,
     Interceptor,
     StartActivityInput,
@@ -91,7 +91,8 @@ METRICS: Final = (
 latency) by :mod:`archmax_temporal.activities.telemetry`."""
 
 DELIVERY_HANDLERS: Final = frozenset({"send", "deliver", "decide", "reply"})
-"""The updates (and the ``deliver`` signal) counted as deliveries and refusals."""
+"""The updates counted as deliveries and refusals (the ``deliver`` signal is counted by the
+session itself, as ``deliver_signal``: a signal is refused inside its handler)."""
 
 _PARKED: Final = {"awaiting_input": "input", "awaiting_decision": "decision"}
 
@@ -217,9 +218,15 @@ def _tool_blocked(ctx: SessionContext, tool: str, rule: str | None) -> None:
     )
 
 
+def signal_delivered(ctx: SessionContext) -> None:
+    """A ``deliver`` signal was admitted."""
+    _count(DELIVERIES, 1, {"workflow": ctx.input.workflow, "update": "deliver_signal"})
+
+
 def signal_refused(ctx: SessionContext, error: str) -> None:
     """A ``deliver`` signal was dropped (a signal cannot be refused to its sender)."""
-    _count(REFUSALS, 1, {"workflow": ctx.input.workflow, "update": "deliver", "error": error})
+    attributes = {"workflow": ctx.input.workflow, "update": "deliver_signal", "error": error}
+    _count(REFUSALS, 1, attributes)
 
 
 def _model_tokens(slug: str, model: str, usage: Usage) -> None:
@@ -271,11 +278,6 @@ class _Inbound(WorkflowInboundInterceptor):
         if input.update in DELIVERY_HANDLERS:
             _count(DELIVERIES, 1, {"workflow": self._labels.slug, "update": input.update})
         return result
-
-    async def handle_signal(self, input: HandleSignalInput) -> None:
-        await super().handle_signal(input)
-        if input.signal in DELIVERY_HANDLERS:
-            _count(DELIVERIES, 1, {"workflow": self._labels.slug, "update": input.signal})
 
     def _refused(self, update: str, refusal: Exception) -> None:
         if update not in DELIVERY_HANDLERS:
