@@ -157,12 +157,13 @@ def configure_logging(
         structlog.stdlib.ExtraAdder(),
         lift_temporal_context,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        # a traceback becomes text before the masking, so a secret in it is masked too
+        structlog.processors.format_exc_info,
         RedactSecrets(secrets_from_env(env)),
     ]
     renderer: Processor
     if chosen == "json":
         renderer = structlog.processors.JSONRenderer(default=str)
-        shared.append(structlog.processors.format_exc_info)
     else:
         colors = stream is None and sys.stderr.isatty()
         renderer = structlog.dev.ConsoleRenderer(colors=colors)

@@ -112,6 +112,20 @@ class TestJsonLines:
         assert second["event"] == f"connecting with {MASK}"
         assert third["authorization"] == MASK
 
+    @pytest.mark.parametrize("format", ["json", "console"])
+    def test_a_secret_in_a_traceback_is_masked(self, format: Any) -> None:
+        """An exception whose message or traceback holds the key is logged masked."""
+        stream = io.StringIO()
+        configure_logging(format=format, stream=stream, env={"OPENAI_API_KEY": SECRET})
+        try:
+            raise RuntimeError(f"401 Unauthorized for {SECRET}")
+        except RuntimeError:
+            get_logger("archmax.test").exception("model call failed")
+            logging.getLogger("other").exception("also failed")
+        text = stream.getvalue()
+        assert SECRET not in text
+        assert text.count("RuntimeError") >= 2 and MASK in text
+
     def test_secrets_are_read_from_secret_named_variables_only(self) -> None:
         """``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``; short values are left."""
         env = {
