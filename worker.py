@@ -14,33 +14,48 @@ import os
 import signal
 import socket
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter
-from temporalio.worker import Worker
+from temporalio.envconfig import ClientConfigProfile
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.service import TLSConfig
+from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from archmax_temporal.activities.hook_executors import HookExecutor, HookExecutorActivities
 from archmax_temporal.activities.host_tools import HostTool, HostToolActivities
+from archmax_temporal.activities.logs import LogContextInterceptor
 from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import StoreActivities
+from archmax_temporal.activities.telemetry import ModelCallMetricsInterceptor
+from archmax_temporal.activities.tracing import tracing_interceptors
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows import text
+from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.session import ArchmaxSession
+from archmax_temporal.workflows.telemetry import WorkflowTelemetryInterceptor
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=15)
 """How long running activities (a model call) get to finish when the worker stops."""
 
-PASSTHROUGH_MODULES: Sequence[str] = ("pydantic", "pydantic_core", "annotated_types", "yaml")
+PASSTHROUGH_MODULES: Sequence[str] = (
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "yaml",
+    "opentelemetry",  # when installed: spans from workflow code share the host's provider
+)
 """Pure third-party modules the workflow sandbox shares instead of re-importing per run."""
 
 
@@ -78,14 +93,147 @@ DATA_CONVERTER: Final = DataConverter(payload_converter_class=SafeTextPayloadCon
 """The project's one data converter: pydantic models on the wire, total over text."""
 
 
-async def connect(address: str, namespace: str) -> Client:
-    """A client with the project's one data converter."""
-    return await Client.connect(address, namespace=namespace, data_converter=DATA_CONVERTER)
+DEFAULT_ADDRESS: Final = "localhost:7233"
+"""Where Temporal is looked for when nothing names an address."""
+
+DEFAULT_NAMESPACE: Final = "default"
+"""The namespace used when nothing names one."""
+
+
+@dataclass(frozen=True)
+class TemporalConnection:
+    """Where and how to reach Temporal: address, namespace and the credentials.
+
+    Read with :meth:`from_env` from Temporal's own environment configuration
+    (:mod:`temporalio.envconfig`: ``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
+    ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``, ``TEMPORAL_GRPC_META_*``, the profiles of
+    ``temporal.toml`` chosen by ``TEMPORAL_PROFILE``), so a worker, every command and
+    ``archmax serve`` reach the same server the ``temporal`` CLI does. The API key and the
+    TLS material never appear in a ``repr`` (and so never in a log line).
+    """
+
+    address: str = DEFAULT_ADDRESS
+    namespace: str = DEFAULT_NAMESPACE
+    api_key: str | None = field(default=None, repr=False)
+    """Sent as ``authorization: Bearer <key>`` on every call (Temporal Cloud API keys)."""
+    tls: bool | TLSConfig | None = field(default=None, repr=False)
+    """``None``: TLS exactly when an API key is set; ``True``: TLS with the system roots; a
+    ``TLSConfig`` for a private CA, a server name or a client certificate (mTLS)."""
+    rpc_metadata: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Extra gRPC metadata (``TEMPORAL_GRPC_META_<NAME>``) sent with every call."""
+    address_configured: bool = False
+    """Whether the address was named (env, profile or flag): then nothing starts a server."""
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        profile: str | None = None,
+        config_file: Path | str | None = None,
+    ) -> TemporalConnection:
+        """The connection Temporal's environment configuration describes (``profile`` wins
+        over ``TEMPORAL_PROFILE``; ``config_file`` over ``TEMPORAL_CONFIG_FILE``).
+        A malformed ``temporal.toml`` or an unknown profile is a :class:`ConfigurationError`."""
+        env = dict(os.environ if env is None else env)
+        named_profile = profile or env.get("TEMPORAL_PROFILE")
+        try:
+            loaded = ClientConfigProfile.load(
+                profile=named_profile,
+                config_source=Path(config_file) if config_file else None,
+                override_env_vars=env,
+            )
+        except Exception as exc:  # the bridge raises RuntimeError/ValueError/OSError
+            where = f" (profile {named_profile!r})" if named_profile else ""
+            raise ConfigurationError(
+                f"cannot read Temporal's client configuration{where}: {exc}"
+            ) from None
+        tls: bool | TLSConfig | None = None
+        if loaded.tls is not None:
+            try:
+                tls = loaded.tls.to_connect_tls_config()
+            except OSError as exc:
+                raise ConfigurationError(f"cannot read a TLS file: {exc}") from None
+        return cls(
+            address=loaded.address or DEFAULT_ADDRESS,
+            namespace=loaded.namespace or DEFAULT_NAMESPACE,
+            api_key=loaded.api_key or None,
+            tls=tls,
+            rpc_metadata=dict(loaded.grpc_meta),
+            address_configured=bool(loaded.address),
+        )
+
+    def with_overrides(
+        self,
+        *,
+        address: str | None = None,
+        namespace: str | None = None,
+        api_key: str | None = None,
+        tls: bool | TLSConfig | None = None,
+    ) -> TemporalConnection:
+        """A copy with what the command line named (``None`` keeps the configured value);
+        a named address counts as configured."""
+        return replace(
+            self,
+            address=address or self.address,
+            namespace=namespace or self.namespace,
+            api_key=api_key if api_key is not None else self.api_key,
+            tls=tls if tls is not None else self.tls,
+            address_configured=self.address_configured or bool(address),
+        )
+
+    @property
+    def uses_tls(self) -> bool:
+        """Whether the connection is encrypted (an API key turns TLS on unless disabled)."""
+        if self.tls is None:
+            return self.api_key is not None
+        return self.tls is not False
+
+    @property
+    def plain(self) -> bool:
+        """Neither TLS nor credentials: what the embedded dev server speaks."""
+        return not self.uses_tls and self.api_key is None and not self.rpc_metadata
+
+    def describe(self) -> str:
+        """One line for a terminal: address, namespace, TLS and whether a key is set
+        (never the key)."""
+        extras = [f"namespace {self.namespace}"]
+        if self.uses_tls:
+            extras.append("TLS")
+        if self.api_key is not None:
+            extras.append("API key")
+        if isinstance(self.tls, TLSConfig) and self.tls.client_cert is not None:
+            extras.append("client certificate")
+        return f"{self.address} · {' · '.join(extras)}"
+
+
+async def connect(connection: TemporalConnection, *, runtime: Runtime | None = None) -> Client:
+    """The one place a Temporal client is made: the connection's address, namespace, TLS, API
+    key and metadata, with the project's one data converter (and ``runtime``, the Temporal
+    runtime whose telemetry the worker exports, when given). With tracing active
+    (:mod:`archmax_temporal.activities.tracing`) the client, and every worker built on it,
+    records OpenTelemetry spans."""
+    return await Client.connect(
+        connection.address,
+        namespace=connection.namespace,
+        api_key=connection.api_key,
+        tls=connection.tls,
+        rpc_metadata=dict(connection.rpc_metadata),
+        data_converter=DATA_CONVERTER,
+        runtime=runtime,
+        interceptors=tracing_interceptors(),
+    )
 
 
 def worker_identity(prefix: str) -> str:
     """``<prefix><pid>@<host>``: lets a later command tell a dead local worker from a live one."""
     return f"{prefix}{os.getpid()}@{socket.gethostname()}"
+
+
+def telemetry_interceptors() -> list[Interceptor]:
+    """What every worker runs its sessions with: the session's fields bound on activity log
+    lines, archmax's metrics from workflow and activity code."""
+    return [LogContextInterceptor(), ModelCallMetricsInterceptor(), WorkflowTelemetryInterceptor()]
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -107,6 +255,11 @@ def build_worker(
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
     sandbox_runtime: Sequence[str] | None = None,
+    interceptors: Sequence[Interceptor] = (),
+    max_concurrent_workflow_tasks: int | None = None,
+    max_concurrent_activities: int | None = None,
+    graceful_shutdown: timedelta = GRACEFUL_SHUTDOWN,
+    telemetry: bool = True,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
@@ -117,7 +270,10 @@ def build_worker(
     (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
     protocol on stdin and stdout, so a host can wrap it (a container, a jail).
     The worker registers exactly the activities :mod:`workflows.contracts` records (a
-    missing, extra or doubled one is a ``ValueError``).
+    missing, extra or doubled one is a ``ValueError``). ``interceptors`` run after the
+    telemetry ones every worker has (:func:`telemetry_interceptors`; ``telemetry=False``
+    leaves them out: no session fields on activity log lines, and of archmax's metrics only
+    those workflow code records itself, as ``bench/telemetry.py`` compares).
     """
     from archmax_temporal.workflows import contracts
 
@@ -146,21 +302,188 @@ def build_worker(
         activities=[by_name[c.name] for c in contracts.ACTIVITIES],
         workflow_runner=workflow_runner(),
         max_cached_workflows=max_cached_workflows,
-        graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
+        max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
+        max_concurrent_activities=max_concurrent_activities,
+        graceful_shutdown_timeout=graceful_shutdown,
         identity=identity,
+        interceptors=[*(telemetry_interceptors() if telemetry else []), *interceptors],
     )
 
 
-async def run_until_signalled(worker: Worker) -> None:
-    """Run ``worker`` until SIGTERM or SIGINT, then shut it down gracefully."""
+class WorkerOptions(BaseModel):
+    """How a long-lived worker runs: its slots, cache, drain grace and endpoints.
+
+    Read from the environment by :meth:`from_env`; ``archmax worker`` flags override it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_concurrent_workflow_tasks: int | None = Field(default=None, gt=0)
+    """Workflow tasks run at once (``ARCHMAX_MAX_CONCURRENT_WORKFLOW_TASKS``; SDK default)."""
+    max_concurrent_activities: int | None = Field(default=None, gt=0)
+    """Activities (model calls, tools, hooks) at once (``ARCHMAX_MAX_CONCURRENT_ACTIVITIES``)."""
+    max_cached_workflows: int = Field(default=1000, ge=0)
+    """Sessions kept in memory between tasks (``ARCHMAX_MAX_CACHED_WORKFLOWS``)."""
+    graceful_shutdown: timedelta = Field(default=GRACEFUL_SHUTDOWN, ge=timedelta(0))
+    """How long running activities get to finish on SIGTERM (``ARCHMAX_SHUTDOWN_GRACE``,
+    seconds); a second signal exits at once."""
+    metrics_address: str | None = None
+    """``host:port`` of the Prometheus endpoint (``ARCHMAX_METRICS_ADDRESS``); none: off."""
+    health_address: str | None = None
+    """``host:port`` of ``/healthz`` and ``/readyz`` (``ARCHMAX_HEALTH_ADDRESS``); none: off."""
+
+    ENV: ClassVar[Mapping[str, str]] = {
+        "max_concurrent_workflow_tasks": "ARCHMAX_MAX_CONCURRENT_WORKFLOW_TASKS",
+        "max_concurrent_activities": "ARCHMAX_MAX_CONCURRENT_ACTIVITIES",
+        "max_cached_workflows": "ARCHMAX_MAX_CACHED_WORKFLOWS",
+        "graceful_shutdown": "ARCHMAX_SHUTDOWN_GRACE",
+        "metrics_address": "ARCHMAX_METRICS_ADDRESS",
+        "health_address": "ARCHMAX_HEALTH_ADDRESS",
+    }
+    """Each option's environment variable."""
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> WorkerOptions:
+        """The options the environment sets, with ``overrides`` (not None) winning; a bad
+        value is a :class:`ConfigurationError` naming its variable or flag."""
+        env = os.environ if env is None else env
+        values: dict[str, object] = {
+            field: env[name] for field, name in cls.ENV.items() if env.get(name, "").strip()
+        }
+        grace = values.get("graceful_shutdown")
+        if isinstance(grace, str):  # seconds, as the flag takes them
+            try:
+                values["graceful_shutdown"] = timedelta(seconds=float(grace))
+            except ValueError:
+                raise ConfigurationError(
+                    f"invalid worker option: ARCHMAX_SHUTDOWN_GRACE: {grace!r} is not seconds"
+                ) from None
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{cls.ENV.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in exc.errors()
+            )
+            raise ConfigurationError(f"invalid worker option: {problems}") from None
+
+
+def metrics_runtime(address: str) -> Runtime:
+    """A Temporal runtime exporting Temporal's SDK metrics and archmax's own on
+    ``http://<address>/metrics`` (Prometheus; counters end in ``_total``, durations are
+    seconds). Connect the worker's client with it (:func:`connect`)."""
+    return Runtime(
+        telemetry=TelemetryConfig(
+            metrics=PrometheusConfig(
+                bind_address=address, counters_total_suffix=True, durations_as_seconds=True
+            )
+        )
+    )
+
+
+class HealthServer:
+    """``/healthz`` and ``/readyz`` for an orchestrator, on a plain asyncio HTTP server.
+
+    ``/healthz`` is 200 while the worker runs (or is still starting), 503 once it stopped or
+    failed; ``/readyz`` is 200 only while it runs, is not draining, and Temporal answered a
+    health check within :data:`READY_CHECK_TIMEOUT`. Bodies are one JSON object.
+    """
+
+    READY_CHECK_TIMEOUT: ClassVar[float] = 2.0
+
+    def __init__(self, address: str, worker: Worker, client: Client) -> None:
+        self._host, _, port = address.rpartition(":")
+        self._port = int(port)
+        self._worker = worker
+        self._client = client
+        self._server: asyncio.Server | None = None
+        self.draining = False
+        """Set when the worker drains: not ready any more, still alive."""
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful when the address asked for port 0)."""
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(
+            self._handle, self._host.strip("[]") or "0.0.0.0", self._port
+        )
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _ready(self) -> tuple[bool, str]:
+        if self.draining:
+            return False, "draining"
+        if not self._worker.is_running:
+            return False, "stopped" if self._worker.is_shutdown else "starting"
+        try:
+            await asyncio.wait_for(
+                self._client.service_client.check_health(), self.READY_CHECK_TIMEOUT
+            )
+        except Exception:
+            return False, "temporal unreachable"
+        return True, "ready"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), 5)
+            parts = request.decode("latin-1").split()
+            path = parts[1] if len(parts) >= 2 else ""
+            if path == "/healthz":
+                alive = not self._worker.is_shutdown
+                code, status = (200, "ok") if alive else (503, "stopped")
+            elif path == "/readyz":
+                ready, status = await self._ready()
+                code = 200 if ready else 503
+            else:
+                code, status = 404, "not found"
+            body = f'{{"status": "{status}"}}'.encode()
+            reason = {200: "OK", 404: "Not Found", 503: "Service Unavailable"}[code]
+            writer.write(
+                f"HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+        except (OSError, TimeoutError, UnicodeDecodeError):
+            pass
+        finally:
+            writer.close()
+
+
+async def run_until_signalled(
+    worker: Worker,
+    *,
+    on_drain: Callable[[], None] | None = None,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Run ``worker`` until SIGTERM or SIGINT, then drain it: new work stops at once, running
+    activities get the worker's grace period. A second signal exits at once."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def first(sig: signal.Signals) -> None:
+        if announce is not None:
+            announce(f"worker    {sig.name}: draining (again to exit at once)")
+        if on_drain is not None:
+            on_drain()
+        stop.set()
+        for again in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(again, os._exit, 128 + again)
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    async with worker:
-        await stop.wait()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.remove_signal_handler(sig)
+        loop.add_signal_handler(sig, first, sig)
+    try:
+        async with worker:
+            await stop.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
 
 
 async def serve(
@@ -173,9 +496,13 @@ async def serve(
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
     announce: Callable[[str], None] | None = None,
+    options: WorkerOptions | None = None,
 ) -> None:
     """The body of ``archmax worker`` and ``archmax dev``: a long-lived worker (its identity
-    marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT."""
+    marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT, with the
+    health endpoints ``options`` ask for. (Metrics are the client's runtime's: connect it
+    with :func:`metrics_runtime`.)"""
+    options = options or WorkerOptions()
     worker = build_worker(
         client,
         task_queue=task_queue,
@@ -185,9 +512,30 @@ async def serve(
         authoring_root=authoring_root,
         host_tools=host_tools,
         hook_executors=hook_executors,
+        max_cached_workflows=options.max_cached_workflows,
+        max_concurrent_workflow_tasks=options.max_concurrent_workflow_tasks,
+        max_concurrent_activities=options.max_concurrent_activities,
+        graceful_shutdown=options.graceful_shutdown,
     )
+    health: HealthServer | None = None
+    if options.health_address:
+        health = HealthServer(options.health_address, worker, client)
+        await health.start()
     if announce is not None:
         announce(f"worker    queue {task_queue}  ·  SIGTERM or Ctrl-C stops it")
-    await run_until_signalled(worker)
+        if options.metrics_address:
+            announce(f"metrics   http://{options.metrics_address}/metrics")
+        if health is not None:
+            announce(f"health    http://{options.health_address}/healthz  ·  /readyz")
+
+    def draining() -> None:
+        if health is not None:
+            health.draining = True
+
+    try:
+        await run_until_signalled(worker, on_drain=draining, announce=announce)
+    finally:
+        if health is not None:
+            await health.stop()
     if announce is not None:
         announce("worker stopped")

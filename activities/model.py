@@ -34,11 +34,11 @@ from datetime import timedelta
 from typing import Any
 
 import openai
-import structlog
 from openai.types import CompletionUsage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from archmax_temporal.activities.logs import get_logger
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.contracts.model import BUDGET_EXHAUSTED, MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import ModelCallError
@@ -52,7 +52,7 @@ from archmax_temporal.workflows.models import (
 )
 from archmax_temporal.workflows.text import clean_str, scrub
 
-log = structlog.get_logger("archmax.model")
+log = get_logger("archmax.model")
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses worth another attempt, besides every 5xx."""

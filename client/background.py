@@ -144,6 +144,7 @@ async def ensure_background_worker(
             "ARCHMAX_ROOT": str(config.root),
             "ARCHMAX_STORE": str(config.store),
             "ARCHMAX_SEARCH_ATTRIBUTES": "1" if config.search_attributes else "0",
+            **({"TEMPORAL_PROFILE": config.profile} if config.profile else {}),
         }
         with log_file.open("ab") as log:
             offset = log.tell()
@@ -171,10 +172,12 @@ async def _await_polling(
     proc: subprocess.Popen[bytes], config: RuntimeConfig, address: str, log: Path, offset: int
 ) -> None:
     """Wait until the started worker polls its queue (so the command's firing is served)."""
+    from dataclasses import replace
+
     from archmax_temporal.client.runtime import worker_polling
     from archmax_temporal.worker import connect
 
-    client = await connect(address, config.namespace)
+    client = await connect(replace(config.connection, address=address))
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         if proc.poll() is not None:

@@ -1,7 +1,11 @@
 """Where things are: the Temporal server, the task queue, the authoring root, the store.
 
-Read once from the environment at an entry point (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
-``ARCHMAX_TASK_QUEUE``, ``ARCHMAX_ROOT``, ``ARCHMAX_STORE``); command-line flags override it.
+Read once from the environment at an entry point; command-line flags override it. Temporal's
+coordinates and credentials come from Temporal's own environment configuration
+(``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``,
+``temporal.toml`` profiles and ``TEMPORAL_PROFILE``: see
+:class:`archmax_temporal.worker.TemporalConnection`); archmax's own from ``ARCHMAX_TASK_QUEUE``,
+``ARCHMAX_ROOT`` and ``ARCHMAX_STORE``.
 """
 
 from __future__ import annotations
@@ -11,12 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from temporalio.service import TLSConfig
+
+from archmax_temporal.worker import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, TemporalConnection
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.limits import Limits
 
-DEFAULT_ADDRESS = "localhost:7233"
-DEFAULT_NAMESPACE = "default"
 DEFAULT_TASK_QUEUE = "archmax"
+
+__all__ = ["DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "DEFAULT_TASK_QUEUE", "RuntimeConfig"]
 
 
 @dataclass(frozen=True)
@@ -35,13 +42,39 @@ class RuntimeConfig:
     for a namespace that has not registered them)."""
     limits: Limits = field(default_factory=Limits)
     """How big a firing may be (``ARCHMAX_MAX_*_BYTES``); new sessions start with these."""
+    api_key: str | None = field(default=None, repr=False)
+    """Temporal API key (``TEMPORAL_API_KEY`` or the profile's); never printed."""
+    tls: bool | TLSConfig | None = field(default=None, repr=False)
+    """Temporal TLS (``TEMPORAL_TLS*`` or the profile's); ``None``: on exactly with a key."""
+    rpc_metadata: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """gRPC metadata sent with every call (``TEMPORAL_GRPC_META_*``)."""
+    profile: str | None = None
+    """The ``temporal.toml`` profile read (``TEMPORAL_PROFILE`` or ``--profile``)."""
+
+    @property
+    def connection(self) -> TemporalConnection:
+        """How to reach Temporal, for :func:`archmax_temporal.worker.connect`."""
+        return TemporalConnection(
+            address=self.address,
+            namespace=self.namespace,
+            api_key=self.api_key,
+            tls=self.tls,
+            rpc_metadata=self.rpc_metadata,
+            address_configured=self.address_configured,
+        )
 
     @classmethod
     def from_env(
-        cls, env: Mapping[str, str] | None = None, *, root: Path | str | None = None
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        root: Path | str | None = None,
+        profile: str | None = None,
     ) -> RuntimeConfig:
-        """The configuration the environment describes, with ``root`` overriding ARCHMAX_ROOT."""
+        """The configuration the environment describes, with ``root`` overriding ARCHMAX_ROOT
+        and ``profile`` overriding TEMPORAL_PROFILE."""
         env = os.environ if env is None else env
+        temporal = TemporalConnection.from_env(env, profile=profile)
         resolved_root = Path(root or env.get("ARCHMAX_ROOT") or Path.cwd()).resolve()
         store = env.get("ARCHMAX_STORE")
         try:
@@ -52,14 +85,22 @@ class RuntimeConfig:
             limits=limits,
             root=resolved_root,
             store=Path(store).resolve() if store else resolved_root / "sessions",
-            address=env.get("TEMPORAL_ADDRESS") or DEFAULT_ADDRESS,
-            namespace=env.get("TEMPORAL_NAMESPACE") or DEFAULT_NAMESPACE,
+            address=temporal.address,
+            namespace=temporal.namespace,
+            api_key=temporal.api_key,
+            tls=temporal.tls,
+            rpc_metadata=temporal.rpc_metadata,
+            profile=profile or env.get("TEMPORAL_PROFILE") or None,
             task_queue=env.get("ARCHMAX_TASK_QUEUE") or DEFAULT_TASK_QUEUE,
-            address_configured=bool(env.get("TEMPORAL_ADDRESS")),
+            address_configured=temporal.address_configured,
             search_attributes=env.get("ARCHMAX_SEARCH_ATTRIBUTES", "1").lower()
             not in ("0", "false", "off", "no"),
         )
 
     def with_overrides(self, **changes: object) -> RuntimeConfig:
-        """A copy with the given fields replaced (None values ignored)."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})  # type: ignore[arg-type]
+        """A copy with the given fields replaced (None values ignored); a new ``address``
+        counts as configured (nothing starts a server for it)."""
+        changed = {k: v for k, v in changes.items() if v is not None}
+        if "address" in changed:
+            changed.setdefault("address_configured", True)
+        return replace(self, **changed)  # type: ignore[arg-type]

@@ -545,7 +545,7 @@ async def _start(
         raise DevServerUnreachableError(
             f"no Temporal server answers at {address} (namespace {namespace!r}); archmax starts "
             "a dev server only for a local address (localhost, 127.0.0.1, ::1). Start the "
-            "server, or fix TEMPORAL_ADDRESS / --address"
+            "server, or fix TEMPORAL_ADDRESS (or --address)"
         )
     cli = find_temporal_cli()
     paths.state_dir.mkdir(parents=True, exist_ok=True)

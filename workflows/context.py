@@ -17,7 +17,7 @@ from typing import Literal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from archmax_temporal.workflows import transcript
+    from archmax_temporal.workflows import telemetry, transcript
     from archmax_temporal.workflows.models import (
         Message,
         NoteKind,
@@ -121,6 +121,7 @@ class SessionContext:
     def answer(self, call: ToolCall, answer: ToolAnswer) -> None:
         """Append the answer to ``call`` to the transcript, in the current state."""
         content = answer.content
+        telemetry.tool_answered(self, call.name, answer.status, answer.rule)
         if call.id in self.cleaned_calls:
             self.cleaned_calls.discard(call.id)
             content = CLEANED_ARGUMENTS + content

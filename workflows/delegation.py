@@ -59,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
         governance,
         matching,
         signatures,
+        telemetry,
     )
     from archmax_temporal.workflows import search_attributes as sa
     from archmax_temporal.workflows.context import SessionContext, ToolAnswer
@@ -630,7 +631,11 @@ class Delegations:
                 SubWorkflowReport(session_id=self._ctx.session_id, outcome=outcome),
             )
         except FailureError as failure:  # the caller is gone: nobody waits any more
-            workflow.logger.warning("sub-workflow report not delivered: %s", failure)
+            workflow.logger.warning(
+                "sub-workflow report not delivered: %s",
+                failure,
+                extra=telemetry.log_extra(self._ctx),
+            )
 
     # --- records ------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
         hooks,
         matching,
         sandbox,
+        telemetry,
     )
     from archmax_temporal.workflows.context import SessionContext
     from archmax_temporal.workflows.hooks import HookVerdict, Phase
@@ -233,10 +234,13 @@ class HookRunner:
         summary = hooks.hook_summary(phase, slug, hooks.hook_label(hook, index))
         kind, custom = hooks.hook_kind(hook)
         if kind == "script":
-            return await self._script(slug, str(hook.script), args, summary)
-        if kind == "rubric":
-            return await self._rubric(slug, hook, args, summary)
-        return await self._custom(custom, hook, args, summary)
+            verdict = await self._script(slug, str(hook.script), args, summary)
+        elif kind == "rubric":
+            verdict = await self._rubric(slug, hook, args, summary)
+        else:
+            verdict = await self._custom(custom, hook, args, summary)
+        telemetry.hook_verdict(self._ctx, phase, kind, verdict.verdict, bool(verdict.error))
+        return verdict
 
     async def _script(
         self, slug: str, path: str, args: dict[str, Any], summary: str

@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         delegation,
         firing,
         projections,
+        telemetry,
         transcript,
     )
     from archmax_temporal.workflows.context import SessionContext
@@ -118,6 +119,7 @@ class ArchmaxSession:
             if not await self._wait_for_work():
                 return self._summary()  # started for a refused firing: ends without a trace
             next_firing = self._queue.pop(0)
+            telemetry.firing_started(self._ctx, next_firing)
             outcome: Outcome | ApplicationError
             try:
                 outcome = await self._process(next_firing)
@@ -288,6 +290,7 @@ class ArchmaxSession:
         """The artifacts rewritten, the search attributes published, the outcome."""
         await self._turn.persist()
         self._turn.publish()
+        telemetry.settled(self._ctx, disposition)
         s = self._ctx.session
         return projections.outcome(
             s, self._ctx.input, self._delegation.current(), disposition, self._trail_from
@@ -376,7 +379,13 @@ class ArchmaxSession:
         try:
             firing.check_delivery(self._admission(), delivery)
         except ApplicationError as refusal:
-            workflow.logger.warning("deliver signal refused: %s (%s)", refusal, refusal.type)
+            workflow.logger.warning(
+                "deliver signal refused: %s (%s)",
+                refusal,
+                refusal.type,
+                extra=telemetry.log_extra(self._ctx),
+            )
+            telemetry.signal_refused(self._ctx, refusal.type or "ApplicationError")
             if workflow.patched(REFUSED_SIGNAL_PATCH):
                 workflow.upsert_memo(
                     {
@@ -388,6 +397,7 @@ class ArchmaxSession:
                     }
                 )
             return
+        telemetry.signal_delivered(self._ctx)
         self._busy = True
         self._queue.append(DeliverFiring(delivery))
 

@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         runtime_tools,
         sandbox,
         signatures,
+        telemetry,
         text,
         todos,
         tools,
@@ -741,7 +742,11 @@ class TurnEngine:
             self._spec_persisted = True
             transcript.trail_persisted(s, transcript.trail_total(s))
         except ActivityError as failure:
-            workflow.logger.warning("artifacts not written: %s", failure.cause or failure)
+            workflow.logger.warning(
+                "artifacts not written: %s",
+                failure.cause or failure,
+                extra=telemetry.log_extra(self._ctx),
+            )
 
     def publish(self) -> None:
         """Keep search attributes and the UI's current details in step with the session."""

@@ -53,6 +53,9 @@ def _run_command(args: argparse.Namespace) -> int:
 
     try:
         configure_logging(verbose=args.verbose or args.command in ("worker", "dev"))
+        from archmax_temporal.activities.tracing import configure_tracing
+
+        configure_tracing()
         return asyncio.run(dispatch(args))
     except (ArchmaxError, DevServerError) as exc:
         _err(f"✖ {type(exc).__name__}: {exc}")
@@ -75,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     """Console entry point. Exits through ``os._exit`` after flushing: a process that used the
     Temporal client can abort at interpreter exit (sdk-python#300)."""
     code = run_cli(argv)
+    if "opentelemetry" in sys.modules:  # spans a command recorded, exported before leaving
+        from archmax_temporal.activities.tracing import flush_tracing
+
+        flush_tracing()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

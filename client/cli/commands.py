@@ -8,8 +8,9 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archmax_temporal.client.cli.parser import UsageError, print_help
 from archmax_temporal.client.cli.render import (
@@ -29,6 +30,9 @@ from archmax_temporal.workflows.errors import (
     SessionUnavailableError,
 )
 from archmax_temporal.workflows.models import SessionSummary, Usage
+
+if TYPE_CHECKING:
+    from archmax_temporal.worker import WorkerOptions
 
 
 def resolve_workflow(root: Path, words: Sequence[str], command: str) -> tuple[str, list[str]]:
@@ -262,12 +266,31 @@ async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
     return 0
 
 
-async def _worker(config: RuntimeConfig) -> int:
-    from archmax_temporal.activities.model import ModelConfig
-    from archmax_temporal.worker import connect, serve
+def _worker_options(args: argparse.Namespace) -> WorkerOptions:
+    """The worker's options: the environment's, the flags winning."""
+    from datetime import timedelta
 
-    client = await connect(config.address, config.namespace)
-    err(f"temporal  {config.address} · namespace {config.namespace}")
+    from archmax_temporal.worker import WorkerOptions
+
+    grace = args.shutdown_grace
+    return WorkerOptions.from_env(
+        max_concurrent_workflow_tasks=args.max_concurrent_workflow_tasks,
+        max_concurrent_activities=args.max_concurrent_activities,
+        max_cached_workflows=args.max_cached_workflows,
+        graceful_shutdown=timedelta(seconds=grace) if grace is not None else None,
+        metrics_address=args.metrics_address,
+        health_address=args.health_address,
+    )
+
+
+async def _worker(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.worker import connect, metrics_runtime, serve
+
+    options = _worker_options(args)
+    runtime = metrics_runtime(options.metrics_address) if options.metrics_address else None
+    client = await connect(config.connection, runtime=runtime)
+    err(f"temporal  {config.connection.describe()}")
     await serve(
         client,
         task_queue=config.task_queue,
@@ -275,18 +298,21 @@ async def _worker(config: RuntimeConfig) -> int:
         store_dir=config.store,
         authoring_root=config.root,
         announce=err,
+        options=options,
     )
     return 0
 
 
-async def _dev(config: RuntimeConfig) -> int:
+async def _dev(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.activities.model import ModelConfig
     from archmax_temporal.client.devserver import ForegroundDevServer
-    from archmax_temporal.worker import connect, serve
+    from archmax_temporal.worker import connect, metrics_runtime, serve
 
+    options = _worker_options(args)
+    runtime = metrics_runtime(options.metrics_address) if options.metrics_address else None
     async with ForegroundDevServer(config.root, address=config.address) as dev:
         server = dev.server
-        client = await connect(server.address, config.namespace)
+        client = await connect(replace(config.connection, address=server.address), runtime=runtime)
         err(f"temporal  {server.address}  ·  UI {server.ui_url or 'disabled'}")
         await serve(
             client,
@@ -295,6 +321,7 @@ async def _dev(config: RuntimeConfig) -> int:
             store_dir=config.store,
             authoring_root=config.root,
             announce=err,
+            options=options,
         )
     return 0
 
@@ -382,7 +409,12 @@ def _check_id_arguments(args: argparse.Namespace) -> None:
 
 async def dispatch(args: argparse.Namespace) -> int:
     _check_id_arguments(args)
-    config = RuntimeConfig.from_env(root=args.root)
+    config = RuntimeConfig.from_env(root=args.root, profile=args.profile).with_overrides(
+        address=args.address,
+        namespace=args.namespace,
+        task_queue=args.task_queue,
+        tls=True if args.tls else None,
+    )
     if args.command == "validate":
         return _validate(args, config)
     if args.command == "test":
@@ -400,13 +432,13 @@ async def dispatch(args: argparse.Namespace) -> int:
     if args.command == "events":
         return await _events(args, config)
     if args.command == "worker":
-        return await _worker(config)
+        return await _worker(args, config)
     if args.command == "serve":
         return await _serve(args, config)
     if args.command == "dev" and args.action == "stop":
         return _dev_stop(config)
     if args.command == "dev":
-        return await _dev(config)
+        return await _dev(args, config)
     if args.command == "help":
         return print_help(args.topic)
     if args.command == "demo":

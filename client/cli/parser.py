@@ -40,6 +40,100 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, self.prog.removeprefix("archmax").strip() or None)
 
 
+CONNECTING_COMMANDS = (
+    "run",
+    "deliver",
+    "decide",
+    "reply",
+    "sessions",
+    "events",
+    "test",
+    "dev",
+    "worker",
+    "serve",
+    "demo",
+)
+"""The commands that talk to Temporal, and so take the connection flags after their name."""
+
+
+def _add_connection_flags(parser: argparse.ArgumentParser, default: object) -> None:
+    """``--address``, ``--namespace``, ``--profile``, ``--tls`` and ``--task-queue``: they
+    override Temporal's environment configuration (``TEMPORAL_*``, ``temporal.toml``)."""
+    parser.add_argument(
+        "--address",
+        metavar="HOST:PORT",
+        default=default,
+        help="Temporal frontend (default: TEMPORAL_ADDRESS, the profile's, or localhost:7233)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=default,
+        help="Temporal namespace (default: TEMPORAL_NAMESPACE, the profile's, or default)",
+    )
+    parser.add_argument(
+        "--profile",
+        default=default,
+        help="temporal.toml profile to read (default: TEMPORAL_PROFILE, or default)",
+    )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        default=default if default is argparse.SUPPRESS else False,
+        help="connect over TLS with the system's roots (TEMPORAL_TLS* for a CA or mTLS)",
+    )
+    parser.add_argument(
+        "--task-queue",
+        default=default,
+        help="task queue of the sessions (default: ARCHMAX_TASK_QUEUE, or archmax)",
+    )
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text}")
+    return value
+
+
+def _add_worker_flags(parser: argparse.ArgumentParser) -> None:
+    """The options of a long-lived worker (``archmax worker``, ``archmax dev``); each also
+    has an environment variable (in its help), the flag winning."""
+    parser.add_argument(
+        "--max-concurrent-workflow-tasks",
+        type=_positive,
+        metavar="N",
+        help="workflow tasks at once (ARCHMAX_MAX_CONCURRENT_WORKFLOW_TASKS; SDK default)",
+    )
+    parser.add_argument(
+        "--max-concurrent-activities",
+        type=_positive,
+        metavar="N",
+        help="activities (model calls, tools, hooks) at once (ARCHMAX_MAX_CONCURRENT_ACTIVITIES)",
+    )
+    parser.add_argument(
+        "--max-cached-workflows",
+        type=int,
+        metavar="N",
+        help="sessions kept in memory between tasks (ARCHMAX_MAX_CACHED_WORKFLOWS; 1000)",
+    )
+    parser.add_argument(
+        "--shutdown-grace",
+        type=float,
+        metavar="SECONDS",
+        help="on SIGTERM, how long running activities may finish (ARCHMAX_SHUTDOWN_GRACE; 15)",
+    )
+    parser.add_argument(
+        "--metrics-address",
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (ARCHMAX_METRICS_ADDRESS)",
+    )
+    parser.add_argument(
+        "--health-address",
+        metavar="HOST:PORT",
+        help="serve /healthz and /readyz at HOST:PORT (ARCHMAX_HEALTH_ADDRESS)",
+    )
+
+
 _VARIABLES_HELP = 'JSON object of variables, seeded locked (e.g. \'{"order_id":"A-1"}\')'
 
 
@@ -53,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="print the stack of an unexpected error"
     )
+    _add_connection_flags(parser, None)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="start or continue a session with a message")
@@ -131,7 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["stop"],
         help="stop: end this root's background dev server and background worker",
     )
-    sub.add_parser("worker", help="a worker against TEMPORAL_ADDRESS (for production)")
+    worker = sub.add_parser(
+        "worker", help="a long-lived worker against the configured Temporal (for production)"
+    )
+    _add_worker_flags(worker)
+    _add_worker_flags(dev)
 
     serve = sub.add_parser("serve", help="the HTTP API: triggers in, events and notifications out")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
@@ -144,6 +243,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--conversation", help="conversation id (default: a fresh one)")
     for command in (deliver, decide, reply):
         command.add_argument("--workflow", help="the session's workflow (checked, optional)")
+    for name in CONNECTING_COMMANDS:
+        # after the command too (archmax worker --address host:7233); the global flag's
+        # value stands unless the command's own is given
+        _add_connection_flags(sub.choices[name], argparse.SUPPRESS)
     for name in COMMANDS_WITH_VERBOSE:
         # --verbose after the command too (archmax run wf hi --verbose), as archmax spells it
         sub.choices[name].add_argument(

@@ -22,7 +22,6 @@ from datetime import timedelta
 from typing import Any, TypeVar
 from urllib.parse import unquote
 
-import structlog
 from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 from starlette.exceptions import HTTPException
@@ -36,6 +35,7 @@ from temporalio.api.workflowservice.v1 import PollWorkflowExecutionUpdateRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
+from archmax_temporal.activities.logs import get_logger
 from archmax_temporal.client.host import Agent, minted_for_key
 from archmax_temporal.client.http import auth, reading
 from archmax_temporal.client.http.agents import AgentFactory
@@ -74,7 +74,7 @@ from archmax_temporal.workflows.identity import check_session_id
 from archmax_temporal.workflows.models import Outcome, SessionStatus
 from archmax_temporal.workflows.spec import SLUG
 
-log = structlog.get_logger("archmax.http")
+log = get_logger("archmax.http")
 
 LIST_LIMIT_DEFAULT = 50
 LIST_LIMIT_MAX = 200

@@ -27,8 +27,8 @@ import json
 from typing import Any
 
 import httpx
-import structlog
 
+from archmax_temporal.activities.logs import get_logger
 from archmax_temporal.client.http.auth import signed_headers
 from archmax_temporal.client.http.wire import to_wire
 from archmax_temporal.workflows.models import Outcome, PendingInput
@@ -50,7 +50,7 @@ SHUTDOWN_GRACE_SECONDS = 5.0
 
 _RETRYABLE = frozenset({408, 425, 429, 500, 502, 503, 504})
 
-log = structlog.get_logger("archmax.http.notify")
+log = get_logger("archmax.http.notify")
 
 
 def notification(outcome: Outcome) -> dict[str, Any]:

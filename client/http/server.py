@@ -7,16 +7,16 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
-import structlog
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 
+from archmax_temporal.activities.logs import get_logger
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.http.agents import AgentFactory, RootAgents
 from archmax_temporal.client.http.app import ROUTES, HttpService, _http_error
 from archmax_temporal.client.http.settings import ServeSettings
 
-log = structlog.get_logger("archmax.http")
+log = get_logger("archmax.http")
 
 
 def create_app(
