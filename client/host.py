@@ -60,6 +60,7 @@ from archmax_temporal.client.runtime import (
     unavailable,
     worker_polling,
 )
+from archmax_temporal.client.times import span
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import LISTED_MEMO, WORKFLOW_NAME
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
@@ -752,9 +753,9 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
         if resume_at is not None and status == "awaiting_input":
             late = datetime.now(UTC) - resume_at
             waiting_on = (
-                f"due {_span(late)} ago — {NO_WORKER}"
+                f"due {span(late.total_seconds())} ago — {NO_WORKER}"
                 if late.total_seconds() >= 0
-                else f"wakes in {_span(-late)}; {NO_WORKER}"
+                else f"wakes in {span(-late.total_seconds())}; {NO_WORKER}"
             )
     delegation = listed.delegation
     return SessionSummary(
@@ -784,15 +785,6 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
         handoff=listed.handoff,
         source="visibility",
     )
-
-
-def _span(delta: timedelta) -> str:
-    """``40 s``, ``12 min``, ``3 h``, ``2 d``: a span rounded to its largest unit."""
-    seconds = int(delta.total_seconds())
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size} {unit}"
-    return f"{seconds} s"
 
 
 class Agent:

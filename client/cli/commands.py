@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archmax_temporal.client.cli.parser import UsageError, print_help
 from archmax_temporal.client.cli.render import (
+    StatusLine,
     camel_json,
     err,
     handoff_of,
@@ -157,14 +160,15 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
             except ArchmaxError:
                 before, spent = 0, Usage()
         err(f"session   {resolved.session_id}  ({resolved.disposition})")
-        outcome = await agent.workflow.send(
-            resolved.session_id,
-            message,
-            trigger=args.trigger,
-            variables=variables,
-            files=files,
-            on_event=_live(args),
-        )
+        async with _live(args) as on_event:
+            outcome = await agent.workflow.send(
+                resolved.session_id,
+                message,
+                trigger=args.trigger,
+                variables=variables,
+                files=files,
+                on_event=on_event,
+            )
         return report_outcome(outcome, trail_from=before, spent_before=spent)
 
 
@@ -177,9 +181,10 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         err(f"session   {args.session}  (deliver {args.trigger})")
-        outcome = await agent.workflow.deliver(
-            args.session, trigger=args.trigger, variables=variables, on_event=_live(args)
-        )
+        async with _live(args) as on_event:
+            outcome = await agent.workflow.deliver(
+                args.session, trigger=args.trigger, variables=variables, on_event=on_event
+            )
         return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
 
 
@@ -191,9 +196,10 @@ async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         err(f"session   {args.session}  (decide → {args.to})")
-        outcome = await agent.workflow.decide(
-            args.session, to=args.to, comment=args.comment, on_event=_live(args)
-        )
+        async with _live(args) as on_event:
+            outcome = await agent.workflow.decide(
+                args.session, to=args.to, comment=args.comment, on_event=on_event
+            )
         return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
 
 
@@ -208,7 +214,8 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         err(f"session   {args.session}  (reply)")
-        outcome = await agent.workflow.reply(args.session, message, on_event=_live(args))
+        async with _live(args) as on_event:
+            outcome = await agent.workflow.reply(args.session, message, on_event=on_event)
         # A reply moves the session nowhere: only what changed is narrated (no trail).
         return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
 
@@ -373,10 +380,32 @@ async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
     )
 
 
-def _live(args: argparse.Namespace) -> Callable[[SessionEvent], None] | None:
-    """With ``--verbose``: each of the turn's events on stderr as it happens, from the
-    session's history (so it works whichever worker runs the session)."""
-    return narrate_event if getattr(args, "verbose", False) else None
+@contextlib.asynccontextmanager
+async def _live(args: argparse.Namespace) -> AsyncIterator[Callable[[SessionEvent], None] | None]:
+    """The ``on_event`` of a command that runs a turn. With ``--verbose``, each of the turn's
+    events on stderr as it happens, from the session's history (so it works whichever worker
+    runs the session); on a terminal, a one-line status (elapsed time, what is in flight),
+    gone when the turn ends."""
+    verbose = bool(getattr(args, "verbose", False))
+    if not sys.stderr.isatty():
+        yield narrate_event if verbose else None
+        return
+    status = StatusLine(sys.stderr)
+
+    def on_event(event: SessionEvent) -> None:
+        if verbose:
+            status.clear()
+            narrate_event(event)
+        status.saw(event)
+
+    ticker = asyncio.create_task(status.tick())
+    try:
+        yield on_event
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+        status.clear()
 
 
 def _check_workflow(args: argparse.Namespace, summary: SessionSummary) -> None:

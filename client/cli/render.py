@@ -3,16 +3,19 @@ and details, live event narration. stderr narrates, stdout carries results only.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 from pydantic_core import to_jsonable_python
 
 from archmax_temporal.client.events import SessionEvent
+from archmax_temporal.client.times import span, when
 from archmax_temporal.client.usage import configured_pricing, footer_line
 from archmax_temporal.workflows.models import (
     Outcome,
@@ -90,7 +93,7 @@ def _narrate_outcome(outcome: Outcome, trail_from: int) -> int:
         return 0
     if outcome.kind == "parked" and isinstance(outcome.pending, PendingInput):
         pending = outcome.pending
-        due = f" (wakes itself at {pending.resume_at.isoformat()})" if pending.resume_at else ""
+        due = f" (wakes itself {when(pending.resume_at)})" if pending.resume_at else ""
         err(f"⏸ parked in {pending.state}, awaiting input: {pending.reason}{due}")
         err(f"  resume: archmax deliver {outcome.session_id} --trigger <id> --variables '{{…}}'")
         return 0
@@ -120,7 +123,7 @@ def summary_line(s: SessionSummary, handoff: str | None = None) -> str:
     if s.waiting_on:
         line += f"\n    {s.waiting_on}"
     if s.wait_reason:
-        due = f" due={s.resume_at.isoformat()}" if s.resume_at else ""
+        due = f" (wakes {when(s.resume_at)})" if s.resume_at else ""
         line += f"\n    waiting for: {s.wait_reason}{due}"
     if s.pending_decision is not None:
         edges = ", ".join(edge.to for edge in s.pending_decision.transitions)
@@ -158,7 +161,7 @@ def summary_detail(s: SessionSummary, handoff: str | None = None) -> str:
     elif s.source == "visibility" and s.wait_reason:
         lines.append(f"awaiting  {s.wait_reason}")
     if s.resume_at and s.status == "awaiting_input":
-        lines.append(f"due       {s.resume_at.isoformat()}")
+        lines.append(f"due       {when(s.resume_at)}  ({s.resume_at.isoformat()})")
     if s.exit is not None:
         lines.append(
             "exit      success" if s.exit.success else f"exit      {s.exit.code}: {s.exit.reason}"
@@ -191,3 +194,59 @@ def narrate_event(event: SessionEvent) -> None:
         err(f"  · model {data['model']}: in {data['inputTokens']} · out {data['outputTokens']}")
     elif event.type == "sub-workflow-start":
         err(f"  · sub-workflow {data['childSessionId']} started")
+
+
+class StatusLine:
+    """While a turn runs on a terminal: one line on stderr, redrawn in place, with the
+    elapsed time and what is in flight (``model call in state clarify``, ``tool
+    read_file``), read off the session's events; :meth:`clear` removes it when the turn
+    ends. Only for a terminal: piped output never sees it."""
+
+    def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
+        self._stream = stream
+        self._clock = clock
+        self._started = clock()
+        self._state: str | None = None
+        self.doing = "waiting for the session"
+        self._shown = False
+
+    def saw(self, event: SessionEvent) -> None:
+        """Follow the turn: what the event says is in flight now."""
+        data = event.data
+        if event.type == "state-enter":
+            self._state = str(data.get("state"))
+        model = f"model call in state {self._state}" if self._state else "model call"
+        if event.type == "tool-called":
+            self.doing = f"tool {data.get('tool')}"
+        elif event.type in ("hook-start", "rubric-start"):
+            self.doing = f"{data.get('phase')} hook {data.get('hook')}"
+        elif event.type == "sub-workflow-start":
+            self.doing = f"sub-workflow {data.get('childSessionId')}"
+        elif event.type in (
+            "turn-start", "delivered", "decided", "state-enter", "tool-result",
+            "tool-blocked", "hook-verdict", "rubric-result", "sub-workflow-result",
+        ):  # fmt: skip
+            self.doing = model
+        elif event.type == "model-usage":
+            self.doing = "the model's answer"
+        self.draw()
+
+    def text(self) -> str:
+        return f"  ⋯ {span(self._clock() - self._started)} · {self.doing}"
+
+    def draw(self) -> None:
+        self._stream.write("\r\x1b[2K" + self.text())
+        self._stream.flush()
+        self._shown = True
+
+    def clear(self) -> None:
+        if self._shown:
+            self._stream.write("\r\x1b[2K")
+            self._stream.flush()
+            self._shown = False
+
+    async def tick(self, every: float = 0.5) -> None:
+        """Redraw until cancelled (the elapsed time moves while nothing else does)."""
+        while True:
+            self.draw()
+            await asyncio.sleep(every)
