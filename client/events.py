@@ -676,7 +676,7 @@ async def session_events(
     runs it continues as (the iteration then ends only when the caller stops it)."""
     reader = _Reader(session_id, client.data_converter)
     chain = await run_chain(client, session_id)
-    index = min(after // RUN_STRIDE, len(chain) - 1)  # a run starts afresh from its input
+    index = min(max(after, 0) // RUN_STRIDE, len(chain) - 1)  # a run starts afresh
     while index < len(chain):
         reader.offset = index * RUN_STRIDE
         handle = client.get_workflow_handle(session_id, run_id=chain[index])
