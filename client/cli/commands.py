@@ -371,6 +371,10 @@ def _check_id_arguments(args: argparse.Namespace) -> None:
 
 async def dispatch(args: argparse.Namespace) -> int:
     _check_id_arguments(args)
+    if args.command == "replay":  # reads files and the installed code only: no server
+        from archmax_temporal.client.cli.replay import run_replay
+
+        return await run_replay(args.files, args.workflow_id, args.debug)
     config = RuntimeConfig.from_env(root=args.root)
     if args.command == "validate":
         return _validate(args, config)

@@ -122,6 +122,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
 
+    replay = sub.add_parser(
+        "replay",
+        help="replay exported session histories against the installed code",
+        description=(
+            "Replay workflow histories (JSON from `temporal workflow show --output json` or "
+            "the Temporal UI's download) against the installed ArchmaxSession code: OK, or "
+            "the nondeterminism found. Exit 0 when every file replays, else 1."
+        ),
+    )
+    replay.add_argument("files", nargs="+", metavar="FILE", help="a history as JSON")
+    replay.add_argument("--workflow-id", help="the session id to replay under (default: file name)")
+
     helper = sub.add_parser("help", help="this help, or a command's")
     helper.add_argument("topic", nargs="?", metavar="command", help="the command to explain")
 
