@@ -68,6 +68,16 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 
 
 @pytest.fixture
+async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """Temporal's time-skipping test server (:mod:`tests.timeskip`): many-day timers fire in
+    milliseconds. No search attributes there: run sessions with ``search_attributes=False``."""
+    from tests.timeskip import skipping_environment
+
+    async with skipping_environment() as environment:
+        yield environment
+
+
+@pytest.fixture
 def client(env: WorkflowEnvironment) -> Client:
     return env.client
 

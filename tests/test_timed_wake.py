@@ -7,16 +7,12 @@ registered on it: these sessions run with ``search_attributes=False``."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from archmax_temporal.client.devserver import find_test_server
-from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows.models import PendingInput
 from tests.conftest import Scripted, running_agent, write_workflow
 
@@ -58,18 +54,6 @@ PLAYBOOK = {
         {"when": {"state": "reconcile"}, "reply": {"content": "Reconciled."}},
     ]
 }
-
-
-@pytest.fixture
-async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(find_test_server()),
-        data_converter=DATA_CONVERTER,
-    )
-    try:
-        yield env
-    finally:
-        await env.shutdown()
 
 
 async def test_a_three_day_wait_wakes_itself_with_trigger_timer(
