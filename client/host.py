@@ -50,7 +50,12 @@ from archmax_temporal.client.events import (
     while_watching,
 )
 from archmax_temporal.client.firing import fire, new_key
-from archmax_temporal.client.loader import LoadedWorkflow, load_delegates, load_workflow
+from archmax_temporal.client.loader import (
+    LoadedWorkflow,
+    load_delegates,
+    load_workflow,
+    turn_spec,
+)
 from archmax_temporal.client.runtime import (
     Runtime,
     WorkerMode,
@@ -68,6 +73,7 @@ from archmax_temporal.workflows.errors import (
     SessionNotFoundError,
     SessionNotResumableError,
     SessionUnavailableError,
+    SpecNeededError,
     WorkflowDisabledError,
     error_from_type,
 )
@@ -94,6 +100,7 @@ from archmax_temporal.workflows.models import (
     SessionView,
     ToolMock,
     ToolSchema,
+    TurnSpec,
 )
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -269,6 +276,7 @@ class WorkflowSurface:
         loaded = agent.loaded
         if loaded.spec.disabled:
             await self._refuse_new_turn(sid, minted)
+        current = agent.turn_spec
         session_input = SessionInput(
             session_id=sid,
             workflow=loaded.slug,
@@ -282,6 +290,7 @@ class WorkflowSurface:
             mocks=list(mocks or ()),
             hook_sources=loaded.hook_sources,
             delegates=agent.delegates,
+            revision=current.revision,
         )
         limits = agent.config.limits
         for var, (name, content) in (files or {}).items():
@@ -300,6 +309,7 @@ class WorkflowSurface:
                 for var, (name, content) in (files or {}).items()
             },
             mocks=None if mocks is None else list(mocks),
+            revision=current.revision,
         )
         check_send_size(limits, firing)
         if minted or await self._starts_afresh(sid):
@@ -326,14 +336,21 @@ class WorkflowSurface:
             )
             return agent.client.start_update_with_start_workflow(
                 "send",
-                firing,
+                carrying,
                 start_workflow_operation=operation,
                 wait_for_stage=WorkflowUpdateStage.ACCEPTED,
                 id=key,
                 result_type=Outcome,
             )
 
-        return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
+        carrying = firing
+        try:
+            return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
+        except SpecNeededError:
+            # The session holds another revision and this firing opens a turn: it runs under
+            # the workflow as loaded here, so send that along (a refused update wrote nothing).
+            carrying = firing.model_copy(update={"spec": current})
+            return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
 
     async def _starts_afresh(self, session_id: str) -> bool:
         """Whether a firing on ``session_id`` starts a new workflow run (no run, or the last
@@ -362,6 +379,7 @@ class WorkflowSurface:
             busy=False,
             waiting=None,
             limits=self._agent.config.limits,
+            revision=self._agent.turn_spec.revision,
         )
         try:
             check_send(view, request)
@@ -649,6 +667,7 @@ class Agent:
             load_delegates(runtime.config.root, loaded) if loaded is not None else {}
         )
         """The callable workflows, pinned into every session this agent starts."""
+        self._turn_spec: TurnSpec | None = None
         if session_path is not None:
             try:
                 parse_path(session_path)
@@ -683,6 +702,25 @@ class Agent:
         if self._loaded is None:
             raise ValueError("this agent was created without a workflow; pass workflow=...")
         return self._loaded
+
+    @property
+    def turn_spec(self) -> TurnSpec:
+        """The workflow as this agent loaded it, as a turn it opens runs under (spec, prose,
+        hooks, callees, and the revision digesting them)."""
+        if self._turn_spec is None:
+            self._turn_spec = turn_spec(self.loaded, self.delegates)
+        return self._turn_spec
+
+    def reload(self) -> None:
+        """Load the workflow again from the authoring root: the next turn this agent opens,
+        on a new session or an existing one, runs under workflow.yaml as it is now. A
+        parked session still resumes under the spec it parked with."""
+        if self._loaded is None:
+            raise ValueError("this agent was created without a workflow; pass workflow=...")
+        root = self._runtime.config.root
+        self._loaded = load_workflow(root, self._loaded.slug)
+        self.delegates = load_delegates(root, self._loaded)
+        self._turn_spec = None
 
     def handle(self, session_id: str) -> WorkflowHandle[Any, Any]:
         """The Temporal handle of a session (its workflow id is the session id)."""

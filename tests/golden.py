@@ -314,6 +314,40 @@ async def desk_parked_on_sub_workflow(bench: Bench) -> dict[str, WorkflowHistory
         }
 
 
+EDITED_V1 = """
+title: Edited
+states:
+  intake:
+    triggers: { manual: }
+    instructions: Answer in place.
+"""
+
+EDITED_V2 = """
+title: Edited
+states:
+  front-desk:
+    triggers: { manual: {}, chat: {} }
+    instructions: Answer in place, politely.
+"""
+
+
+async def spec_edited_between_turns(bench: Bench) -> dict[str, WorkflowHistory]:
+    """A turn under one workflow.yaml; the next, on the same id, under an edit that renamed
+    its state and added a trigger (the spec travels with the firing; an [error] note)."""
+    root = bench.root()
+    write_workflow(root, "edited", EDITED_V1)
+    server = bench.model(json.dumps({"rules": [{"when": {}, "reply": {"content": "Done."}}]}))
+    sid = _unique("golden-edited")
+    async with running_agent(bench.client, bench.queue(), root, "edited", server) as agent:
+        await agent.workflow.send(sid, "Hello")
+        write_workflow(root, "edited", EDITED_V2)
+        agent.reload()
+        second = await agent.workflow.send(sid, "Hello again", trigger="chat")
+        if second.state != "front-desk" or second.spec_hash != agent.loaded.spec_hash:
+            raise AssertionError(f"the edit did not reach the turn: {second.state}")
+        return {"spec-edited-between-turns": await agent.handle(sid).fetch_history()}
+
+
 SCENARIOS: dict[str, Scenario] = {
     "support-inbox-park-deliver": support_inbox_park_deliver,
     "order-lookup-cases": order_lookup_cases,
@@ -321,6 +355,7 @@ SCENARIOS: dict[str, Scenario] = {
     "bank-woken-by-timer": bank_woken_by_timer,
     "refund-parked-for-decision": refund_parked_for_decision,
     "desk-parked-on-sub-workflow": desk_parked_on_sub_workflow,
+    "spec-edited-between-turns": spec_edited_between_turns,
 }
 """Scenario name → the session it runs; each returns history name → history."""
 

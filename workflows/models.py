@@ -96,6 +96,8 @@ class TrailStep(_Model):
     workflow: str | None = None
     status: Literal["ok", "error"] | None = None
     ts: datetime
+    spec_hash: str | None = None
+    """On the step that opens a turn: the hash of the spec the turn runs under."""
 
 
 class PendingInput(_Model):
@@ -362,6 +364,19 @@ class DelegationLink(_Model):
     tool_call_id: str
 
 
+class TurnSpec(_Model):
+    """The workflow as the host loaded it when it fired: a turn the firing opens runs under
+    it (and a parked turn resumes under the one it parked with). ``revision`` digests the
+    whole of it, prose, hooks and callees included (``spec_hash`` is the spec's alone)."""
+
+    revision: str
+    spec: WorkflowSpec
+    spec_hash: str
+    prompt: PromptParts = Field(default_factory=PromptParts)
+    hook_sources: dict[str, str] = Field(default_factory=dict)
+    delegates: dict[str, DelegateSpec] = Field(default_factory=dict)
+
+
 class SessionInput(_Model):
     """The input of one ``ArchmaxSession`` run: the parsed, hashed spec and, after
     continue-as-new, the carried session state."""
@@ -401,6 +416,10 @@ class SessionInput(_Model):
     Temporal suggests it); for tests and for keeping runs short."""
     limits: Limits = Field(default_factory=Limits)
     """How big a firing may be (:mod:`workflows.limits`), fixed when the session starts."""
+    revision: str | None = None
+    """The :class:`TurnSpec` revision ``spec``, ``prompt``, ``hook_sources`` and ``delegates``
+    are (None: a session started by a version that did not send one). A turn that opens
+    under another revision replaces them; continue-as-new carries the current ones."""
 
 
 class FileUpload(_Model):
@@ -429,6 +448,12 @@ class SendInput(_Model):
     mocks: list[ToolMock] | None = None
     """A test case's declared mocks, for the turn this firing drives (None: keep the
     session's)."""
+    revision: str | None = None
+    """The revision of the workflow as the host loaded it (:class:`TurnSpec`); None: the
+    session keeps the spec it has."""
+    spec: TurnSpec | None = None
+    """That workflow itself, sent only when the session asked for it (it refuses a firing
+    that would open a turn under a revision it does not hold with ``SpecNeededError``)."""
 
 
 class DeliverInput(_Model):
@@ -478,6 +503,8 @@ class Outcome(_Model):
     usage: Usage = Field(default_factory=Usage)
     delegation: PendingDelegation | None = None
     """For a park mirrored from a sub-workflow: the child session it waits on."""
+    spec_hash: str | None = None
+    """The spec the session's latest turn runs (or ran, or is parked) under."""
 
 
 class SessionSummary(_Model):
@@ -614,3 +641,4 @@ class PersistTurnInput(_Model):
 
 SessionState.model_rebuild()
 SessionInput.model_rebuild()
+SendInput.model_rebuild()

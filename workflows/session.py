@@ -74,6 +74,10 @@ FIRST_FIRING_PATCH = "archmax-first-firing-grace"
 REFUSED_SIGNAL_PATCH = "archmax-refused-signal-memo"
 """``workflow.patched`` id: a refused ``deliver`` signal is recorded in the memo."""
 
+TURN_SPEC_PATCH = "archmax-turn-spec"
+"""``workflow.patched`` id: a send that opens a turn under another workflow revision than
+the session's (the host's, as it loaded it) runs the turn under that revision."""
+
 REFUSED_SIGNAL_MEMO = "archmax.refused_signal"
 """The memo key a refused ``deliver`` signal is recorded under (``signal``: its number among
 this run's ``deliver`` signals; ``type`` and ``reason``: the refusal)."""
@@ -151,9 +155,9 @@ class ArchmaxSession:
                 await workflow.wait_condition(
                     lambda: workflow.all_handlers_finished() and not self._results
                 )
-                if not self._queue:
+                if not self._queue:  # the input as it stands: the spec the turns adopted
                     workflow.continue_as_new(
-                        input.model_copy(update={"carried": self._ctx.session})
+                        self._ctx.input.model_copy(update={"carried": self._ctx.session})
                     )
 
     def _hand_over(self, serving: Firing) -> NoReturn:
@@ -272,6 +276,9 @@ class ArchmaxSession:
         if send.files:
             send = await self._turn.place_files(send)
         if self._ctx.session.status != "awaiting_input":
+            turn_spec = firing.spec_to_adopt(self._admission(), send)
+            if turn_spec is not None and workflow.patched(TURN_SPEC_PATCH):
+                self._ctx.adopt(turn_spec)  # the turn runs under the host's workflow
             self._turn.open_turn(send)
             return "turn"
         self._turn.resume(
@@ -432,6 +439,7 @@ class ArchmaxSession:
             busy=self._busy,
             waiting=self._delegation.current(),
             limits=self._ctx.input.limits,
+            revision=self._ctx.input.revision,
         )
 
     def _next_key(self) -> str:
