@@ -126,9 +126,11 @@ def build_worker(
     workspace = WorkspaceActivities(store, root)
     hidden = [store_dir, root]  # host folders never named in what a tool answers
     logs = TranscriptLogs(store_dir)
+    store_activities = StoreActivities(store_dir, logs)
     implementations = [
         ModelActivities(model, logs=logs).complete,
-        StoreActivities(store_dir, logs).persist_turn,
+        store_activities.persist_turn,
+        store_activities.checkpoint,
         *workspace.activities(),
         HostToolActivities(host_tools, store, hidden).run,
         SandboxActivities(workspace, sandbox_runtime).run,

@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -619,8 +619,13 @@ async def while_watching(
     goes to ``on_event``; return its result once the stream has also delivered the turn's
     end. A new session's history does not exist until the update-with-start creates it, so
     the stream retries until it does. An error in ``on_event`` is raised to the caller."""
+    closed_run: str | None = None
     try:
-        after = (await handle.describe()).history_length
+        described = await handle.describe()
+        after = described.history_length
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            # A session whose run closed idle: the firing starts a new run, read from its start.
+            closed_run, after = described.run_id, 0
     except RPCError as exc:
         if exc.status != RPCStatusCode.NOT_FOUND:
             if inspect.iscoroutine(action):
@@ -631,6 +636,8 @@ async def while_watching(
 
     async def follow() -> None:
         nonlocal after
+        while closed_run is not None and (await handle.describe()).run_id == closed_run:
+            await asyncio.sleep(0.05)  # until the firing's run has started
         while True:
             try:
                 async for event in session_events(handle, converter, after=after, follow=True):

@@ -22,9 +22,11 @@ from typing import Any, Final, Literal
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
+    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
     WorkflowUpdateStage,
 )
@@ -40,7 +42,7 @@ from archmax_temporal.activities.session_store import (
     SessionStore,
     write_upload,
 )
-from archmax_temporal.activities.store import stored_trail
+from archmax_temporal.activities.store import read_checkpoint, stored_trail
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import (
@@ -64,6 +66,7 @@ from archmax_temporal.client.runtime import (
     unavailable,
     worker_polling,
 )
+from archmax_temporal.workflows import projections
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import WORKFLOW_NAME
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
@@ -79,8 +82,11 @@ from archmax_temporal.workflows.errors import (
 )
 from archmax_temporal.workflows.firing import (
     Admission,
+    check_decision,
     check_decision_size,
+    check_delivery,
     check_delivery_size,
+    check_reply,
     check_reply_size,
     check_send,
     check_send_size,
@@ -88,6 +94,7 @@ from archmax_temporal.workflows.firing import (
 from archmax_temporal.workflows.identity import check_session_id
 from archmax_temporal.workflows.limits import INLINE_FILE_BYTES
 from archmax_temporal.workflows.models import (
+    Checkpoint,
     DecideInput,
     DelegateSpec,
     DeliverInput,
@@ -105,6 +112,10 @@ from archmax_temporal.workflows.models import (
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.spec import MANUAL_TRIGGER
+
+CLOSED_RETRIES: Final = 3
+"""How many times a send is sent again when the session's run closed idle under it, or the
+session needed the workflow's spec (each time nothing was applied)."""
 
 LIST_QUERY_TIMEOUT = timedelta(seconds=5)
 """How long ``sessions.list`` waits for one session's summary before leaving it out."""
@@ -291,6 +302,9 @@ class WorkflowSurface:
             hook_sources=loaded.hook_sources,
             delegates=agent.delegates,
             revision=current.revision,
+            idle_close_s=agent.config.idle_close.total_seconds()
+            if agent.config.idle_close
+            else None,
         )
         limits = agent.config.limits
         for var, (name, content) in (files or {}).items():
@@ -312,14 +326,24 @@ class WorkflowSurface:
             revision=current.revision,
         )
         check_send_size(limits, firing)
+        reopening: Checkpoint | None = None
         if minted or await self._starts_afresh(sid):
-            self._admit_first_firing(sid, firing)
+            reopening = None if minted else await self._agent.sessions.closed(sid)
+            self._admit_first_firing(sid, firing, reopening)
         key = idempotency_key or new_key()
+        attempts = 0
 
-        def start() -> Awaitable[WorkflowUpdateHandle[Outcome]]:
+        async def start() -> WorkflowUpdateHandle[Outcome]:
+            nonlocal attempts, reopening
+            attempts += 1
+            if attempts > 1 and not minted:  # the run may have closed idle since
+                reopening = await self._agent.sessions.closed(sid)
             operation = WithStartWorkflowOperation(
                 ArchmaxSession.run,
-                session_input,
+                # a session whose run closed idle starts its next run from the checkpoint
+                session_input.model_copy(
+                    update={"carried": reopening.checkpoint.carried if reopening else None}
+                ),
                 id=sid,
                 task_queue=agent.config.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -334,7 +358,7 @@ class WorkflowSurface:
                 if agent.config.search_attributes
                 else None,
             )
-            return agent.client.start_update_with_start_workflow(
+            return await agent.client.start_update_with_start_workflow(
                 "send",
                 carrying,
                 start_workflow_operation=operation,
@@ -344,13 +368,20 @@ class WorkflowSurface:
             )
 
         carrying = firing
-        try:
-            return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
-        except SpecNeededError:
-            # The session holds another revision and this firing opens a turn: it runs under
-            # the workflow as loaded here, so send that along (a refused update wrote nothing).
-            carrying = firing.model_copy(update={"spec": current})
-            return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
+        for _ in range(CLOSED_RETRIES):
+            try:
+                return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
+            except SpecNeededError:
+                # The session holds another revision and this firing opens a turn: it runs
+                # under the workflow as loaded here, so send that along (a refused update
+                # wrote nothing).
+                carrying = firing.model_copy(update={"spec": current})
+            except (SessionNotFoundError, RPCError, WorkflowUpdateFailedError):
+                # The run closed idle as the firing reached it (nothing was applied): the
+                # next attempt starts a run from the checkpoint.
+                if minted or await self._agent.sessions.closed(sid) is None:
+                    raise
+        return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
 
     async def _starts_afresh(self, session_id: str) -> bool:
         """Whether a firing on ``session_id`` starts a new workflow run (no run, or the last
@@ -363,18 +394,22 @@ class WorkflowSurface:
             raise translate(exc, session_id=session_id) from exc
         return described.status != WorkflowExecutionStatus.RUNNING
 
-    def _admit_first_firing(self, session_id: str, request: SendInput) -> None:
+    def _admit_first_firing(
+        self, session_id: str, request: SendInput, reopening: Checkpoint | None = None
+    ) -> None:
         """The checks the session's validator would make of a first firing (trigger, names,
         ``requires``, disabled), made here: a refused first firing starts no workflow, so it
-        leaves no session behind."""
+        leaves no session behind. A session reopening from its checkpoint is checked as it
+        stands there."""
         loaded = self._agent.loaded
+        carried = reopening.checkpoint.carried if reopening else None
         view = Admission(
             session_id=session_id,
             workflow=loaded.slug,
             spec=loaded.spec,
-            status="new",
-            state=None,
-            variables={},
+            status=carried.status if carried else "new",
+            state=carried.state if carried else None,
+            variables=carried.variables if carried else {},
             pending_decision=None,
             busy=False,
             waiting=None,
@@ -444,6 +479,9 @@ class WorkflowSurface:
         :func:`client.firing.fire` firing."""
         handle = self._agent.handle(session_id)
         key = idempotency_key or new_key()
+        closed = await self._agent.sessions.closed(session_id)
+        if closed is not None:  # closed idle, so finished: refused as the open run would
+            self._refuse_closed(closed, update, argument)
 
         def start() -> Awaitable[WorkflowUpdateHandle[Outcome]]:
             return handle.start_update(
@@ -457,6 +495,36 @@ class WorkflowSurface:
         return await self._watched(
             session_id, on_event, fire(self._agent.client, session_id, key, start)
         )
+
+    def _refuse_closed(self, closed: Checkpoint, update: str, argument: Any) -> None:
+        """A deliver, decide or reply to a session whose run closed idle: it is finished, so
+        the same checks as its open run's validator refuse it, with the same typed error."""
+        checkpoint = closed.checkpoint
+        s = checkpoint.carried
+        assert s is not None
+        view = Admission(
+            session_id=checkpoint.session_id,
+            workflow=checkpoint.workflow,
+            spec=checkpoint.spec,
+            status=s.status,
+            state=s.state,
+            variables=s.variables,
+            pending_decision=s.pending_decision,
+            busy=False,
+            waiting=None,
+            limits=checkpoint.limits,
+            revision=checkpoint.revision,
+        )
+        try:
+            if update == "deliver":
+                check_delivery(view, argument)
+            elif update == "decide":
+                check_decision(view, argument)
+            else:
+                check_reply(view, argument.message)
+        except ApplicationError as refused:
+            typed = error_from_type(refused.type, refused.message)
+            raise (typed or refused) from None
 
     async def decide(
         self,
@@ -550,11 +618,42 @@ class SessionsSurface:
             raise workspace_error(refused) from None
         return result.paths
 
+    async def closed(self, session_id: str) -> Checkpoint | None:
+        """The checkpoint of a session whose latest run closed idle (None: its run is open,
+        it ended otherwise, or there is no such session)."""
+        try:
+            described = await self._agent.handle(session_id).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise translate(exc, session_id=session_id) from exc
+        return await self._checkpoint_of(session_id, described.status, described.run_id)
+
+    async def _checkpoint_of(
+        self, session_id: str, status: WorkflowExecutionStatus | None, run_id: str | None
+    ) -> Checkpoint | None:
+        if status != WorkflowExecutionStatus.COMPLETED:
+            return None
+        found = await asyncio.to_thread(read_checkpoint, self._agent.config.store, session_id)
+        if found is None or found.run_id != run_id or found.checkpoint.carried is None:
+            return None  # the run ended some other way (a child's, a never-admitted run)
+        return found
+
+    @staticmethod
+    def _closed_summary(closed: Checkpoint) -> SessionSummary:
+        checkpoint = closed.checkpoint
+        assert checkpoint.carried is not None
+        return projections.summary(checkpoint.carried, checkpoint, None, busy=False)
+
     async def get(self, session_id: str, *, timeout: timedelta | None = None) -> SessionSummary:
-        """The session's summary (a query), or :class:`SessionNotFoundError`; with no worker
-        to answer, :class:`SessionUnavailableError` at once (not after the query's timeout)."""
+        """The session's summary (a query; for a session whose run closed idle, its
+        checkpoint), or :class:`SessionNotFoundError`; with no worker to answer,
+        :class:`SessionUnavailableError` at once (not after the query's timeout)."""
         try:
             described = await self._answerable(session_id)
+            closed = await self._checkpoint_of(session_id, described.status, described.run_id)
+            if closed is not None:
+                return self._closed_summary(closed)
             summary = await self._agent.handle(session_id).query(
                 ArchmaxSession.summary, rpc_timeout=timeout
             )
@@ -568,8 +667,14 @@ class SessionsSurface:
         its newest messages; the rest is read from the store's log of the conversation (this
         host's ``ARCHMAX_STORE``, which the workers share)."""
         try:
-            await self._answerable(session_id)
-            view: SessionView = await self._agent.handle(session_id).query(ArchmaxSession.view)
+            described = await self._answerable(session_id)
+            closed = await self._checkpoint_of(session_id, described.status, described.run_id)
+            view: SessionView
+            carried = closed.checkpoint.carried if closed is not None else None
+            if closed is not None and carried is not None:
+                view = projections.view(carried, closed.checkpoint, None, busy=False)
+            else:
+                view = await self._agent.handle(session_id).query(ArchmaxSession.view)
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
         store = self._agent.config.store
@@ -630,22 +735,50 @@ class SessionsSurface:
         """This deployment's sessions (its task queue), newest first: visibility finds them,
         each one's summary query describes it; one that cannot answer in time is left out."""
         query = (
-            f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running' "
+            f"WorkflowType = '{WORKFLOW_NAME}' "
+            "AND (ExecutionStatus = 'Running' OR ExecutionStatus = 'Completed') "
             f"AND TaskQueue = '{self._agent.config.task_queue}'"
         )
         if workflow:
             query += f" AND ArchmaxWorkflow = '{workflow}'"
         if self._agent.config.search_attributes:
             query += " AND ArchmaxStatus != 'new'"
+        # Visibility lists runs: a session that closed idle and reopened has several. Its
+        # open run describes it; a closed one only when it is its latest and has closed idle.
+        latest: dict[str, WorkflowExecution] = {}
+        async for execution in self._agent.client.list_workflows(query):
+            held = latest.get(execution.id)
+            if held is None or _newer(execution, held):
+                latest[execution.id] = execution
+        ordered = sorted(latest.values(), key=lambda e: e.start_time, reverse=True)
         summaries: list[SessionSummary] = []
-        async for execution in self._agent.client.list_workflows(query, limit=limit):
+        for execution in ordered:
+            if len(summaries) >= limit:
+                break
             try:
-                summary = await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT)
+                if execution.status == WorkflowExecutionStatus.RUNNING:
+                    summary = await self.get(execution.id, timeout=LIST_QUERY_TIMEOUT)
+                else:
+                    closed = await self._checkpoint_of(
+                        execution.id, execution.status, execution.run_id
+                    )
+                    if closed is None:
+                        continue  # ended otherwise: a finished child, a never-admitted run
+                    summary = self._closed_summary(closed)
             except Exception:  # a session that cannot answer right now is left out
                 continue
             if summary.status != "new":  # a run that never admitted a firing is no session
                 summaries.append(summary)
         return summaries
+
+
+def _newer(execution: WorkflowExecution, than: WorkflowExecution) -> bool:
+    """Whether ``execution`` is a later run of the same session than ``than``."""
+    if execution.status == WorkflowExecutionStatus.RUNNING:
+        return True
+    if than.status == WorkflowExecutionStatus.RUNNING:
+        return False
+    return execution.start_time > than.start_time
 
 
 class Agent:

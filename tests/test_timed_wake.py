@@ -104,7 +104,13 @@ async def test_a_delivery_before_resume_at_wins_and_the_timer_never_fires(
     server = scripted(json.dumps(PLAYBOOK))
     client = skipping_env.client
     async with running_agent(
-        client, task_queue, tmp_path, "bank", server, search_attributes=False
+        client,
+        task_queue,
+        tmp_path,
+        "bank",
+        server,
+        search_attributes=False,
+        idle_close=None,  # only the parks' timers in this history
     ) as agent:
         await agent.workflow.send("timed-2", "Has the payment posted?")
         resumed = await agent.workflow.deliver("timed-2", trigger="bank_webhook")

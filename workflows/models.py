@@ -416,6 +416,10 @@ class SessionInput(_Model):
     Temporal suggests it); for tests and for keeping runs short."""
     limits: Limits = Field(default_factory=Limits)
     """How big a firing may be (:mod:`workflows.limits`), fixed when the session starts."""
+    idle_close_s: float | None = None
+    """Seconds a finished session waits for its next firing before it checkpoints its state
+    to the store and its run ends (the next firing starts a new run from the checkpoint);
+    None: the run stays open (and a session started by an older version)."""
     revision: str | None = None
     """The :class:`TurnSpec` revision ``spec``, ``prompt``, ``hook_sources`` and ``delegates``
     are (None: a session started by a version that did not send one). A turn that opens
@@ -614,6 +618,22 @@ class ModelCallResult(_Model):
     """The store log's length after the call's new messages were appended."""
     log_hash: str | None = None
     """The log's chained digest at ``logged``."""
+
+
+class CheckpointInput(_Model):
+    """An idle finished session's state, written to the store before its run ends: the run's
+    input with the session carried (what the next run starts from)."""
+
+    session_id: str
+    checkpoint: SessionInput
+
+
+class Checkpoint(_Model):
+    """``<id>/checkpoints/session.json``: the checkpoint and the run that wrote it."""
+
+    run_id: str | None = None
+    written_at: datetime | None = None
+    checkpoint: SessionInput
 
 
 class PersistTurnInput(_Model):

@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import NoReturn
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows import (
@@ -52,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.hook_runner import HookRunner
     from archmax_temporal.workflows.models import (
         RECENT_FIRINGS,
+        CheckpointInput,
         DecideInput,
         DeliverInput,
         Disposition,
@@ -77,6 +78,10 @@ REFUSED_SIGNAL_PATCH = "archmax-refused-signal-memo"
 TURN_SPEC_PATCH = "archmax-turn-spec"
 """``workflow.patched`` id: a send that opens a turn under another workflow revision than
 the session's (the host's, as it loaded it) runs the turn under that revision."""
+
+IDLE_CLOSE_PATCH = "archmax-idle-close"
+"""``workflow.patched`` id: a finished session idle for ``idle_close_s`` checkpoints its state
+to the store and its run ends."""
 
 REFUSED_SIGNAL_MEMO = "archmax.refused_signal"
 """The memo key a refused ``deliver`` signal is recorded under (``signal``: its number among
@@ -205,17 +210,60 @@ class ArchmaxSession:
         pending = s.pending_input
         timeout: timedelta | None = None
         summary: str | None = None
+        idle = False
         if s.status == "awaiting_input" and pending and pending.resume_at:
             timeout = max(pending.resume_at - workflow.now(), timedelta(0))
             summary = f"archmax_wait until {pending.resume_at.isoformat()}"
+        elif self._may_close_when_idle():
+            assert self._ctx.input.idle_close_s is not None
+            timeout = timedelta(seconds=self._ctx.input.idle_close_s)
+            summary = f"idle close after {timeout}"
+            idle = True
         try:
             await workflow.wait_condition(
                 lambda: bool(self._queue), timeout=timeout, timeout_summary=summary
             )
         except TimeoutError:
+            if idle:
+                return not await self._close_idle()
             self._busy = True
             self._queue.append(firing.timer_wake(workflow.now()))
         return True
+
+    def _may_close_when_idle(self) -> bool:
+        """Whether this wait may end the run when nothing comes for ``idle_close_s``: a
+        finished top-level session waiting on nothing (parked ones stay open: their timers
+        and waits are the point; a delegated child ends with its dispatch anyway)."""
+        s = self._ctx.session
+        return (
+            self._ctx.input.idle_close_s is not None
+            and is_finished(s.status)
+            and self._ctx.input.parent is None
+            and not s.pending_delegations
+            and not self._queue
+            and workflow.patched(IDLE_CLOSE_PATCH)
+        )
+
+    async def _close_idle(self) -> bool:
+        """Checkpoint the session in the store (``<id>/checkpoints/``) and say whether the
+        run may end: not when the write failed (it waits again) or a firing came meanwhile
+        (it is served). The next firing on the id starts a run from the checkpoint."""
+        ctx = self._ctx
+        try:
+            await contracts.store.checkpoint(
+                CheckpointInput(
+                    session_id=ctx.session_id,
+                    checkpoint=ctx.input.model_copy(update={"carried": ctx.session}),
+                ),
+                summary=f"idle · checkpoint {ctx.session.status} session, close the run",
+            )
+        except ActivityError as failure:
+            workflow.logger.warning("idle checkpoint not written: %s", failure.cause or failure)
+            return False
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and not self._results
+        )
+        return not self._queue
 
     async def _await_first_firing(self) -> bool:
         """A run that has admitted no firing yet waits :data:`contracts.FIRST_FIRING_GRACE`
