@@ -9,6 +9,7 @@ resumes under the spec it parked with."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
@@ -197,3 +198,37 @@ async def test_a_new_trigger_is_accepted_on_an_existing_session_by_a_new_host(
         "answer",
         old.loaded.spec_hash,
     )
+
+
+async def test_archmax_serve_loads_an_edited_workflow_again(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """The HTTP server's agents: the same agent while the workflow's files are unchanged, the
+    workflow loaded again (a new spec hash for the next turn) once workflow.yaml changed."""
+    from archmax_temporal.client.config import RuntimeConfig
+    from archmax_temporal.client.http.agents import RootAgents
+
+    directory = write_workflow(tmp_path, "desk", V1)
+    config = RuntimeConfig(
+        root=tmp_path,
+        store=tmp_path / "sessions",
+        address="unused",
+        task_queue=task_queue,
+        address_configured=True,
+    )
+    agents = RootAgents(config, worker="external", client=client)
+    try:
+        first = await agents("desk")
+        loaded = first.loaded.spec_hash
+        unchanged = await agents("desk")
+        unchanged_hash = unchanged.loaded.spec_hash
+        write_workflow(tmp_path, "desk", V2)
+        spec = directory / "workflow.yaml"
+        stat = spec.stat()
+        os.utime(spec, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+        edited = await agents("desk")
+    finally:
+        await agents.aclose()
+    assert unchanged is first and unchanged_hash == loaded
+    assert edited is first and edited.loaded.spec_hash != loaded
+    assert "chat" in edited.loaded.spec.trigger_ids()
