@@ -21,9 +21,10 @@ from typing import Any, Final
 from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
+from temporalio.common import VersioningBehavior
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter
-from temporalio.worker import Worker
+from temporalio.worker import Worker, WorkerDeploymentConfig, WorkerDeploymentVersion
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from archmax_temporal.activities.hook_executors import HookExecutor, HookExecutorActivities
@@ -31,7 +32,7 @@ from archmax_temporal.activities.host_tools import HostTool, HostToolActivities
 from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
-from archmax_temporal.activities.store import StoreActivities
+from archmax_temporal.activities.store import PACKAGE_VERSION, StoreActivities
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows import text
@@ -95,6 +96,18 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     )
 
 
+def deployment_from_env(env: Mapping[str, str] | None = None) -> WorkerDeploymentVersion | None:
+    """The Worker Deployment version a long-lived worker registers as: ``ARCHMAX_DEPLOYMENT``
+    (the deployment's name; unset: no Worker Versioning) and ``ARCHMAX_BUILD_ID`` (default:
+    the package version)."""
+    env = os.environ if env is None else env
+    name = env.get("ARCHMAX_DEPLOYMENT", "").strip()
+    if not name:
+        return None
+    build = env.get("ARCHMAX_BUILD_ID", "").strip() or PACKAGE_VERSION
+    return WorkerDeploymentVersion(deployment_name=name, build_id=build)
+
+
 def build_worker(
     client: Client,
     *,
@@ -107,8 +120,13 @@ def build_worker(
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
     sandbox_runtime: Sequence[str] | None = None,
+    deployment: WorkerDeploymentVersion | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
+
+    With ``deployment`` the worker uses Worker Versioning as that version: a session's run is
+    pinned to the version it started on, and a parked session that wakes when another
+    version is current continues as new onto it (:data:`workflows.session.UPGRADE_PATCH`).
 
     ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
     workspace tools; sessions' own files live in the store under ``store_dir``.
@@ -150,6 +168,13 @@ def build_worker(
         max_cached_workflows=max_cached_workflows,
         graceful_shutdown_timeout=GRACEFUL_SHUTDOWN,
         identity=identity,
+        deployment_config=WorkerDeploymentConfig(
+            version=deployment,
+            use_worker_versioning=True,
+            default_versioning_behavior=VersioningBehavior.PINNED,
+        )
+        if deployment is not None
+        else None,
     )
 
 
@@ -175,6 +200,7 @@ async def serve(
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
     announce: Callable[[str], None] | None = None,
+    deployment: WorkerDeploymentVersion | None = None,
 ) -> None:
     """The body of ``archmax worker`` and ``archmax dev``: a long-lived worker (its identity
     marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT."""
@@ -187,9 +213,15 @@ async def serve(
         authoring_root=authoring_root,
         host_tools=host_tools,
         hook_executors=hook_executors,
+        deployment=deployment,
     )
     if announce is not None:
-        announce(f"worker    queue {task_queue}  ·  SIGTERM or Ctrl-C stops it")
+        version = (
+            f"  ·  deployment {deployment.deployment_name} build {deployment.build_id}"
+            if deployment
+            else ""
+        )
+        announce(f"worker    queue {task_queue}{version}  ·  SIGTERM or Ctrl-C stops it")
     await run_until_signalled(worker)
     if announce is not None:
         announce("worker stopped")

@@ -731,9 +731,52 @@ class SessionsSurface:
             follow=follow,
         )
 
-    async def list(self, *, workflow: str | None = None, limit: int = 100) -> list[SessionSummary]:
+    async def _outdated(self, summaries: list[SessionSummary]) -> list[SessionSummary]:
+        from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
+
+        client = self._agent.client
+        current: dict[str, str | None] = {}
+        kept: list[SessionSummary] = []
+        for summary in summaries:
+            try:
+                described = await self._agent.handle(summary.session_id).describe()
+            except RPCError:
+                continue
+            if described.status != WorkflowExecutionStatus.RUNNING:
+                continue  # a run closed idle starts on the current build when it reopens
+            info = described.raw_description.workflow_execution_info.versioning_info
+            version = info.deployment_version
+            if not version.deployment_name:
+                continue  # not on a versioned worker
+            if version.deployment_name not in current:
+                try:
+                    deployment = await client.workflow_service.describe_worker_deployment(
+                        DescribeWorkerDeploymentRequest(
+                            namespace=client.namespace, deployment_name=version.deployment_name
+                        )
+                    )
+                    routing = deployment.worker_deployment_info.routing_config
+                    current[version.deployment_name] = (
+                        routing.current_deployment_version.build_id or None
+                    )
+                except RPCError:
+                    current[version.deployment_name] = None
+            target = current[version.deployment_name]
+            if target is not None and version.build_id != target:
+                kept.append(summary.model_copy(update={"build_id": version.build_id}))
+        return kept
+
+    async def list(
+        self, *, workflow: str | None = None, limit: int = 100, outdated: bool = False
+    ) -> list[SessionSummary]:
         """This deployment's sessions (its task queue), newest first: visibility finds them,
-        each one's summary query describes it; one that cannot answer in time is left out."""
+        each one's summary query describes it; one that cannot answer in time is left out.
+
+        ``outdated``: only sessions whose run is pinned to another Worker Deployment build
+        than its deployment's current version (each with ``build_id`` set): the parked ones
+        move to the current build when they wake."""
+        if outdated:
+            return await self._outdated(await self.list(workflow=workflow, limit=limit))
         query = (
             f"WorkflowType = '{WORKFLOW_NAME}' "
             "AND (ExecutionStatus = 'Running' OR ExecutionStatus = 'Completed') "

@@ -76,6 +76,8 @@ class DeliverFiring:
 
     delivery: DeliverInput
     key: str | None = None
+    timer: bool = False
+    """The session's own timer woke it (nothing outside waits on this firing)."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,9 @@ Firing = SendFiring | DeliverFiring | DecideFiring | ReplyFiring | ChildSettled 
 
 def timer_wake(now: datetime) -> DeliverFiring:
     """The session's own delivery when a timed park's ``resume_at`` passes."""
-    return DeliverFiring(DeliverInput(trigger=TIMER_TRIGGER, variables={"now": now.isoformat()}))
+    return DeliverFiring(
+        DeliverInput(trigger=TIMER_TRIGGER, variables={"now": now.isoformat()}), timer=True
+    )
 
 
 class FiringRefused(Exception):

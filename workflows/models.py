@@ -534,6 +534,9 @@ class SessionSummary(_Model):
     """For a park mirrored from a sub-workflow: the child session it waits on."""
     parent_session_id: str | None = None
     """For a delegated child: its caller's session id."""
+    build_id: str | None = None
+    """Set by the host (``sessions.list(outdated=True)``): the Worker Deployment build the
+    session's run is pinned to."""
     waiting_on: str | None = None
     """Set by the host for a running session whose activity is being retried (``waiting on
     the model: <its last failure>``): the deployment's problem, visible, not the agent's."""

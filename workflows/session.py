@@ -83,6 +83,11 @@ IDLE_CLOSE_PATCH = "archmax-idle-close"
 """``workflow.patched`` id: a finished session idle for ``idle_close_s`` checkpoints its state
 to the store and its run ends."""
 
+UPGRADE_PATCH = "archmax-upgrade-on-wake"
+"""``workflow.patched`` id: a parked session woken (a delivery, a decision, its timer) while
+another Worker Deployment version is current continues as new onto it first, so the new code
+runs the resumed turn (a turn in flight finishes on the code it began with)."""
+
 REFUSED_SIGNAL_MEMO = "archmax.refused_signal"
 """The memo key a refused ``deliver`` signal is recorded under (``signal``: its number among
 this run's ``deliver`` signals; ``type`` and ``reason``: the refusal)."""
@@ -126,6 +131,8 @@ class ArchmaxSession:
         while True:
             if not await self._wait_for_work():
                 return self._summary()  # started for a refused firing: ends without a trace
+            if self._upgrades_on_wake():
+                self._continue_onto_current_version()
             next_firing = self._queue.pop(0)
             outcome: Outcome | ApplicationError
             try:
@@ -164,6 +171,35 @@ class ArchmaxSession:
                     workflow.continue_as_new(
                         self._ctx.input.model_copy(update={"carried": self._ctx.session})
                     )
+
+    def _upgrades_on_wake(self) -> bool:
+        """Whether the firing about to be served wakes a parked session while another Worker
+        Deployment version is the target: then this run hands the session on to it before
+        resuming. Only when every queued firing survives the hand-over (an update, whose
+        caller sends it again to the next run, or the session's own timer, which the next
+        run fires again); never for a session parked on a sub-workflow."""
+        s = self._ctx.session
+        if s.status not in ("awaiting_input", "awaiting_decision") or s.pending_delegations:
+            return False
+        wakes = isinstance(self._queue[0], DeliverFiring | DecideFiring | SendFiring)
+        survives = all(
+            f.key is not None or (isinstance(f, DeliverFiring) and f.timer) for f in self._queue
+        )
+        return (
+            wakes
+            and survives
+            and workflow.info().is_target_worker_deployment_version_changed()
+            and workflow.patched(UPGRADE_PATCH)
+        )
+
+    def _continue_onto_current_version(self) -> NoReturn:
+        """Continue as new, parked as it is, on the current version (upgrade on
+        continue-as-new); the woken firing's caller re-sends it there (same key)."""
+        workflow.logger.info("parked session continues as new onto the current version")
+        workflow.continue_as_new(
+            self._ctx.input.model_copy(update={"carried": self._ctx.session}),
+            initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
+        )
 
     def _hand_over(self, serving: Firing) -> NoReturn:
         """Continue as new with the turn in flight: the next run drives it on, and its caller

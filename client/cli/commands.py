@@ -225,14 +225,15 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
             else:
                 print(summary_detail(summary, await handoff(summary)))
             return 0
-        summaries = await agent.sessions.list(workflow=args.workflow)
+        summaries = await agent.sessions.list(workflow=args.workflow, outdated=args.outdated)
         if args.json:
             print(json.dumps(camel_json(summaries), indent=2, ensure_ascii=False))
         elif not summaries:
-            err("No durable sessions found.")
+            err("No outdated sessions found." if args.outdated else "No durable sessions found.")
         else:
             for summary in summaries:
-                print(summary_line(summary, await handoff(summary)))
+                line = summary_line(summary, await handoff(summary))
+                print(f"{line}  build {summary.build_id}" if args.outdated else line)
         return 0
 
 
@@ -253,7 +254,7 @@ async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 async def _worker(config: RuntimeConfig) -> int:
     from archmax_temporal.activities.model import ModelConfig
-    from archmax_temporal.worker import connect, serve
+    from archmax_temporal.worker import connect, deployment_from_env, serve
 
     client = await connect(config.address, config.namespace)
     err(f"temporal  {config.address} · namespace {config.namespace}")
@@ -264,6 +265,7 @@ async def _worker(config: RuntimeConfig) -> int:
         store_dir=config.store,
         authoring_root=config.root,
         announce=err,
+        deployment=deployment_from_env(),
     )
     return 0
 

@@ -90,6 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("session", nargs="?", help="show this session in detail")
     sessions.add_argument("--workflow", help="only sessions of this workflow")
     sessions.add_argument("--json", action="store_true", help="print JSON instead of text")
+    sessions.add_argument(
+        "--outdated",
+        action="store_true",
+        help="only sessions whose run is on an older Worker Deployment build than the current",
+    )
 
     events = sub.add_parser("events", help="a session's events, one JSON object per line")
     events.add_argument("session", help="the session's id")
