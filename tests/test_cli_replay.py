@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.golden import goldens
+from temporalio.client import Client
+
+from archmax_temporal.client.devserver import find_temporal_cli
+from tests.golden import SCENARIOS, bench_on, goldens
 
 
 def _archmax(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -91,3 +94,34 @@ class TestReplay:
         done = _archmax("replay")
         assert done.returncode == 2
         assert "archmax replay --help" in done.stderr
+
+
+async def test_a_history_exported_by_the_temporal_cli_replays(
+    client: Client, tmp_path: Path
+) -> None:
+    """What an operator exports (``temporal workflow show --output json``) of a session
+    parked on its timer is what ``archmax replay`` reads: OK, exit 0."""
+    with bench_on(client) as bench:
+        [history] = (await SCENARIOS["bank-parked-on-timer"](bench)).values()
+    exported = tmp_path / "exported.json"
+    shown = subprocess.run(
+        [
+            str(find_temporal_cli()),
+            "workflow",
+            "show",
+            "--address",
+            client.service_client.config.target_host,
+            "--workflow-id",
+            history.workflow_id,
+            "--output",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    exported.write_text(shown.stdout)
+    done = _archmax("replay", str(exported))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"OK {exported}: {len(history.events)} events replay")
