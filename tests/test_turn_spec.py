@@ -232,3 +232,68 @@ async def test_archmax_serve_loads_an_edited_workflow_again(
     assert unchanged is first and unchanged_hash == loaded
     assert edited is first and edited.loaded.spec_hash != loaded
     assert "chat" in edited.loaded.spec.trigger_ids()
+
+
+CALLEE = """
+title: Callee
+states:
+  check:
+    triggers: { manual: { description: Check it. } }
+    instructions: Check it, EDITION edition.
+"""
+
+CALLER = """
+title: Caller
+states:
+  desk:
+    triggers: { manual: }
+    instructions: Run the check as a sub-workflow.
+    tools: { allow: [archmax_workflow_callee] }
+"""
+
+DELEGATING = json.dumps(
+    {
+        "rules": [
+            {
+                "name": "done",
+                "when": {"state": "desk", "last_tool": "archmax_workflow_callee"},
+                "reply": {"content": "Done."},
+            },
+            {
+                "name": "dispatch",
+                "when": {"state": "desk"},
+                "reply": {"tool_calls": [call("archmax_workflow_callee")]},
+            },
+            {"name": "checked", "when": {"state": "check"}, "reply": {"content": "Checked."}},
+        ]
+    }
+)
+
+
+async def test_a_sub_workflow_starts_under_the_callee_as_the_turn_found_it(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """Sub-workflows follow the rule: the callee edited between two turns of the caller's
+    session, the second turn's child runs the edited callee (its own spec hash), the first
+    child ran the original."""
+    write_workflow(tmp_path, "callee", CALLEE.replace("EDITION", "first"))
+    write_workflow(tmp_path, "caller", CALLER)
+    server = scripted(DELEGATING)
+    async with running_agent(client, task_queue, tmp_path, "caller", server) as agent:
+        first = await agent.workflow.send("delegating-1", "Check, please.")
+        write_workflow(tmp_path, "callee", CALLEE.replace("EDITION", "second"))
+        agent.reload()
+        second = await agent.workflow.send("delegating-1", "Check again.")
+        children = [
+            await agent.sessions.get("delegating-1.callee-1"),
+            await agent.sessions.get("delegating-1.callee-2"),
+        ]
+    assert (first.kind, second.kind) == ("completed", "completed")
+    assert first.spec_hash == second.spec_hash  # the caller's own spec did not change
+    checks = [r for r in server.requests if r.rule == "checked"]
+    assert [("first edition" in _system(server, server.requests.index(r))) for r in checks] == [
+        True,
+        False,
+    ]
+    assert "second edition" in _system(server, server.requests.index(checks[1]))
+    assert children[0].spec_hash != children[1].spec_hash
