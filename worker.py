@@ -22,12 +22,18 @@ from typing import Any, ClassVar, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
+from temporalio.common import VersioningBehavior
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import TLSConfig
-from temporalio.worker import Interceptor, Worker
+from temporalio.worker import (
+    Interceptor,
+    Worker,
+    WorkerDeploymentConfig,
+    WorkerDeploymentVersion,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from archmax_temporal.activities.hook_executors import HookExecutor, HookExecutorActivities
@@ -36,7 +42,7 @@ from archmax_temporal.activities.logs import LogContextInterceptor
 from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
-from archmax_temporal.activities.store import StoreActivities
+from archmax_temporal.activities.store import PACKAGE_VERSION, StoreActivities
 from archmax_temporal.activities.telemetry import ModelCallMetricsInterceptor
 from archmax_temporal.activities.tracing import tracing_interceptors
 from archmax_temporal.activities.transcript_log import TranscriptLogs
@@ -248,6 +254,18 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     )
 
 
+def deployment_from_env(env: Mapping[str, str] | None = None) -> WorkerDeploymentVersion | None:
+    """The Worker Deployment version a long-lived worker registers as: ``ARCHMAX_DEPLOYMENT``
+    (the deployment's name; unset: no Worker Versioning) and ``ARCHMAX_BUILD_ID`` (default:
+    the package version)."""
+    env = os.environ if env is None else env
+    name = env.get("ARCHMAX_DEPLOYMENT", "").strip()
+    if not name:
+        return None
+    build = env.get("ARCHMAX_BUILD_ID", "").strip() or PACKAGE_VERSION
+    return WorkerDeploymentVersion(deployment_name=name, build_id=build)
+
+
 def build_worker(
     client: Client,
     *,
@@ -265,8 +283,13 @@ def build_worker(
     max_concurrent_activities: int | None = None,
     graceful_shutdown: timedelta = GRACEFUL_SHUTDOWN,
     telemetry: bool = True,
+    deployment: WorkerDeploymentVersion | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
+
+    With ``deployment`` the worker uses Worker Versioning as that version: a session's run is
+    pinned to the version it started on, and a parked session that wakes when another
+    version is current continues as new onto it (:data:`workflows.session.UPGRADE_PATCH`).
 
     ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
     workspace tools; sessions' own files live in the store under ``store_dir``.
@@ -287,9 +310,11 @@ def build_worker(
     workspace = WorkspaceActivities(store, root)
     hidden = [store_dir, root]  # host folders never named in what a tool answers
     logs = TranscriptLogs(store_dir)
+    store_activities = StoreActivities(store_dir, logs)
     implementations = [
         ModelActivities(model, logs=logs).complete,
-        StoreActivities(store_dir, logs).persist_turn,
+        store_activities.persist_turn,
+        store_activities.checkpoint,
         *workspace.activities(),
         HostToolActivities(host_tools, store, hidden).run,
         SandboxActivities(workspace, sandbox_runtime).run,
@@ -312,6 +337,13 @@ def build_worker(
         graceful_shutdown_timeout=graceful_shutdown,
         identity=identity,
         interceptors=[*(telemetry_interceptors() if telemetry else []), *interceptors],
+        deployment_config=WorkerDeploymentConfig(
+            version=deployment,
+            use_worker_versioning=True,
+            default_versioning_behavior=VersioningBehavior.PINNED,
+        )
+        if deployment is not None
+        else None,
     )
 
 
@@ -502,6 +534,7 @@ async def serve(
     hook_executors: Mapping[str, HookExecutor] | None = None,
     announce: Callable[[str], None] | None = None,
     options: WorkerOptions | None = None,
+    deployment: WorkerDeploymentVersion | None = None,
 ) -> None:
     """The body of ``archmax worker`` and ``archmax dev``: a long-lived worker (its identity
     marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT, with the
@@ -521,13 +554,19 @@ async def serve(
         max_concurrent_workflow_tasks=options.max_concurrent_workflow_tasks,
         max_concurrent_activities=options.max_concurrent_activities,
         graceful_shutdown=options.graceful_shutdown,
+        deployment=deployment,
     )
     health: HealthServer | None = None
     if options.health_address:
         health = HealthServer(options.health_address, worker, client)
         await health.start()
     if announce is not None:
-        announce(f"worker    queue {task_queue}  ·  SIGTERM or Ctrl-C stops it")
+        version = (
+            f"  ·  deployment {deployment.deployment_name} build {deployment.build_id}"
+            if deployment
+            else ""
+        )
+        announce(f"worker    queue {task_queue}{version}  ·  SIGTERM or Ctrl-C stops it")
         if options.metrics_address:
             announce(f"metrics   http://{options.metrics_address}/metrics")
         if health is not None:

@@ -5,6 +5,7 @@ Layout (the seed's, under ``ARCHMAX_STORE``, default ``<root>/sessions``)::
     _specs/<specHash>.json          the spec a session runs under (content-addressed)
     <sessionId>/artifacts/          trail.json, variables.json, metadata.json, graph.json
     <sessionId>/scratchpad/         the session's working area
+    <sessionId>/checkpoints/session.json   an idle finished session's state, its run closed
 
 Checkpoints are Temporal's history; the store holds files. Every write is atomic (write to a
 temporary file in the session's ``checkpoints/tmp/``, then rename), so a killed worker never
@@ -35,9 +36,14 @@ from archmax_temporal.activities.session_store import (
     os_error,
     sweep_temporaries,
 )
-from archmax_temporal.workflows.contracts.store import PERSIST_ACTIVITY
+from archmax_temporal.workflows.contracts.store import CHECKPOINT_ACTIVITY, PERSIST_ACTIVITY
 from archmax_temporal.workflows.identity import folder_name
-from archmax_temporal.workflows.models import PersistTurnInput, TrailStep
+from archmax_temporal.workflows.models import (
+    Checkpoint,
+    CheckpointInput,
+    PersistTurnInput,
+    TrailStep,
+)
 from archmax_temporal.workflows.spec import WorkflowSpec
 from archmax_temporal.workflows.zones import ARTIFACTS, SCRATCHPAD, SPECS
 
@@ -115,6 +121,24 @@ def stored_trail(store_dir: Path, session_id: str, count: int) -> list[TrailStep
     return [TrailStep.model_validate(step) for step in steps[:count]]
 
 
+CHECKPOINT_FILE = "checkpoints/session.json"
+"""Where an idle finished session's state is kept once its run closed (under its folder)."""
+
+
+def checkpoint_path(store_dir: Path, session_id: str) -> Path:
+    return store_dir / folder_name(session_id) / CHECKPOINT_FILE
+
+
+def read_checkpoint(store_dir: Path, session_id: str) -> Checkpoint | None:
+    """The session's checkpoint, or None when it has none (it never closed idle)."""
+    path = checkpoint_path(store_dir, session_id)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return Checkpoint.model_validate_json(text)
+
+
 class StoreActivities:
     """Activities that write the session store of this worker."""
 
@@ -156,6 +180,25 @@ class StoreActivities:
             ).to_application_error() from None
         except StoreIOError as exc:
             raise exc.to_application_error() from None
+
+    @activity.defn(name=CHECKPOINT_ACTIVITY)
+    async def checkpoint(self, request: CheckpointInput) -> None:
+        """Write an idle finished session's state (``checkpoints/session.json``, atomically)
+        before its run ends; the next firing's run starts from it."""
+        info = activity.info() if activity.in_activity() else None
+        document = Checkpoint(
+            run_id=info.workflow_run_id if info else None,
+            written_at=info.started_time if info else None,
+            checkpoint=request.checkpoint,
+        )
+        path = checkpoint_path(self._dir, request.session_id)
+        try:
+            await asyncio.to_thread(atomic_write, path, document.model_dump_json())
+        except OSError as exc:
+            error = os_error(exc, "checkpoints")
+            raise StoreIOError(
+                f"could not write the session's checkpoint: {error}", "checkpoints"
+            ).to_application_error() from None
 
     def _persist_sync(self, turn: PersistTurnInput, run_id: str | None) -> None:
         spec = self._spec(turn)

@@ -13,15 +13,32 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from pathlib import Path
 
 from temporalio.service import TLSConfig
 
 from archmax_temporal.worker import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, TemporalConnection
+from archmax_temporal.workflows.durations import InvalidUntilError, relative_duration
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.limits import Limits
 
 DEFAULT_TASK_QUEUE = "archmax"
+DEFAULT_IDLE_CLOSE = timedelta(hours=1)
+"""How long a finished session waits for its next firing before its run closes."""
+
+
+def idle_close_from(text: str | None) -> timedelta | None:
+    """``ARCHMAX_IDLE_CLOSE``: a relative duration (``90s``, ``30m``, ``1h``, ``1d``); unset is
+    :data:`DEFAULT_IDLE_CLOSE`, ``0`` is never (the run stays open)."""
+    if text is None or not text.strip():
+        return DEFAULT_IDLE_CLOSE
+    try:
+        duration = relative_duration(text)
+    except InvalidUntilError as exc:
+        raise ConfigurationError(f"ARCHMAX_IDLE_CLOSE: {exc}") from None
+    return duration or None
+
 
 __all__ = ["DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "DEFAULT_TASK_QUEUE", "RuntimeConfig"]
 
@@ -63,6 +80,10 @@ class RuntimeConfig:
             address_configured=self.address_configured,
         )
 
+    idle_close: timedelta | None = DEFAULT_IDLE_CLOSE
+    """``ARCHMAX_IDLE_CLOSE``: how long a finished session's run stays open without a firing
+    before it checkpoints to the store and closes (None: never)."""
+
     @classmethod
     def from_env(
         cls,
@@ -95,6 +116,7 @@ class RuntimeConfig:
             address_configured=temporal.address_configured,
             search_attributes=env.get("ARCHMAX_SEARCH_ATTRIBUTES", "1").lower()
             not in ("0", "false", "off", "no"),
+            idle_close=idle_close_from(env.get("ARCHMAX_IDLE_CLOSE")),
         )
 
     def with_overrides(self, **changes: object) -> RuntimeConfig:

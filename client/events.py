@@ -28,7 +28,7 @@ from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -724,16 +724,27 @@ async def while_watching(
     goes to ``on_event``; return its result once the stream has also delivered the turn's
     end. A new session's history does not exist until the update-with-start creates it, so
     the stream retries until it does. An error in ``on_event`` is raised to the caller."""
+    closed_run: str | None = None
     try:
-        after = await history_position(client, session_id)
-    except RPCError:
-        if inspect.iscoroutine(action):
-            action.close()  # never started: no "never awaited" warning
-        raise
+        described = await client.get_workflow_handle(session_id).describe()
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            # A session whose run closed idle: the firing starts a new run, read from its start.
+            closed_run, after = described.run_id, 0
+        else:
+            after = await history_position(client, session_id)
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            if inspect.iscoroutine(action):
+                action.close()  # never started: no "never awaited" warning
+            raise
+        after = 0
     ended = asyncio.Event()
 
     async def follow() -> None:
         nonlocal after
+        handle = client.get_workflow_handle(session_id)
+        while closed_run is not None and (await handle.describe()).run_id == closed_run:
+            await asyncio.sleep(0.05)  # until the firing's run has started
         while True:
             try:
                 async for event in session_events(client, session_id, after=after, follow=True):

@@ -26,6 +26,7 @@ from temporalio.client import (
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
+    WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
     WorkflowUpdateStage,
 )
@@ -41,7 +42,7 @@ from archmax_temporal.activities.session_store import (
     SessionStore,
     write_upload,
 )
-from archmax_temporal.activities.store import stored_trail
+from archmax_temporal.activities.store import read_checkpoint, stored_trail
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import (
@@ -51,7 +52,12 @@ from archmax_temporal.client.events import (
     while_watching,
 )
 from archmax_temporal.client.firing import fire, new_key
-from archmax_temporal.client.loader import LoadedWorkflow, load_delegates, load_workflow
+from archmax_temporal.client.loader import (
+    LoadedWorkflow,
+    load_delegates,
+    load_workflow,
+    turn_spec,
+)
 from archmax_temporal.client.runtime import (
     Runtime,
     WorkerMode,
@@ -61,6 +67,7 @@ from archmax_temporal.client.runtime import (
     worker_polling,
 )
 from archmax_temporal.client.times import span
+from archmax_temporal.workflows import projections
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import LISTED_MEMO, WORKFLOW_NAME
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
@@ -70,13 +77,17 @@ from archmax_temporal.workflows.errors import (
     SessionNotFoundError,
     SessionNotResumableError,
     SessionUnavailableError,
+    SpecNeededError,
     WorkflowDisabledError,
     error_from_type,
 )
 from archmax_temporal.workflows.firing import (
     Admission,
+    check_decision,
     check_decision_size,
+    check_delivery,
     check_delivery_size,
+    check_reply,
     check_reply_size,
     check_send,
     check_send_size,
@@ -84,6 +95,7 @@ from archmax_temporal.workflows.firing import (
 from archmax_temporal.workflows.identity import check_session_id
 from archmax_temporal.workflows.limits import INLINE_FILE_BYTES
 from archmax_temporal.workflows.models import (
+    Checkpoint,
     DecideInput,
     DelegateSpec,
     DeliverInput,
@@ -98,6 +110,7 @@ from archmax_temporal.workflows.models import (
     SessionView,
     ToolMock,
     ToolSchema,
+    TurnSpec,
     Variable,
     is_finished,
 )
@@ -107,6 +120,10 @@ from archmax_temporal.workflows.spec import MANUAL_TRIGGER
 
 LIST_TIMEOUT = timedelta(seconds=10)
 """How long the visibility query of one page of a listing may take."""
+
+CLOSED_RETRIES: Final = 3
+"""How many times a send is sent again when the session's run closed idle under it, or the
+session needed the workflow's spec (each time nothing was applied)."""
 
 
 @dataclass(frozen=True)
@@ -275,6 +292,7 @@ class WorkflowSurface:
         loaded = agent.loaded
         if loaded.spec.disabled:
             await self._refuse_new_turn(sid, minted)
+        current = agent.turn_spec
         session_input = SessionInput(
             session_id=sid,
             workflow=loaded.slug,
@@ -288,6 +306,10 @@ class WorkflowSurface:
             mocks=list(mocks or ()),
             hook_sources=loaded.hook_sources,
             delegates=agent.delegates,
+            revision=current.revision,
+            idle_close_s=agent.config.idle_close.total_seconds()
+            if agent.config.idle_close
+            else None,
         )
         limits = agent.config.limits
         for var, (name, content) in (files or {}).items():
@@ -306,16 +328,27 @@ class WorkflowSurface:
                 for var, (name, content) in (files or {}).items()
             },
             mocks=None if mocks is None else list(mocks),
+            revision=current.revision,
         )
         check_send_size(limits, firing)
+        reopening: Checkpoint | None = None
         if minted or await self._starts_afresh(sid):
-            self._admit_first_firing(sid, firing)
+            reopening = None if minted else await self._agent.sessions.closed(sid)
+            self._admit_first_firing(sid, firing, reopening)
         key = idempotency_key or new_key()
+        attempts = 0
 
-        def start() -> Awaitable[WorkflowUpdateHandle[Outcome]]:
+        async def start() -> WorkflowUpdateHandle[Outcome]:
+            nonlocal attempts, reopening
+            attempts += 1
+            if attempts > 1 and not minted:  # the run may have closed idle since
+                reopening = await self._agent.sessions.closed(sid)
             operation = WithStartWorkflowOperation(
                 ArchmaxSession.run,
-                session_input,
+                # a session whose run closed idle starts its next run from the checkpoint
+                session_input.model_copy(
+                    update={"carried": reopening.checkpoint.carried if reopening else None}
+                ),
                 id=sid,
                 task_queue=agent.config.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
@@ -330,15 +363,29 @@ class WorkflowSurface:
                 if agent.config.search_attributes
                 else None,
             )
-            return agent.client.start_update_with_start_workflow(
+            return await agent.client.start_update_with_start_workflow(
                 "send",
-                firing,
+                carrying,
                 start_workflow_operation=operation,
                 wait_for_stage=WorkflowUpdateStage.ACCEPTED,
                 id=key,
                 result_type=Outcome,
             )
 
+        carrying = firing
+        for _ in range(CLOSED_RETRIES):
+            try:
+                return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
+            except SpecNeededError:
+                # The session holds another revision and this firing opens a turn: it runs
+                # under the workflow as loaded here, so send that along (a refused update
+                # wrote nothing).
+                carrying = firing.model_copy(update={"spec": current})
+            except (SessionNotFoundError, RPCError, WorkflowUpdateFailedError):
+                # The run closed idle as the firing reached it (nothing was applied): the
+                # next attempt starts a run from the checkpoint.
+                if minted or await self._agent.sessions.closed(sid) is None:
+                    raise
         return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
 
     async def _starts_afresh(self, session_id: str) -> bool:
@@ -352,22 +399,27 @@ class WorkflowSurface:
             raise translate(exc, session_id=session_id) from exc
         return described.status != WorkflowExecutionStatus.RUNNING
 
-    def _admit_first_firing(self, session_id: str, request: SendInput) -> None:
+    def _admit_first_firing(
+        self, session_id: str, request: SendInput, reopening: Checkpoint | None = None
+    ) -> None:
         """The checks the session's validator would make of a first firing (trigger, names,
         ``requires``, disabled), made here: a refused first firing starts no workflow, so it
-        leaves no session behind."""
+        leaves no session behind. A session reopening from its checkpoint is checked as it
+        stands there."""
         loaded = self._agent.loaded
+        carried = reopening.checkpoint.carried if reopening else None
         view = Admission(
             session_id=session_id,
             workflow=loaded.slug,
             spec=loaded.spec,
-            status="new",
-            state=None,
-            variables={},
+            status=carried.status if carried else "new",
+            state=carried.state if carried else None,
+            variables=carried.variables if carried else {},
             pending_decision=None,
             busy=False,
             waiting=None,
             limits=self._agent.config.limits,
+            revision=self._agent.turn_spec.revision,
         )
         try:
             check_send(view, request)
@@ -430,6 +482,9 @@ class WorkflowSurface:
         :func:`client.firing.fire` firing."""
         handle = self._agent.handle(session_id)
         key = idempotency_key or new_key()
+        closed = await self._agent.sessions.closed(session_id)
+        if closed is not None:  # closed idle, so finished: refused as the open run would
+            self._refuse_closed(closed, update, argument)
 
         def start() -> Awaitable[WorkflowUpdateHandle[Outcome]]:
             return handle.start_update(
@@ -443,6 +498,36 @@ class WorkflowSurface:
         return await self._watched(
             session_id, on_event, fire(self._agent.client, session_id, key, start)
         )
+
+    def _refuse_closed(self, closed: Checkpoint, update: str, argument: Any) -> None:
+        """A deliver, decide or reply to a session whose run closed idle: it is finished, so
+        the same checks as its open run's validator refuse it, with the same typed error."""
+        checkpoint = closed.checkpoint
+        s = checkpoint.carried
+        assert s is not None
+        view = Admission(
+            session_id=checkpoint.session_id,
+            workflow=checkpoint.workflow,
+            spec=checkpoint.spec,
+            status=s.status,
+            state=s.state,
+            variables=s.variables,
+            pending_decision=s.pending_decision,
+            busy=False,
+            waiting=None,
+            limits=checkpoint.limits,
+            revision=checkpoint.revision,
+        )
+        try:
+            if update == "deliver":
+                check_delivery(view, argument)
+            elif update == "decide":
+                check_decision(view, argument)
+            else:
+                check_reply(view, argument.message)
+        except ApplicationError as refused:
+            typed = error_from_type(refused.type, refused.message)
+            raise (typed or refused) from None
 
     async def decide(
         self,
@@ -536,11 +621,42 @@ class SessionsSurface:
             raise workspace_error(refused) from None
         return result.paths
 
+    async def closed(self, session_id: str) -> Checkpoint | None:
+        """The checkpoint of a session whose latest run closed idle (None: its run is open,
+        it ended otherwise, or there is no such session)."""
+        try:
+            described = await self._agent.handle(session_id).describe()
+        except RPCError as exc:
+            if exc.status == RPCStatusCode.NOT_FOUND:
+                return None
+            raise translate(exc, session_id=session_id) from exc
+        return await self._checkpoint_of(session_id, described.status, described.run_id)
+
+    async def _checkpoint_of(
+        self, session_id: str, status: WorkflowExecutionStatus | None, run_id: str | None
+    ) -> Checkpoint | None:
+        if status != WorkflowExecutionStatus.COMPLETED:
+            return None
+        found = await asyncio.to_thread(read_checkpoint, self._agent.config.store, session_id)
+        if found is None or found.run_id != run_id or found.checkpoint.carried is None:
+            return None  # the run ended some other way (a child's, a never-admitted run)
+        return found
+
+    @staticmethod
+    def _closed_summary(closed: Checkpoint) -> SessionSummary:
+        checkpoint = closed.checkpoint
+        assert checkpoint.carried is not None
+        return projections.summary(checkpoint.carried, checkpoint, None, busy=False)
+
     async def get(self, session_id: str, *, timeout: timedelta | None = None) -> SessionSummary:
-        """The session's summary (a query), or :class:`SessionNotFoundError`; with no worker
-        to answer, :class:`SessionUnavailableError` at once (not after the query's timeout)."""
+        """The session's summary (a query; for a session whose run closed idle, its
+        checkpoint), or :class:`SessionNotFoundError`; with no worker to answer,
+        :class:`SessionUnavailableError` at once (not after the query's timeout)."""
         try:
             described = await self._answerable(session_id)
+            closed = await self._checkpoint_of(session_id, described.status, described.run_id)
+            if closed is not None:
+                return self._closed_summary(closed)
             summary = await self._agent.handle(session_id).query(
                 ArchmaxSession.summary, rpc_timeout=timeout
             )
@@ -554,8 +670,14 @@ class SessionsSurface:
         its newest messages; the rest is read from the store's log of the conversation (this
         host's ``ARCHMAX_STORE``, which the workers share)."""
         try:
-            await self._answerable(session_id)
-            view: SessionView = await self._agent.handle(session_id).query(ArchmaxSession.view)
+            described = await self._answerable(session_id)
+            closed = await self._checkpoint_of(session_id, described.status, described.run_id)
+            view: SessionView
+            carried = closed.checkpoint.carried if closed is not None else None
+            if closed is not None and carried is not None:
+                view = projections.view(carried, closed.checkpoint, None, busy=False)
+            else:
+                view = await self._agent.handle(session_id).query(ArchmaxSession.view)
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
         store = self._agent.config.store
@@ -607,6 +729,41 @@ class SessionsSurface:
         ``follow``, as they happen (see :mod:`client.events`)."""
         return session_events(self._agent.client, session_id, after=after, follow=follow)
 
+    async def _outdated(self, summaries: list[SessionSummary]) -> list[SessionSummary]:
+        from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest
+
+        client = self._agent.client
+        current: dict[str, str | None] = {}
+        kept: list[SessionSummary] = []
+        for summary in summaries:
+            try:
+                described = await self._agent.handle(summary.session_id).describe()
+            except RPCError:
+                continue
+            if described.status != WorkflowExecutionStatus.RUNNING:
+                continue  # a run closed idle starts on the current build when it reopens
+            info = described.raw_description.workflow_execution_info.versioning_info
+            version = info.deployment_version
+            if not version.deployment_name:
+                continue  # not on a versioned worker
+            if version.deployment_name not in current:
+                try:
+                    deployment = await client.workflow_service.describe_worker_deployment(
+                        DescribeWorkerDeploymentRequest(
+                            namespace=client.namespace, deployment_name=version.deployment_name
+                        )
+                    )
+                    routing = deployment.worker_deployment_info.routing_config
+                    current[version.deployment_name] = (
+                        routing.current_deployment_version.build_id or None
+                    )
+                except RPCError:
+                    current[version.deployment_name] = None
+            target = current[version.deployment_name]
+            if target is not None and version.build_id != target:
+                kept.append(summary.model_copy(update={"build_id": version.build_id}))
+        return kept
+
     async def page(
         self,
         *,
@@ -634,10 +791,21 @@ class SessionsSurface:
         )
         await executions.fetch_next_page()
         polled = await self._polled(config.task_queue)
-        summaries = [
-            await listed_summary(execution, polled=polled)
-            for execution in executions.current_page or []
-        ]
+        # Visibility lists runs: a session that closed idle and reopened has several. Its
+        # open run describes it; a closed one only when it is its latest and closed idle.
+        latest: dict[str, WorkflowExecution] = {}
+        for execution in executions.current_page or []:
+            held = latest.get(execution.id)
+            if held is None or _newer(execution, held):
+                latest[execution.id] = execution
+        summaries: list[SessionSummary] = []
+        for execution in latest.values():
+            if execution.status == WorkflowExecutionStatus.RUNNING:
+                summaries.append(await listed_summary(execution, polled=polled))
+                continue
+            closed = await self._checkpoint_of(execution.id, execution.status, execution.run_id)
+            if closed is not None:  # else it ended otherwise: a finished child, say
+                summaries.append(self._closed_summary(closed))
         kept = [
             summary
             for summary in summaries
@@ -655,12 +823,21 @@ class SessionsSurface:
         status: SessionStatus | None = None,
         due: bool = False,
         limit: int = 100,
+        outdated: bool = False,
     ) -> list[SessionSummary]:
         """This deployment's sessions (its task queue), newest first, at most ``limit``, read
         from Temporal's visibility alone (search attributes and the listing each session
-        publishes in its memo): no query per session, and the same answers with no worker
-        running. ``status`` and ``workflow`` narrow it; ``due`` keeps sessions whose timed
-        wake is past. :meth:`get` asks the session itself."""
+        publishes in its memo; a session whose run closed idle, from its checkpoint): no
+        query per session, and the same answers with no worker running. ``status`` and
+        ``workflow`` narrow it; ``due`` keeps sessions whose timed wake is past. :meth:`get`
+        asks the session itself.
+
+        ``outdated``: only sessions whose run is pinned to another Worker Deployment build
+        than its deployment's current version (each with ``build_id`` set): the parked ones
+        move to the current build when they wake."""
+        if outdated:
+            listed = await self.list(workflow=workflow, status=status, due=due, limit=limit)
+            return await self._outdated(listed)
         found: list[SessionSummary] = []
         token: bytes | None = None
         while len(found) < limit:
@@ -704,11 +881,13 @@ def listing_query(
     due_before: datetime | None = None,
     search_attributes: bool = True,
 ) -> str:
-    """The visibility query of a listing: the running sessions of ``task_queue``, narrowed
+    """The visibility query of a listing: the sessions of ``task_queue`` (running, or closed
+    idle: completed), narrowed
     by the ``Archmax*`` search attributes where the deployment publishes them (``workflow``
     is a checked slug and ``status`` one of the statuses: nothing to escape)."""
     query = (
-        f"WorkflowType = '{WORKFLOW_NAME}' AND ExecutionStatus = 'Running' "
+        f"WorkflowType = '{WORKFLOW_NAME}' "
+        "AND (ExecutionStatus = 'Running' OR ExecutionStatus = 'Completed') "
         f"AND TaskQueue = '{task_queue}'"
     )
     if not search_attributes:
@@ -787,6 +966,15 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
     )
 
 
+def _newer(execution: WorkflowExecution, than: WorkflowExecution) -> bool:
+    """Whether ``execution`` is a later run of the same session than ``than``."""
+    if execution.status == WorkflowExecutionStatus.RUNNING:
+        return True
+    if than.status == WorkflowExecutionStatus.RUNNING:
+        return False
+    return execution.start_time > than.start_time
+
+
 class Agent:
     """One workflow of an authoring root, bound to a Temporal client."""
 
@@ -806,6 +994,7 @@ class Agent:
             load_delegates(runtime.config.root, loaded) if loaded is not None else {}
         )
         """The callable workflows, pinned into every session this agent starts."""
+        self._turn_spec: TurnSpec | None = None
         if session_path is not None:
             try:
                 parse_path(session_path)
@@ -840,6 +1029,25 @@ class Agent:
         if self._loaded is None:
             raise ValueError("this agent was created without a workflow; pass workflow=...")
         return self._loaded
+
+    @property
+    def turn_spec(self) -> TurnSpec:
+        """The workflow as this agent loaded it, as a turn it opens runs under (spec, prose,
+        hooks, callees, and the revision digesting them)."""
+        if self._turn_spec is None:
+            self._turn_spec = turn_spec(self.loaded, self.delegates)
+        return self._turn_spec
+
+    def reload(self) -> None:
+        """Load the workflow again from the authoring root: the next turn this agent opens,
+        on a new session or an existing one, runs under workflow.yaml as it is now. A
+        parked session still resumes under the spec it parked with."""
+        if self._loaded is None:
+            raise ValueError("this agent was created without a workflow; pass workflow=...")
+        root = self._runtime.config.root
+        self._loaded = load_workflow(root, self._loaded.slug)
+        self.delegates = load_delegates(root, self._loaded)
+        self._turn_spec = None
 
     def handle(self, session_id: str) -> WorkflowHandle[Any, Any]:
         """The Temporal handle of a session (its workflow id is the session id)."""

@@ -33,7 +33,7 @@ from yaml.reader import ReaderError
 from archmax_temporal.workflows.delegation import granted_targets
 from archmax_temporal.workflows.errors import SpecValidationError, UnknownWorkflowError
 from archmax_temporal.workflows.hooks import script_path_problem, source_key
-from archmax_temporal.workflows.models import DelegateSpec, PromptParts, SessionInput
+from archmax_temporal.workflows.models import DelegateSpec, PromptParts, SessionInput, TurnSpec
 from archmax_temporal.workflows.spec import (
     MAX_SLUG_LENGTH,
     SLUG,
@@ -464,6 +464,30 @@ def load_delegates(
     if problem is not None:
         raise SpecValidationError(f"workflows/{loaded.slug}/workflow.yaml", [problem])
     return delegates
+
+
+def turn_spec(loaded: LoadedWorkflow, delegates: dict[str, DelegateSpec]) -> TurnSpec:
+    """The workflow as loaded, as a turn runs under it: spec, prose, hooks and callees, with
+    the revision that digests all of them (a WORKFLOW.md or hook edit is a new revision even
+    where the spec hash stays)."""
+    parts = {
+        "spec_hash": loaded.spec_hash,
+        "prompt": loaded.prompt.model_dump(mode="json"),
+        "hook_sources": loaded.hook_sources,
+        "delegates": {
+            slug: d.model_dump(mode="json", exclude={"spec"}) for slug, d in delegates.items()
+        },
+    }
+    canonical = json.dumps(parts, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    revision = hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    return TurnSpec(
+        revision=revision,
+        spec=loaded.spec,
+        spec_hash=loaded.spec_hash,
+        prompt=loaded.prompt,
+        hook_sources=loaded.hook_sources,
+        delegates=delegates,
+    )
 
 
 def session_start_sizes(

@@ -11,6 +11,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -21,7 +22,7 @@ from temporalio.testing import WorkflowEnvironment
 from archmax_temporal.activities.host_tools import as_host_tools
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
-from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.config import DEFAULT_IDLE_CLOSE, RuntimeConfig
 from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.runtime import Runtime
@@ -65,6 +66,16 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
         yield environment
     finally:
         await environment.shutdown()
+
+
+@pytest.fixture
+async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """Temporal's time-skipping test server (:mod:`tests.timeskip`): many-day timers fire in
+    milliseconds. No search attributes there: run sessions with ``search_attributes=False``."""
+    from tests.timeskip import skipping_environment
+
+    async with skipping_environment() as environment:
+        yield environment
 
 
 @pytest.fixture
@@ -121,6 +132,7 @@ async def running_agent(
     tools: Sequence[Any] = (),
     hook_executors: dict[str, Any] | None = None,
     worker_cache: int = 0,
+    idle_close: timedelta | None = DEFAULT_IDLE_CLOSE,
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
@@ -132,6 +144,7 @@ async def running_agent(
         task_queue=task_queue,
         address_configured=True,
         search_attributes=search_attributes,
+        idle_close=idle_close,
     )
     agent = await create_agent(
         workflow, config=config, client=client, worker="external", tools=tools, **agent_kwargs

@@ -15,7 +15,7 @@ from archmax_temporal.worker import DATA_CONVERTER
 from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
-HISTORIES = Path(__file__).parent / "histories"
+HISTORIES = Path(__file__).parent / "histories" / "0.1.0"
 
 
 def _golden(name: str, **kwargs: int) -> list[SessionEvent]:

@@ -236,6 +236,7 @@ class TestActivityContracts:
         {
             "archmax.model.complete",
             "archmax.store.persist_turn",
+            "archmax.store.checkpoint",
             "archmax.workspace.ls",
             "archmax.workspace.read_file",
             "archmax.workspace.write_file",

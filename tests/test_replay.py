@@ -1,115 +1,79 @@
 """Determinism: recorded session histories replay against the current workflow code.
 
-A golden history in ``tests/histories/`` guards sessions already in flight: a change to the
-order of commands that is not behind ``workflow.patched`` fails here before it reaches them.
+Every release's golden histories (``tests/histories/<version>/``, see :mod:`tests.golden`)
+guard the sessions that release left in flight, parked ones included: a change to the order
+of commands that is not behind ``workflow.patched`` fails here before it reaches them. The
+scenarios that recorded them also run fresh, so the current code replays its own histories.
 """
 
 from __future__ import annotations
 
-import os
-import uuid
-from pathlib import Path
+import re
 
 import pytest
-from temporalio.client import Client, WorkflowHistory
-from temporalio.worker import Replayer
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
-from archmax_temporal.client.host import Agent
-from archmax_temporal.client.testing.runner import run_tests
-from archmax_temporal.worker import DATA_CONVERTER, workflow_runner
-from archmax_temporal.workflows.session import ArchmaxSession
-from tests.conftest import EXAMPLES, Scripted, copy_example, model_config, running_agent
+from tests.golden import SCENARIOS, Golden, bench_on, goldens, record, replayer
 
-HISTORIES = Path(__file__).parent / "histories"
-GOLDEN = HISTORIES / "support-inbox-park-deliver.json"
-ROOT = EXAMPLES / "support-inbox"
-PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"
+GOLDENS = goldens()
 
-
-def _replayer() -> Replayer:
-    return Replayer(
-        workflows=[ArchmaxSession],
-        data_converter=DATA_CONVERTER,
-        workflow_runner=workflow_runner(),
-    )
-
-
-async def test_a_fresh_park_and_deliver_history_replays(
-    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
-) -> None:
-    """A session that parked, was delivered to and answered replays without divergence."""
-    server = scripted(PLAYBOOK)
-    async with running_agent(
-        client, task_queue, ROOT, "support-inbox", server, store=tmp_path / "s"
-    ) as agent:
-        await agent.workflow.send(
-            None,
-            "About my order",
-            trigger="email_received",
-            variables={"conversation_id": "replay-1"},
-        )
-        await agent.workflow.deliver(
-            "replay-1", trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
-        )
-        history = await agent.handle("replay-1").fetch_history()
-    if os.environ.get("ARCHMAX_RECORD_HISTORIES"):
-        GOLDEN.write_text(history.to_json())
-    result = await _replayer().replay_workflow(history)
-    assert result.replay_failure is None
-
-
-async def test_the_golden_history_replays() -> None:
-    """The committed history of an earlier version still replays on this code."""
-    history = WorkflowHistory.from_json("replay-1", GOLDEN.read_text())
-    assert len(history.events) > 20
-    result = await _replayer().replay_workflow(history)
-    assert result.replay_failure is None
-
-
-# --- hooks, scripts and their sub-workflow calls -------------------------------------------
-
-SUPPORT = "customer-support"
-GOLDEN_CASES = {
-    # before hooks vetoing at entry, a grade by the judge
-    "cross-company-veto": HISTORIES / "order-lookup-cross-company-veto.json",
-    # archmax_run whose script dispatches two mocked sub-workflow calls, journal replayed
-    "enrichment-fan-out": HISTORIES / "order-lookup-enrichment-fan-out.json",
+PARKED = {
+    # the last thing each of these sessions did before the history was taken
+    "bank-parked-on-timer": EventType.EVENT_TYPE_TIMER_STARTED,
+    "desk-sub-workflow-parked-child": EventType.EVENT_TYPE_TIMER_STARTED,
+    "desk-parked-on-sub-workflow": EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED,
 }
 
 
-async def test_fresh_hook_and_script_histories_replay(
-    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
-) -> None:
-    """Sessions that ran hooks and a script's sub-workflow calls replay without divergence."""
-    root = copy_example(SUPPORT, tmp_path)
-    server = scripted(root / "workflows" / "order-lookup" / "playbook.yaml")
-    run = uuid.uuid4().hex[:8]
-    async with running_agent(client, task_queue, root, "order-lookup", server) as agent:
+class TestGoldenHistories:
+    """The committed histories of every release."""
 
-        async def target(_workflow: str, _root: Path) -> Agent:
-            return agent
+    def test_each_lives_in_a_release_directory(self) -> None:
+        """Histories sit under a version directory, the release that recorded them."""
+        assert GOLDENS, "no golden histories found"
+        for golden in GOLDENS:
+            assert re.fullmatch(r"\d+\.\d+\.\d+([.-]?\w+)?", golden.release), golden.path
+        assert {g.release for g in GOLDENS} >= {"0.1.0"}
 
-        for case, golden in GOLDEN_CASES.items():
-            result = await run_tests(
-                "order-lookup",
-                root,
-                filter=case,
-                create_target=target,
-                model=model_config(server),
-                session_id_for_case=lambda c: f"golden-{run}-{c.id}",
+    def test_parked_sessions_are_among_them(self) -> None:
+        """Sessions recorded while parked (a timer, a decision, a sub-workflow) are kept, and
+        their histories really stop with the session waiting."""
+        names = {g.name for g in GOLDENS}
+        assert set(PARKED) | {"refund-parked-for-decision", "bank-woken-by-timer"} <= names
+        for golden in GOLDENS:
+            events = golden.history().events
+            kinds = [e.event_type for e in events]
+            closed = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW in kinds or any(
+                k == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED for k in kinds
             )
-            assert [r.verdict.status for r in result.results] == ["passed"]
-            history = await agent.handle(f"golden-{run}-{case}").fetch_history()
-            if os.environ.get("ARCHMAX_RECORD_HISTORIES"):
-                golden.write_text(history.to_json())
-            replayed = await _replayer().replay_workflow(history)
-            assert replayed.replay_failure is None, case
+            if golden.name in PARKED:
+                assert PARKED[golden.name] in kinds, golden.id
+                assert not closed, golden.id
+
+    @pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
+    async def test_replays_on_the_current_code(self, golden: Golden) -> None:
+        """A history an earlier (or this) release recorded replays without divergence."""
+        history = golden.history()
+        assert len(history.events) > 10
+        result = await replayer().replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, f"{golden.id}: {result.replay_failure}"
+
+    def test_a_recorded_history_is_never_overwritten(self) -> None:
+        """Recording a name the release already holds writes nothing."""
+        golden = GOLDENS[0]
+        before = golden.path.read_bytes()
+        assert record(golden.name, golden.history(), release=golden.release) is None
+        assert golden.path.read_bytes() == before
 
 
-@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
-async def test_the_golden_hook_and_script_histories_replay(case: str) -> None:
-    """Committed histories of hook vetoes and a script's sub-workflow calls still replay."""
-    text = GOLDEN_CASES[case].read_text()
-    history = WorkflowHistory.from_json(f"golden-{case}", text)
-    result = await _replayer().replay_workflow(history)
-    assert result.replay_failure is None
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+async def test_a_fresh_recording_replays(client: Client, scenario: str) -> None:
+    """Each scenario's session, run now, replays on the code that ran it (what
+    ``python -m tests.golden`` keeps for the current release)."""
+    with bench_on(client) as bench:
+        histories = await SCENARIOS[scenario](bench)
+    assert histories
+    for name, history in histories.items():
+        result = await replayer().replay_workflow(history, raise_on_replay_failure=False)
+        assert result.replay_failure is None, f"{name}: {result.replay_failure}"

@@ -7,16 +7,12 @@ registered on it: these sessions run with ``search_attributes=False``."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
-from archmax_temporal.client.devserver import find_test_server
-from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows.models import PendingInput
 from tests.conftest import Scripted, running_agent, write_workflow
 
@@ -58,18 +54,6 @@ PLAYBOOK = {
         {"when": {"state": "reconcile"}, "reply": {"content": "Reconciled."}},
     ]
 }
-
-
-@pytest.fixture
-async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=str(find_test_server()),
-        data_converter=DATA_CONVERTER,
-    )
-    try:
-        yield env
-    finally:
-        await env.shutdown()
 
 
 async def test_a_three_day_wait_wakes_itself_with_trigger_timer(
@@ -120,7 +104,13 @@ async def test_a_delivery_before_resume_at_wins_and_the_timer_never_fires(
     server = scripted(json.dumps(PLAYBOOK))
     client = skipping_env.client
     async with running_agent(
-        client, task_queue, tmp_path, "bank", server, search_attributes=False
+        client,
+        task_queue,
+        tmp_path,
+        "bank",
+        server,
+        search_attributes=False,
+        idle_close=None,  # only the parks' timers in this history
     ) as agent:
         await agent.workflow.send("timed-2", "Has the payment posted?")
         resumed = await agent.workflow.deliver("timed-2", trigger="bank_webhook")

@@ -382,10 +382,13 @@ class TestRefusedFirstFirings:
     async def test_an_admitted_first_firing_adds_no_timer(
         self, client: Client, task_queue: str, scripted: Scripted, mail_root: Path
     ) -> None:
-        """The grace period costs a normal session nothing: no timer in its history."""
+        """The grace period costs a normal session nothing: no timer in its history (the idle
+        close's timer, off here, is its own)."""
         server = scripted(_book(default="Answered."))
         sid = _sid()
-        async with running_agent(client, task_queue, mail_root, "mail", server) as agent:
+        async with running_agent(
+            client, task_queue, mail_root, "mail", server, idle_close=None
+        ) as agent:
             await agent.workflow.send(
                 sid,
                 "hello",

@@ -27,6 +27,7 @@ with workflow.unsafe.imports_passed_through():
         ToolMock,
         TrailKind,
         TrailStep,
+        TurnSpec,
     )
     from archmax_temporal.workflows.spec import WorkflowSpec
     from archmax_temporal.workflows.tools import NOTE
@@ -65,6 +66,22 @@ class SessionContext:
         """Tool calls whose arguments held invalid Unicode (replaced before they ran): their
         answers say so, so the model knows what it sent is not what ran."""
 
+    def adopt(self, turn_spec: TurnSpec) -> None:
+        """Run from now on under ``turn_spec`` (a turn opening under the workflow as the host
+        loaded it): the input's spec, prompt, hooks and callees are replaced, so
+        continue-as-new carries them on."""
+        self.input = self.input.model_copy(
+            update={
+                "spec": turn_spec.spec,
+                "spec_hash": turn_spec.spec_hash,
+                "prompt": turn_spec.prompt,
+                "hook_sources": turn_spec.hook_sources,
+                "delegates": turn_spec.delegates,
+                "revision": turn_spec.revision,
+            }
+        )
+        self.spec = turn_spec.spec
+
     @property
     def mocks(self) -> list[ToolMock]:
         """The declared tool mocks of the turn under way: the ones its firing carried (kept
@@ -87,9 +104,14 @@ class SessionContext:
         self.session.before_done = False
         self.session.hook_corrections = {}
 
-    def trail(self, to: str, kind: TrailKind, reason: str | None) -> None:
-        """Record a committed step of the audit trail, stamped with the workflow's clock."""
-        self.session.trail.append(TrailStep(to=to, kind=kind, reason=reason, ts=workflow.now()))
+    def trail(
+        self, to: str, kind: TrailKind, reason: str | None, *, spec_hash: str | None = None
+    ) -> None:
+        """Record a committed step of the audit trail, stamped with the workflow's clock (a
+        turn's opening step names the spec the turn runs under)."""
+        self.session.trail.append(
+            TrailStep(to=to, kind=kind, reason=reason, ts=workflow.now(), spec_hash=spec_hash)
+        )
 
     def note(self, kind: NoteKind, text: str) -> None:
         """A runtime note: a synthetic ``archmax_note`` call and its result, both marked."""

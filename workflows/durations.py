@@ -51,5 +51,21 @@ def resolve_until(until: str, now: datetime) -> datetime:
         ) from None
 
 
+def relative_duration(text: str) -> timedelta:
+    """A relative duration in ``until``'s syntax (``90s``, ``30m``, ``1h``, ``2d``, ``500ms``;
+    a bare ``0`` is zero); ValueError naming the syntax otherwise."""
+    if text.strip() == "0":
+        return timedelta(0)
+    match = _RELATIVE.match(text)
+    if not match:
+        raise InvalidUntilError(
+            f"cannot read duration {text!r}: use a relative duration such as 90s, 30m, 1h, 1d"
+        )
+    try:
+        return int(match.group(1)) * _UNITS[match.group(2)]
+    except (OverflowError, ValueError):
+        raise InvalidUntilError(f"duration {text!r} is out of range") from None
+
+
 def _aware(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

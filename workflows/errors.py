@@ -27,7 +27,8 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SessionAwaitingSubWorkflowError  a firing for a session parked on its child
     │   ├── SessionUnavailableError    the session exists but no worker polls its queue
     │   ├── SessionTerminatedError     its run was terminated or timed out under a caller
-    │   └── SessionBusyError           too many firings in flight at once (retryable)
+    │   ├── SessionBusyError           too many firings in flight at once (retryable)
+    │   └── SpecNeededError            a new turn under a workflow revision the session lacks
     ├── ConfigurationError             an environment variable holds an unusable value
     ├── TemporalUnavailableError       the Temporal server did not answer (retryable)
     ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
@@ -165,6 +166,12 @@ class SessionBusyError(SessionError):
     limit): nothing was applied; retry shortly."""
 
     retryable: ClassVar[bool] = True
+
+
+class SpecNeededError(SessionError):
+    """A firing that would open a turn named a workflow revision the session does not hold
+    and did not carry it: nothing was applied. The host sends the firing again with the
+    spec (:class:`~archmax_temporal.workflows.models.TurnSpec`); a user never sees this."""
 
 
 class ConfigurationError(ArchmaxError):

@@ -39,6 +39,7 @@ from archmax_temporal.workflows.errors import (
     SessionNotAwaitingInputError,
     SessionNotParkedError,
     SessionNotResumableError,
+    SpecNeededError,
     TriggerInputError,
     UnknownTriggerError,
     WorkflowDisabledError,
@@ -51,6 +52,7 @@ from archmax_temporal.workflows.models import (
     PendingDelegation,
     SendInput,
     SessionStatus,
+    TurnSpec,
     Variable,
 )
 from archmax_temporal.workflows.spec import TIMER_TRIGGER, WorkflowSpec
@@ -74,6 +76,8 @@ class DeliverFiring:
 
     delivery: DeliverInput
     key: str | None = None
+    timer: bool = False
+    """The session's own timer woke it (nothing outside waits on this firing)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,9 @@ Firing = SendFiring | DeliverFiring | DecideFiring | ReplyFiring | ChildSettled 
 
 def timer_wake(now: datetime) -> DeliverFiring:
     """The session's own delivery when a timed park's ``resume_at`` passes."""
-    return DeliverFiring(DeliverInput(trigger=TIMER_TRIGGER, variables={"now": now.isoformat()}))
+    return DeliverFiring(
+        DeliverInput(trigger=TIMER_TRIGGER, variables={"now": now.isoformat()}), timer=True
+    )
 
 
 class FiringRefused(Exception):
@@ -146,6 +152,8 @@ class Admission:
     """The sub-workflow call the session waits on, if any."""
     limits: Limits = field(default_factory=Limits)
     """How big a firing may be."""
+    revision: str | None = None
+    """The revision of the workflow the session holds (:class:`TurnSpec`)."""
 
 
 def wire(error: ArchmaxError) -> ApplicationError:
@@ -173,12 +181,15 @@ def check_send(view: Admission, firing: SendInput) -> None:
     if view.status == "awaiting_decision":
         check_reply(view, firing.message or "")
         return
-    if view.spec.disabled:
+    turn_spec = spec_to_adopt(view, firing)
+    spec = turn_spec.spec if turn_spec is not None else view.spec
+    if spec.disabled:
         raise wire(
             WorkflowDisabledError(f"Refusing to start: workflow '{view.workflow}' is disabled.")
         )
-    if view.state is None and view.spec.start_state_for(firing.trigger) is None:
-        declared = ", ".join(view.spec.trigger_ids()) or "(none)"
+    gone = view.state is not None and view.state not in spec.states
+    if (view.state is None or gone) and spec.start_state_for(firing.trigger) is None:
+        declared = ", ".join(spec.trigger_ids()) or "(none)"
         raise wire(
             UnknownTriggerError(
                 f"trigger {firing.trigger!r} is not declared by workflow "
@@ -190,9 +201,26 @@ def check_send(view: Admission, firing: SendInput) -> None:
         **{var: f"{ATTACHMENTS}/{f.name}" for var, f in firing.files.items()},
     }
     seeded = variables.seed(view.variables, incoming, replace_title=False)
-    problems = signatures.missing_inputs(firing.trigger, view.spec.trigger(firing.trigger), seeded)
+    problems = signatures.missing_inputs(firing.trigger, spec.trigger(firing.trigger), seeded)
     if problems:
         raise wire(TriggerInputError("; ".join(problems)))
+
+
+def spec_to_adopt(view: Admission, firing: SendInput) -> TurnSpec | None:
+    """The workflow a send that opens a turn brings (the host's, as it loaded it), when it
+    is another revision than the session's; None: the turn runs under the session's spec.
+    A firing that names another revision without carrying it is refused with
+    :class:`SpecNeededError` (the host sends it again with the spec)."""
+    if firing.revision is None or firing.revision == view.revision:
+        return None
+    if firing.spec is None or firing.spec.revision != firing.revision:
+        raise wire(
+            SpecNeededError(
+                f"session {view.session_id!r} holds workflow revision {view.revision}; "
+                f"send the spec of revision {firing.revision} with the firing"
+            )
+        )
+    return firing.spec
 
 
 def check_delivery(view: Admission, delivery: DeliverInput) -> None:

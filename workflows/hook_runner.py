@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         ModelCallInput,
         SandboxToolCall,
         ScriptJournal,
+        SessionInput,
         SessionState,
     )
     from archmax_temporal.workflows.sandbox import (
@@ -49,7 +50,7 @@ with workflow.unsafe.imports_passed_through():
         SandboxRunInput,
         SandboxRunResult,
     )
-    from archmax_temporal.workflows.spec import HookSpec
+    from archmax_temporal.workflows.spec import HookSpec, WorkflowSpec
 
 ScriptDispatcher = Callable[
     [str, dict[str, Any], ScriptJournal],
@@ -105,8 +106,16 @@ class HookRunner:
 
     def __init__(self, ctx: SessionContext) -> None:
         self._ctx = ctx
-        self._input = ctx.input
-        self._spec = ctx.spec
+
+    @property
+    def _input(self) -> SessionInput:
+        """The run's input as it stands (a turn may adopt a newer workflow revision)."""
+        return self._ctx.input
+
+    @property
+    def _spec(self) -> WorkflowSpec:
+        """The spec the current turn runs under."""
+        return self._ctx.spec
 
     # --- gates ----------------------------------------------------------------------------
 

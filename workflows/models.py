@@ -96,6 +96,8 @@ class TrailStep(_Model):
     workflow: str | None = None
     status: Literal["ok", "error"] | None = None
     ts: datetime
+    spec_hash: str | None = None
+    """On the step that opens a turn: the hash of the spec the turn runs under."""
 
 
 class PendingInput(_Model):
@@ -362,6 +364,19 @@ class DelegationLink(_Model):
     tool_call_id: str
 
 
+class TurnSpec(_Model):
+    """The workflow as the host loaded it when it fired: a turn the firing opens runs under
+    it (and a parked turn resumes under the one it parked with). ``revision`` digests the
+    whole of it, prose, hooks and callees included (``spec_hash`` is the spec's alone)."""
+
+    revision: str
+    spec: WorkflowSpec
+    spec_hash: str
+    prompt: PromptParts = Field(default_factory=PromptParts)
+    hook_sources: dict[str, str] = Field(default_factory=dict)
+    delegates: dict[str, DelegateSpec] = Field(default_factory=dict)
+
+
 class SessionInput(_Model):
     """The input of one ``ArchmaxSession`` run: the parsed, hashed spec and, after
     continue-as-new, the carried session state."""
@@ -401,6 +416,14 @@ class SessionInput(_Model):
     Temporal suggests it); for tests and for keeping runs short."""
     limits: Limits = Field(default_factory=Limits)
     """How big a firing may be (:mod:`workflows.limits`), fixed when the session starts."""
+    idle_close_s: float | None = None
+    """Seconds a finished session waits for its next firing before it checkpoints its state
+    to the store and its run ends (the next firing starts a new run from the checkpoint);
+    None: the run stays open (and a session started by an older version)."""
+    revision: str | None = None
+    """The :class:`TurnSpec` revision ``spec``, ``prompt``, ``hook_sources`` and ``delegates``
+    are (None: a session started by a version that did not send one). A turn that opens
+    under another revision replaces them; continue-as-new carries the current ones."""
 
 
 class FileUpload(_Model):
@@ -429,6 +452,12 @@ class SendInput(_Model):
     mocks: list[ToolMock] | None = None
     """A test case's declared mocks, for the turn this firing drives (None: keep the
     session's)."""
+    revision: str | None = None
+    """The revision of the workflow as the host loaded it (:class:`TurnSpec`); None: the
+    session keeps the spec it has."""
+    spec: TurnSpec | None = None
+    """That workflow itself, sent only when the session asked for it (it refuses a firing
+    that would open a turn under a revision it does not hold with ``SpecNeededError``)."""
 
 
 class DeliverInput(_Model):
@@ -478,6 +507,8 @@ class Outcome(_Model):
     usage: Usage = Field(default_factory=Usage)
     delegation: PendingDelegation | None = None
     """For a park mirrored from a sub-workflow: the child session it waits on."""
+    spec_hash: str | None = None
+    """The spec the session's latest turn runs (or ran, or is parked) under."""
 
 
 class ListedSession(_Model):
@@ -525,6 +556,9 @@ class SessionSummary(_Model):
     """For a park mirrored from a sub-workflow: the child session it waits on."""
     parent_session_id: str | None = None
     """For a delegated child: its caller's session id."""
+    build_id: str | None = None
+    """Set by the host (``sessions.list(outdated=True)``): the Worker Deployment build the
+    session's run is pinned to."""
     waiting_on: str | None = None
     """Set by the host for a running session whose activity is being retried (``waiting on
     the model: <its last failure>``), or one no worker serves (``due 12 min ago — no worker
@@ -617,6 +651,22 @@ class ModelCallResult(_Model):
     """The log's chained digest at ``logged``."""
 
 
+class CheckpointInput(_Model):
+    """An idle finished session's state, written to the store before its run ends: the run's
+    input with the session carried (what the next run starts from)."""
+
+    session_id: str
+    checkpoint: SessionInput
+
+
+class Checkpoint(_Model):
+    """``<id>/checkpoints/session.json``: the checkpoint and the run that wrote it."""
+
+    run_id: str | None = None
+    written_at: datetime | None = None
+    checkpoint: SessionInput
+
+
 class PersistTurnInput(_Model):
     """What the store activity writes at the end of every turn, a parked one included."""
 
@@ -642,3 +692,4 @@ class PersistTurnInput(_Model):
 
 SessionState.model_rebuild()
 SessionInput.model_rebuild()
+SendInput.model_rebuild()

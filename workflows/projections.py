@@ -85,6 +85,7 @@ def outcome(
         trail_offset=max(trail_from, s.trail_offset),
         usage=s.usage,
         delegation=waiting,
+        spec_hash=input.spec_hash,
     )
 
 

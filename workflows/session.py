@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import NoReturn
 
 from temporalio import workflow
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows import (
@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.hook_runner import HookRunner
     from archmax_temporal.workflows.models import (
         RECENT_FIRINGS,
+        CheckpointInput,
         DecideInput,
         DeliverInput,
         Disposition,
@@ -74,6 +75,19 @@ FIRST_FIRING_PATCH = "archmax-first-firing-grace"
 
 REFUSED_SIGNAL_PATCH = "archmax-refused-signal-memo"
 """``workflow.patched`` id: a refused ``deliver`` signal is recorded in the memo."""
+
+TURN_SPEC_PATCH = "archmax-turn-spec"
+"""``workflow.patched`` id: a send that opens a turn under another workflow revision than
+the session's (the host's, as it loaded it) runs the turn under that revision."""
+
+IDLE_CLOSE_PATCH = "archmax-idle-close"
+"""``workflow.patched`` id: a finished session idle for ``idle_close_s`` checkpoints its state
+to the store and its run ends."""
+
+UPGRADE_PATCH = "archmax-upgrade-on-wake"
+"""``workflow.patched`` id: a parked session woken (a delivery, a decision, its timer) while
+another Worker Deployment version is current continues as new onto it first, so the new code
+runs the resumed turn (a turn in flight finishes on the code it began with)."""
 
 REFUSED_SIGNAL_MEMO = contracts.REFUSED_SIGNAL_MEMO
 """The memo key a refused ``deliver`` signal is recorded under (``signal``: its number among
@@ -118,6 +132,8 @@ class ArchmaxSession:
         while True:
             if not await self._wait_for_work():
                 return self._summary()  # started for a refused firing: ends without a trace
+            if self._upgrades_on_wake():
+                self._continue_onto_current_version()
             next_firing = self._queue.pop(0)
             telemetry.firing_started(self._ctx, next_firing)
             outcome: Outcome | ApplicationError
@@ -153,10 +169,39 @@ class ArchmaxSession:
                 await workflow.wait_condition(
                     lambda: workflow.all_handlers_finished() and not self._results
                 )
-                if not self._queue:
+                if not self._queue:  # the input as it stands: the spec the turns adopted
                     workflow.continue_as_new(
-                        input.model_copy(update={"carried": self._ctx.session})
+                        self._ctx.input.model_copy(update={"carried": self._ctx.session})
                     )
+
+    def _upgrades_on_wake(self) -> bool:
+        """Whether the firing about to be served wakes a parked session while another Worker
+        Deployment version is the target: then this run hands the session on to it before
+        resuming. Only when every queued firing survives the hand-over (an update, whose
+        caller sends it again to the next run, or the session's own timer, which the next
+        run fires again); never for a session parked on a sub-workflow."""
+        s = self._ctx.session
+        if s.status not in ("awaiting_input", "awaiting_decision") or s.pending_delegations:
+            return False
+        wakes = isinstance(self._queue[0], DeliverFiring | DecideFiring | SendFiring)
+        survives = all(
+            f.key is not None or (isinstance(f, DeliverFiring) and f.timer) for f in self._queue
+        )
+        return (
+            wakes
+            and survives
+            and workflow.info().is_target_worker_deployment_version_changed()
+            and workflow.patched(UPGRADE_PATCH)
+        )
+
+    def _continue_onto_current_version(self) -> NoReturn:
+        """Continue as new, parked as it is, on the current version (upgrade on
+        continue-as-new); the woken firing's caller re-sends it there (same key)."""
+        workflow.logger.info("parked session continues as new onto the current version")
+        workflow.continue_as_new(
+            self._ctx.input.model_copy(update={"carried": self._ctx.session}),
+            initial_versioning_behavior=workflow.ContinueAsNewVersioningBehavior.AUTO_UPGRADE,
+        )
 
     def _hand_over(self, serving: Firing) -> NoReturn:
         """Continue as new with the turn in flight: the next run drives it on, and its caller
@@ -203,17 +248,60 @@ class ArchmaxSession:
         pending = s.pending_input
         timeout: timedelta | None = None
         summary: str | None = None
+        idle = False
         if s.status == "awaiting_input" and pending and pending.resume_at:
             timeout = max(pending.resume_at - workflow.now(), timedelta(0))
             summary = f"archmax_wait until {pending.resume_at.isoformat()}"
+        elif self._may_close_when_idle():
+            assert self._ctx.input.idle_close_s is not None
+            timeout = timedelta(seconds=self._ctx.input.idle_close_s)
+            summary = f"idle close after {timeout}"
+            idle = True
         try:
             await workflow.wait_condition(
                 lambda: bool(self._queue), timeout=timeout, timeout_summary=summary
             )
         except TimeoutError:
+            if idle:
+                return not await self._close_idle()
             self._busy = True
             self._queue.append(firing.timer_wake(workflow.now()))
         return True
+
+    def _may_close_when_idle(self) -> bool:
+        """Whether this wait may end the run when nothing comes for ``idle_close_s``: a
+        finished top-level session waiting on nothing (parked ones stay open: their timers
+        and waits are the point; a delegated child ends with its dispatch anyway)."""
+        s = self._ctx.session
+        return (
+            self._ctx.input.idle_close_s is not None
+            and is_finished(s.status)
+            and self._ctx.input.parent is None
+            and not s.pending_delegations
+            and not self._queue
+            and workflow.patched(IDLE_CLOSE_PATCH)
+        )
+
+    async def _close_idle(self) -> bool:
+        """Checkpoint the session in the store (``<id>/checkpoints/``) and say whether the
+        run may end: not when the write failed (it waits again) or a firing came meanwhile
+        (it is served). The next firing on the id starts a run from the checkpoint."""
+        ctx = self._ctx
+        try:
+            await contracts.store.checkpoint(
+                CheckpointInput(
+                    session_id=ctx.session_id,
+                    checkpoint=ctx.input.model_copy(update={"carried": ctx.session}),
+                ),
+                summary=f"idle · checkpoint {ctx.session.status} session, close the run",
+            )
+        except ActivityError as failure:
+            workflow.logger.warning("idle checkpoint not written: %s", failure.cause or failure)
+            return False
+        await workflow.wait_condition(
+            lambda: workflow.all_handlers_finished() and not self._results
+        )
+        return not self._queue
 
     async def _await_first_firing(self) -> bool:
         """A run that has admitted no firing yet waits :data:`contracts.FIRST_FIRING_GRACE`
@@ -274,6 +362,9 @@ class ArchmaxSession:
         if send.files:
             send = await self._turn.place_files(send)
         if self._ctx.session.status != "awaiting_input":
+            turn_spec = firing.spec_to_adopt(self._admission(), send)
+            if turn_spec is not None and workflow.patched(TURN_SPEC_PATCH):
+                self._ctx.adopt(turn_spec)  # the turn runs under the host's workflow
             self._turn.open_turn(send)
             return "turn"
         self._turn.resume(
@@ -442,6 +533,7 @@ class ArchmaxSession:
             busy=self._busy,
             waiting=self._delegation.current(),
             limits=self._ctx.input.limits,
+            revision=self._ctx.input.revision,
         )
 
     def _next_key(self) -> str:

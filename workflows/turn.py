@@ -121,10 +121,11 @@ class TurnEngine:
         """Why the last model call failed for good (the turn failure's reason)."""
         self._sent: set[str] = set()
         """Digests of the prompts and tool lists this run has sent (later calls name them)."""
-        self._spec_persisted = False
+        self._spec_persisted: str | None = None
+        """The spec hash this run last handed to the store activity (it keeps a snapshot of
+        each, ``_specs/<hash>.json``)."""
         self._listed: ListedSession | None = None
         """The listing this run last published in the memo (re-published when it changes)."""
-        """Whether this run has handed the spec to the store activity (it keeps a snapshot)."""
         self._calls_this_run = 0
         """The agent's model calls in this run (``model_calls_per_run``)."""
         self.may_hand_over: Callable[[], bool] = lambda: True
@@ -140,11 +141,23 @@ class TurnEngine:
         s.raised = None
         s.rejected = None
         s.follow_up = s.state is not None
+        start = ctx.spec.start_state_for(firing.trigger)
         if s.state is None:
-            start = ctx.spec.start_state_for(firing.trigger)
             assert start is not None  # the validator refused undeclared triggers
             s.state = start
             s.entry_state = start
+        elif s.state not in ctx.spec.states:
+            assert start is not None  # the validator refused undeclared triggers
+            ctx.note(
+                "error",
+                f"[error] state '{s.state}' no longer exists in workflow "
+                f"'{ctx.input.workflow}' (spec {ctx.input.spec_hash}); this turn opens at "
+                f"'{start}', where trigger '{firing.trigger}' enters",
+            )
+            s.state = start
+            s.entry_state = start
+        elif s.entry_state is not None and s.entry_state not in ctx.spec.states:
+            s.entry_state = start or s.state  # archmax_reset returns where this trigger enters
         ctx.new_visit()
         if firing.mocks is not None:  # a case's mocks apply to its own firings
             s.mocks = firing.mocks
@@ -152,7 +165,7 @@ class TurnEngine:
         s.variables = variables.set_trigger(
             variables.seed(s.variables, firing.variables, replace_title=False), firing.trigger
         )
-        ctx.trail(s.state, "trigger", firing.trigger)
+        ctx.trail(s.state, "trigger", firing.trigger, spec_hash=ctx.input.spec_hash)
         if firing.message:
             transcript.append(s, Message(role="user", content=firing.message, state=s.state))
         else:
@@ -727,7 +740,7 @@ class TurnEngine:
                     session_id=ctx.session_id,
                     workflow=ctx.input.workflow,
                     spec_hash=ctx.input.spec_hash,
-                    spec=None if self._spec_persisted else ctx.spec,
+                    spec=None if self._spec_persisted == ctx.input.spec_hash else ctx.spec,
                     status=s.status,
                     state=s.state,
                     trail=transcript.trail_unpersisted(s),
@@ -739,7 +752,7 @@ class TurnEngine:
                 ),
                 summary=f"artifacts · {s.status}",
             )
-            self._spec_persisted = True
+            self._spec_persisted = ctx.input.spec_hash
             transcript.trail_persisted(s, transcript.trail_total(s))
         except ActivityError as failure:
             workflow.logger.warning(

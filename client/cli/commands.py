@@ -246,15 +246,20 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
         if args.limit < 1:
             raise UsageError("--limit must be at least 1", "sessions")
         summaries = await agent.sessions.list(
-            workflow=args.workflow, status=args.status, due=args.due, limit=args.limit
+            workflow=args.workflow,
+            status=args.status,
+            due=args.due,
+            limit=args.limit,
+            outdated=args.outdated,
         )
         if args.json:
             print(json.dumps(camel_json(summaries), indent=2, ensure_ascii=False))
         elif not summaries:
-            err("No durable sessions found.")
+            err("No outdated sessions found." if args.outdated else "No durable sessions found.")
         else:
             for summary in summaries:
-                print(summary_line(summary, summary.handoff))
+                line = summary_line(summary, summary.handoff)
+                print(f"{line}  build {summary.build_id}" if args.outdated else line)
         return 0
 
 
@@ -292,7 +297,7 @@ def _worker_options(args: argparse.Namespace) -> WorkerOptions:
 
 async def _worker(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.activities.model import ModelConfig
-    from archmax_temporal.worker import connect, metrics_runtime, serve
+    from archmax_temporal.worker import connect, deployment_from_env, metrics_runtime, serve
 
     options = _worker_options(args)
     runtime = metrics_runtime(options.metrics_address) if options.metrics_address else None
@@ -306,6 +311,7 @@ async def _worker(args: argparse.Namespace, config: RuntimeConfig) -> int:
         authoring_root=config.root,
         announce=err,
         options=options,
+        deployment=deployment_from_env(),
     )
     return 0
 
@@ -438,6 +444,10 @@ def _check_id_arguments(args: argparse.Namespace) -> None:
 
 async def dispatch(args: argparse.Namespace) -> int:
     _check_id_arguments(args)
+    if args.command == "replay":  # reads files and the installed code only: no server
+        from archmax_temporal.client.cli.replay import run_replay
+
+        return await run_replay(args.files, args.workflow_id, args.debug)
     config = RuntimeConfig.from_env(root=args.root, profile=args.profile).with_overrides(
         address=args.address,
         namespace=args.namespace,

@@ -200,6 +200,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--limit", type=int, default=100, help="list at most this many (default 100)"
     )
     sessions.add_argument("--json", action="store_true", help="print JSON instead of text")
+    sessions.add_argument(
+        "--outdated",
+        action="store_true",
+        help="only sessions whose run is on an older Worker Deployment build than the current",
+    )
 
     events = sub.add_parser("events", help="a session's events, one JSON object per line")
     events.add_argument("session", help="the session's id")
@@ -235,6 +240,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", help="the HTTP API: triggers in, events and notifications out")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
+
+    replay = sub.add_parser(
+        "replay",
+        help="replay exported session histories against the installed code",
+        description=(
+            "Replay workflow histories (JSON from `temporal workflow show --output json` or "
+            "the Temporal UI's download) against the installed ArchmaxSession code: OK, or "
+            "the nondeterminism found. Exit 0 when every file replays, else 1."
+        ),
+    )
+    replay.add_argument("files", nargs="+", metavar="FILE", help="a history as JSON")
+    replay.add_argument("--workflow-id", help="the session id to replay under (default: file name)")
 
     helper = sub.add_parser("help", help="this help, or a command's")
     helper.add_argument("topic", nargs="?", metavar="command", help="the command to explain")

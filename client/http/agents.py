@@ -35,8 +35,9 @@ class RootAgents:
 
     The runtime opens on first use (connecting, and starting what ``worker`` asks for); when
     Temporal cannot be reached the call raises :class:`TemporalUnavailableError` and the next
-    one tries again. A workflow is loaded once: restart the server to pick up spec changes
-    (running sessions keep the spec they started with either way).
+    one tries again. A workflow is loaded on first use and again when its folder's files
+    (workflow.yaml, WORKFLOW.md, hooks/) or AGENTS.md changed since: each new turn runs under
+    the workflow as it is when the turn begins (a parked turn keeps the spec it parked with).
     """
 
     def __init__(
@@ -55,11 +56,18 @@ class RootAgents:
         self._worker_cache = worker_cache
         self._runtime: Runtime | None = None
         self._agents: dict[str | None, Agent] = {}
+        self._stamps: dict[str, tuple[tuple[str, int], ...]] = {}
         self._lock = asyncio.Lock()
 
     async def __call__(self, workflow: str | None) -> Agent:
         if workflow in self._agents:
-            return self._agents[workflow]
+            agent = self._agents[workflow]
+            if workflow is None or self._stamps.get(workflow) == self._stamp(workflow):
+                return agent
+            async with self._lock:  # edited since it was loaded: load it again
+                agent.reload()
+                self._stamps[workflow] = self._stamp(workflow)
+                return agent
         async with self._lock:
             if workflow in self._agents:
                 return self._agents[workflow]
@@ -74,7 +82,25 @@ class RootAgents:
                 loaded = load_workflow(self.config.root, workflow)
             agent = Agent(runtime, loaded, session_path=self._session_path)
             self._agents[workflow] = agent
+            if workflow is not None:
+                self._stamps[workflow] = self._stamp(workflow)
             return agent
+
+    def _stamp(self, workflow: str) -> tuple[tuple[str, int], ...]:
+        """What the workflow's files look like (names and modification times): a change
+        means an edit to load."""
+        root = self.config.root
+        folder = root / "workflows" / workflow
+        files = [root / "AGENTS.md", *sorted(p for p in folder.rglob("*") if p.is_file())]
+        stamped: list[tuple[str, int]] = []
+        for path in files:
+            if path.is_relative_to(folder / "tests"):
+                continue  # cases are no part of the workflow a turn runs under
+            try:
+                stamped.append((str(path), path.stat().st_mtime_ns))
+            except OSError:
+                continue
+        return tuple(stamped)
 
     async def _open(self) -> Runtime:
         if self._runtime is None:

@@ -86,6 +86,7 @@ STATUS: dict[type[e.ArchmaxError], int] = {
     e.SessionAwaitingSubWorkflowError: 409,
     e.SessionUnavailableError: 503,
     e.SessionBusyError: 409,
+    e.SpecNeededError: 409,
     e.SessionTerminatedError: 409,
     e.ConfigurationError: 500,
     e.TemporalUnavailableError: 503,

@@ -89,6 +89,7 @@ out under load and was retried with it."""
 ACTIVITIES: Final[tuple[ActivityContract, ...]] = (
     model.CONTRACT,
     store.CONTRACT,
+    store.CHECKPOINT_CONTRACT,
     *workspace.CONTRACTS,
     *sandbox.CONTRACTS,
     host_tools.CONTRACT,

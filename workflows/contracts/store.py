@@ -1,4 +1,5 @@
-"""``archmax.store.persist_turn``: the session's artifacts rewritten at the end of a turn."""
+"""``archmax.store.persist_turn``: the session's artifacts rewritten at the end of a turn;
+``archmax.store.checkpoint``: an idle finished session's state written before its run ends."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT, ActivityContract
+from archmax_temporal.workflows.models import CheckpointInput as CheckpointInput
 from archmax_temporal.workflows.models import PersistTurnInput as PersistTurnInput
 
 PERSIST_ACTIVITY: Final = "archmax.store.persist_turn"
@@ -39,6 +41,26 @@ async def persist_turn(turn: PersistTurnInput, *, summary: str) -> None:
         turn,
         start_to_close_timeout=PERSIST_TIMEOUT,
         heartbeat_timeout=HEARTBEAT_TIMEOUT,  # a killed worker's write is retried at once
+        retry_policy=PERSIST_RETRY,
+        summary=summary,
+    )
+
+
+CHECKPOINT_ACTIVITY: Final = "archmax.store.checkpoint"
+"""Writes ``<id>/checkpoints/session.json`` before an idle finished session's run ends."""
+
+CHECKPOINT_CONTRACT: Final = ActivityContract(
+    CHECKPOINT_ACTIVITY, CheckpointInput, None, "checkpoint an idle session to the store"
+)
+
+
+async def checkpoint(request: CheckpointInput, *, summary: str) -> None:
+    """Schedule the checkpoint's write and wait for it (an ``ActivityError`` when it failed
+    for good: then the run stays open)."""
+    await workflow.execute_activity(
+        CHECKPOINT_ACTIVITY,
+        request,
+        start_to_close_timeout=PERSIST_TIMEOUT,
         retry_policy=PERSIST_RETRY,
         summary=summary,
     )
