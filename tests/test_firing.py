@@ -147,7 +147,12 @@ class TestAcrossRuns:
             client, task_queue, ROOT, "support-inbox", server, requests_per_run=1
         ) as agent:
             first = await _park(agent, sid, key="mail-across-1")
-            runs_before = [w async for w in client.list_workflows(f"WorkflowId = '{sid}'")]
+            runs_before: list[object] = []
+            for _ in range(100):  # visibility lags the continue-as-new a little
+                runs_before = [w async for w in client.list_workflows(f"WorkflowId = '{sid}'")]
+                if len(runs_before) >= 2:
+                    break
+                await asyncio.sleep(0.1)
             calls = len(server.requests)
             again = await _park(agent, sid, key="mail-across-1")
             view = await agent.sessions.view(sid)
