@@ -52,7 +52,7 @@ from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import ArchmaxError
-from bench.history import API_KEY, MODEL, quiet_logs, start_worker
+from bench.history import API_KEY, MODEL, quiet_logs, start_worker, vm_rss_kib
 from bench.history_bare import PASSTHROUGH_MODULES, BareLoad, bare_load_step
 
 SLUG = "bench-load"
@@ -144,10 +144,7 @@ async def run_phase(
 
 
 def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return vm_rss_kib(pid) / 1024
 
 
 async def run(args: argparse.Namespace) -> list[Phase]:

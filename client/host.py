@@ -112,7 +112,6 @@ from archmax_temporal.workflows.models import (
     ToolSchema,
     TurnSpec,
     Variable,
-    is_finished,
 )
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -941,16 +940,12 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
         session_id=execution.id,
         workflow=attributes.get(sa.WORKFLOW) or "",
         status=status,
-        classification="new" if status == "new" else "finished" if is_finished(status) else "open",
+        classification=projections.classification(status),
         state=listed.state if published else attributes.get(sa.STATE) or None,
         spec_hash=listed.spec_hash,
         pending_input=pending,
         pending_decision=listed.pending_decision,
-        wait_reason=pending.reason
-        if pending
-        else f"waiting on sub-workflow session {delegation.session_id!r}"
-        if delegation
-        else None,
+        wait_reason=projections.wait_reason(pending, delegation),
         resume_at=resume_at,
         exit=listed.exit,
         rejected=listed.rejected,

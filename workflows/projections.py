@@ -8,7 +8,7 @@ sub-workflow call the session waits on, if any); the workflow publishes what the
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from temporalio.common import SearchAttributeUpdate
 
@@ -20,6 +20,7 @@ from archmax_temporal.workflows.models import (
     Outcome,
     OutcomeKind,
     PendingDelegation,
+    PendingInput,
     SessionExit,
     SessionInput,
     SessionState,
@@ -89,6 +90,20 @@ def outcome(
     )
 
 
+def classification(status: str, *, busy: bool = False) -> Classification:
+    """``new`` (no firing admitted yet), ``finished`` or ``open``, as a summary says."""
+    if busy:
+        return "open"
+    return "new" if status == "new" else "finished" if is_finished(status) else "open"
+
+
+def wait_reason(pending: PendingInput | None, waiting: PendingDelegation | None) -> str | None:
+    """Why a parked session waits: its park's reason, or the sub-workflow it waits on."""
+    if pending is not None:
+        return pending.reason
+    return f"waiting on sub-workflow session {waiting.session_id!r}" if waiting else None
+
+
 def summary(
     s: SessionState, input: SessionInput, waiting: PendingDelegation | None, *, busy: bool
 ) -> SessionSummary:
@@ -99,20 +114,12 @@ def summary(
         session_id=input.session_id,
         workflow=input.workflow,
         status="running" if busy and s.status != "awaiting_input" else s.status,
-        classification="new"
-        if s.status == "new" and not busy
-        else "finished"
-        if is_finished(s.status) and not busy
-        else "open",
+        classification=classification(s.status, busy=busy),
         state=s.state,
         spec_hash=input.spec_hash,
         pending_input=pending,
         pending_decision=s.pending_decision if s.status == "awaiting_decision" else None,
-        wait_reason=pending.reason
-        if pending
-        else f"waiting on sub-workflow session {waiting.session_id!r}"
-        if waiting
-        else None,
+        wait_reason=wait_reason(pending, waiting),
         resume_at=pending.resume_at if pending else None,
         exit=exit_of(s),
         rejected=s.rejected,
@@ -125,6 +132,8 @@ def summary(
         handoff=handoff(s),
     )
 
+
+Classification = Literal["new", "open", "finished"]
 
 LISTED_TEXT_CHARS = 200
 """How much of a reason, an edge's description or an exit's reason the memo carries."""
