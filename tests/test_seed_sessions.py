@@ -116,6 +116,9 @@ async def test_a_deliver_signal_reads_as_delivered_then_the_re_park(
     ) as agent:
         await agent.workflow.send(SID["sig-1"], "Wait for it.")
         await agent.workflow.signal_deliver(SID["sig-1"], trigger="")  # refused: no trigger id
+        # the next signal once the refusal is recorded (in one workflow task, the two would
+        # land in an order the history does not promise)
+        await _events_until(agent, SID["sig-1"], lambda found: bool(_types(found, "refused")))
         await agent.workflow.signal_deliver(SID["sig-1"], trigger="nudge")
         events = await _events_until(
             agent, SID["sig-1"], lambda found: len(_types(found, "parked")) >= 2
