@@ -18,12 +18,15 @@ from temporalio.exceptions import ApplicationError
 from archmax_temporal.activities.model import (
     TRANSIENT_ATTEMPTS,
     ModelConfig,
+    chat_request,
+    openai_client,
     retry_after,
     to_openai_message,
     translate_error,
 )
+from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
 from archmax_temporal.workflows import errors
-from archmax_temporal.workflows.models import Message, ToolCall
+from archmax_temporal.workflows.models import Message, ToolCall, ToolSchema
 
 # openai >= 3 is built on httpx2, older releases on httpx: build requests with the one it uses.
 httpx: Any = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
@@ -203,6 +206,55 @@ class TestToOpenAIMessage:
         """A tool result names its call; a missing content is sent as ``""``."""
         message = Message(role="tool", tool_call_id="c1", name="archmax_note", note="event")
         assert to_openai_message(message) == {"role": "tool", "tool_call_id": "c1", "content": ""}
+
+
+CONVERSATION = [
+    Message(role="system", content="You are terse."),
+    Message(role="user", content="read the file ünïcode ✓"),
+    Message(
+        role="assistant",
+        content=None,
+        tool_calls=[ToolCall(id="c1", name="read_file", arguments='{"path": "a.txt"}')],
+    ),
+    Message(role="tool", tool_call_id="c1", content="1\tline one\n"),
+    Message(role="assistant", content="done"),
+    Message(role="user", content="again"),
+]
+TOOLS = [
+    ToolSchema(
+        name="read_file",
+        description="Read a file.",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string", "description": "where"}},
+            "required": ["path"],
+        },
+    )
+]
+
+
+class TestChatRequest:
+    @pytest.mark.parametrize("tools", [[], TOOLS], ids=["no-tools", "tools"])
+    async def test_the_endpoint_receives_what_the_typed_call_would_send(
+        self, tools: list[ToolSchema]
+    ) -> None:
+        """The wire-shaped request (the conversation in ``extra_body``, skipping the client's
+        per-message transform) arrives as the same JSON body as the plain typed call."""
+        with ScriptedModelServer(Playbook.from_yaml("default: {content: ok}\n")) as server:
+            client = openai_client(ModelConfig(base_url=server.url, api_key="sk-test"))
+            wire = [to_openai_message(m) for m in CONVERSATION]
+            typed: dict[str, Any] = {"model": "m", "messages": wire}
+            if tools:
+                typed["tools"] = chat_request("m", [], tools, "auto")["extra_body"]["tools"]
+                typed["tool_choice"] = "auto"
+            await client.chat.completions.create(**typed)
+            await client.chat.completions.create(**chat_request("m", CONVERSATION, tools, "auto"))
+            await client.close()
+            plain, fast = (r.body for r in server.requests)
+        assert fast == plain
+        assert fast["messages"] == wire and len(fast["messages"]) == 6
+        assert ("tools" in fast) is bool(tools)
+        assert all(r.had_authorization for r in server.requests)
 
 
 class TestModelConfigFromEnv:
