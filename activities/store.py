@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
+from archmax_temporal.activities.artifact_cache import ArtifactCache, Texts, item_text, render
 from archmax_temporal.activities.effects import EffectJournal, pause_after_effect
 from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.session_store import (
@@ -41,6 +42,7 @@ from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import (
     Checkpoint,
     CheckpointInput,
+    Message,
     PersistTurnInput,
     TrailStep,
 )
@@ -66,6 +68,11 @@ PACKAGE_VERSION = _package_version()
 
 def _json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def _message_text(message: Message) -> str:
+    """One trajectory message as ``trajectory.json`` lists it."""
+    return item_text(message.model_dump(mode="json", exclude_none=True, exclude_defaults=True))
 
 
 def spec_snapshot(spec: WorkflowSpec) -> dict[str, Any]:
@@ -150,6 +157,7 @@ class StoreActivities:
         self._specs: dict[str, WorkflowSpec] = {}
         self._store = FilesystemSessionStore(store_dir)
         self._journal = EffectJournal(self._store)
+        self._texts = ArtifactCache()
 
     def _spec(self, turn: PersistTurnInput) -> WorkflowSpec:
         """The turn's spec: sent (once a run; its snapshot written when missing), or read back
@@ -165,6 +173,42 @@ class StoreActivities:
             known = WorkflowSpec.model_validate(json.loads(snapshot.read_text(encoding="utf-8")))
             self._specs[turn.spec_hash] = known
         return known
+
+    def _trail_texts(self, turn: PersistTurnInput, path: Path) -> Texts:
+        """The trail's step texts: those ``trail.json`` holds (``turn.trail_base`` of them,
+        from this worker's cache when the file is the one it last wrote) and the new ones."""
+        held: list[str] = []
+        if turn.trail_base:
+            cached = self._texts.get(turn.session_id, "trail")
+            stat = path.stat()
+            if (
+                cached is not None
+                and cached.stamp == (stat.st_size, stat.st_mtime_ns)
+                and len(cached.items) >= turn.trail_base
+            ):
+                held = cached.items[: turn.trail_base]
+            else:
+                steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+                held = [item_text(step) for step in steps[: turn.trail_base]]
+        return Texts(items=[*held, *(item_text(s.model_dump(mode="json")) for s in turn.trail)])
+
+    def _trajectory_texts(self, turn: PersistTurnInput) -> list[str]:
+        """The conversation's message texts: the store log's first ``turn.log.base`` (from
+        this worker's cache as far as the log's digests vouch for it), then the unlogged."""
+        if turn.log is None:
+            return [_message_text(m) for m in turn.transcript]
+        sid, base = turn.session_id, turn.log.base
+        cached = self._texts.get(sid, "trajectory") or Texts()
+        keep = min(len(cached.items), base)
+        if keep and self._logs.digest_at(sid, keep) != cached.tags[keep - 1]:
+            keep = 0  # another branch of the log (a reset, another worker): read it all
+        messages, digests = self._logs.slice(sid, keep, base)
+        logged = Texts(
+            items=[*cached.items[:keep], *(_message_text(m) for m in messages)],
+            tags=[*cached.tags[:keep], *digests],
+        )
+        self._texts.put(sid, "trajectory", logged)
+        return [*logged.items, *(_message_text(m) for m in turn.transcript)]
 
     @activity.defn(name=PERSIST_ACTIVITY)
     async def persist_turn(self, turn: PersistTurnInput) -> None:
@@ -207,43 +251,37 @@ class StoreActivities:
         temporaries = session_dir / TEMPORARIES
         artifacts = session_dir / ARTIFACTS
         head = {"sessionId": turn.session_id, "workflow": turn.workflow}
-        steps = [s.model_dump(mode="json") for s in turn.trail]
-        if turn.trail_base:  # the file holds the first trail_base steps: keep them, append
-            held = json.loads((artifacts / "trail.json").read_text(encoding="utf-8"))["steps"]
-            steps = [*held[: turn.trail_base], *steps]
-        messages = (
-            [*self._logs.read(turn.session_id, turn.log.base), *turn.transcript]
-            if turn.log is not None
-            else turn.transcript
-        )
-        files: dict[str, Any] = {
-            "trail.json": {**head, "steps": steps},
-            "variables.json": {
-                **head,
-                "variables": {
-                    name: v.model_dump(mode="json") for name, v in turn.variables.items()
-                },
-            },
-            "metadata.json": {
-                **head,
-                "runtimeContract": f"{spec.runtime.engine}@{spec.runtime.version}",
-                "packageVersion": PACKAGE_VERSION,
-                "specHash": turn.spec_hash,
-                "status": turn.status,
-                "state": turn.state,
-                "usage": turn.usage.model_dump(),
-            },
-            "graph.json": graph(spec),
-            "trajectory.json": {
-                **head,
-                "messages": [
-                    m.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-                    for m in messages
-                ],
-            },
+        trail_path = artifacts / "trail.json"
+        steps = self._trail_texts(turn, trail_path)
+        documents: dict[str, str] = {
+            "trail.json": render(head, "steps", steps.items),
+            "variables.json": _json(
+                {
+                    **head,
+                    "variables": {
+                        name: v.model_dump(mode="json") for name, v in turn.variables.items()
+                    },
+                }
+            ),
+            "metadata.json": _json(
+                {
+                    **head,
+                    "runtimeContract": f"{spec.runtime.engine}@{spec.runtime.version}",
+                    "packageVersion": PACKAGE_VERSION,
+                    "specHash": turn.spec_hash,
+                    "status": turn.status,
+                    "state": turn.state,
+                    "usage": turn.usage.model_dump(),
+                }
+            ),
+            "graph.json": _json(graph(spec)),
+            "trajectory.json": render(head, "messages", self._trajectory_texts(turn)),
         }
-        for name, value in files.items():
-            atomic_write(artifacts / name, _json(value), tmp_dir=temporaries)
+        for name, text in documents.items():
+            atomic_write(artifacts / name, text, tmp_dir=temporaries)
+        written = trail_path.stat()
+        steps.stamp = (written.st_size, written.st_mtime_ns)
+        self._texts.put(turn.session_id, "trail", steps)
         if run_id is not None:  # the fault tests' boundary: artifacts written, not reported
             pause_after_effect("persist_turn", f"{run_id}.{activity.info().activity_id}")
         with contextlib.suppress(WorkspaceError):  # tidying never fails a turn

@@ -59,38 +59,77 @@ class TranscriptLogs:
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[list[Message], list[str], tuple[int, int]]] = (
+            OrderedDict()
+        )
+        """Per session: the parsed log and the (inode, size) of the file it was read from."""
 
     def _folder(self, session_id: str) -> Path:
         return self._root / folder_name(session_id)
 
     def _load(self, session_id: str) -> tuple[list[Message], list[str]]:
+        """The session's log, from the cache as far as the file still is what it cached:
+        the same file grown by appends (another worker's turn) is read from where the cache
+        ends; a replaced file (a rewrite after a reset) is read whole."""
+        path = self._folder(session_id) / LOG_FILE
+        try:
+            stat = path.stat()
+            stamp: tuple[int, int] = (stat.st_ino, stat.st_size)
+        except FileNotFoundError:
+            stamp = (0, 0)
         cached = self._cache.get(session_id)
         if cached is not None:
             self._cache.move_to_end(session_id)
-            return cached
-        messages: list[Message] = []
-        digests: list[str] = []
-        path = self._folder(session_id) / LOG_FILE
+            messages, digests, seen = cached
+            if seen == stamp:
+                return messages, digests
+            if seen[0] == stamp[0] and stamp[1] > seen[1]:
+                return self._read(session_id, path, messages, digests, seen[1])
+        return self._read(session_id, path, [], [], 0)
+
+    def _read(
+        self,
+        session_id: str,
+        path: Path,
+        messages: list[Message],
+        digests: list[str],
+        offset: int,
+    ) -> tuple[list[Message], list[str]]:
+        """Parse the log's lines from byte ``offset`` onto ``messages`` and cache the result."""
         torn = False
         if path.exists():
-            with path.open("r", encoding="utf-8", errors="replace") as log:
-                for line in log:
+            with path.open("rb") as log:
+                log.seek(offset)
+                for raw in log:
                     try:
-                        entry = json.loads(line)
+                        entry = json.loads(raw.decode("utf-8", errors="replace"))
                         message = Message.model_validate(entry["m"])
                         digest = str(entry["h"])
                     except (ValueError, KeyError, TypeError):
                         torn = True  # a write cut short by a crash: the log ends before it
                         break
+                    if not raw.endswith(b"\n"):
+                        torn = True  # a line still being written (or cut): not yet the log's
+                        break
                     messages.append(message)
                     digests.append(digest)
         if torn:
             self._rewrite(session_id, messages, digests)
-        self._cache[session_id] = (messages, digests)
+        self._remember(session_id, path, messages, digests)
+        return messages, digests
+
+    def _remember(
+        self, session_id: str, path: Path, messages: list[Message], digests: list[str]
+    ) -> None:
+        try:
+            stat = path.stat()
+            stamp: tuple[int, int] = (stat.st_ino, stat.st_size)
+        except FileNotFoundError:
+            stamp = (0, 0)
+        self._cache[session_id] = (messages, digests, stamp)
+        self._cache.move_to_end(session_id)
         while len(self._cache) > CACHED_SESSIONS:
             self._cache.popitem(last=False)
-        return messages, digests
 
     def _rewrite(self, session_id: str, messages: list[Message], digests: list[str]) -> None:
         lines = "".join(
@@ -147,6 +186,7 @@ class TranscriptLogs:
                 self._rewrite(session_id, messages, digests)
             elif appended:
                 self._append(session_id, len(messages) - len(appended), appended)
+            self._remember(session_id, self._folder(session_id) / LOG_FILE, messages, digests)
             end = digests[-1] if digests else ""
             return list(messages), end
 
@@ -155,6 +195,21 @@ class TranscriptLogs:
         with self._lock:
             messages, _ = self._load(session_id)
             return list(messages[:count])
+
+    def slice(self, session_id: str, start: int, stop: int) -> tuple[list[Message], list[str]]:
+        """Messages ``start`` to ``stop`` of the conversation and their digests (fewer when
+        the log is shorter)."""
+        with self._lock:
+            messages, digests = self._load(session_id)
+            return messages[start:stop], digests[start:stop]
+
+    def digest_at(self, session_id: str, count: int) -> str | None:
+        """The digest of the log's first ``count`` messages (None when it holds fewer)."""
+        with self._lock:
+            _, digests = self._load(session_id)
+            if count > len(digests):
+                return None
+            return digests[count - 1] if count else ""
 
     def prompt(self, session_id: str, digest: str, text: str | None) -> str:
         """The prompt (or schema text) with ``digest``: ``text`` is kept when given, else

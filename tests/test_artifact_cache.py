@@ -1,0 +1,225 @@
+"""activities/artifact_cache.py and the growing artifacts of ``persist_turn``.
+
+The two documents that grow with a session (``trail.json``, ``trajectory.json``) are rendered
+from cached item texts; these tests hold them byte for byte to what serializing the whole
+document gives, over turns, after a worker restart (an empty cache), and when the files or the
+log changed under the cache (another worker, a reset).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from archmax_temporal.activities.artifact_cache import ArtifactCache, Texts, item_text, render
+from archmax_temporal.activities.store import StoreActivities
+from archmax_temporal.activities.transcript_log import TranscriptLogs
+from archmax_temporal.workflows.identity import folder_name
+from archmax_temporal.workflows.models import (
+    Message,
+    PersistTurnInput,
+    ToolCall,
+    TrailStep,
+    TranscriptLog,
+    Usage,
+)
+from archmax_temporal.workflows.spec import parse_spec
+
+SPEC = parse_spec({"states": {"s": {"triggers": {"manual": None}}}})
+SID = "artifact-cache-1"
+HEAD = {"sessionId": "s ✓", "workflow": "w"}
+
+
+def whole(head: dict[str, Any], key: str, items: list[Any]) -> str:
+    return json.dumps({**head, key: items}, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+class TestRender:
+    @pytest.mark.parametrize(
+        "items",
+        [
+            [],
+            [{}],
+            [[]],
+            [{"a": 1}],
+            [
+                {"role": "user", "content": 'line\nnext "quoted" ünï ✓ \\ \t'},
+                {"x": [1, {"y": None}]},
+            ],
+            [1, "two", None, 3.5, True],
+            [{"nested": {"deep": {"deeper": [{"k": "v"}, []]}}}],
+        ],
+    )
+    def test_render_is_what_dumping_the_whole_document_gives(self, items: list[Any]) -> None:
+        assert render(HEAD, "steps", [item_text(i) for i in items]) == whole(HEAD, "steps", items)
+
+    def test_the_cache_is_bounded_in_characters_least_recent_out(self) -> None:
+        cache = ArtifactCache(budget=100)
+        cache.put("a", "trail", Texts(items=["x" * 40]))
+        cache.put("b", "trail", Texts(items=["x" * 40]))
+        assert cache.get("a", "trail") is not None  # a is now the most recent
+        cache.put("c", "trail", Texts(items=["x" * 40]))
+        assert cache.get("b", "trail") is None
+        assert cache.get("a", "trail") is not None and cache.get("c", "trail") is not None
+        cache.put("d", "trail", Texts(items=["x" * 101]))  # larger than all: not kept
+        assert cache.get("d", "trail") is None
+
+
+def step(n: int) -> TrailStep:
+    return TrailStep(
+        to=f"s{n}", kind="agent", reason=f"step {n} ✓", ts=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+
+
+def conversation(turns: int) -> list[Message]:
+    out: list[Message] = []
+    for n in range(turns):
+        out += [
+            Message(role="user", content=f"turn {n} ünï"),
+            Message(
+                role="assistant",
+                tool_calls=[ToolCall(id=f"c{n}", name="read_file", arguments='{"path": "a"}')],
+            ),
+            Message(role="tool", tool_call_id=f"c{n}", content="1\tline\n" * 3),
+            Message(role="assistant", content=f"done {n}"),
+        ]
+    return out
+
+
+class Session:
+    """One session's turns persisted as the workflow sends them: the log extended by the
+    model calls, the trail appended, ``trail_base`` and ``log`` where the store stands."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.logs = TranscriptLogs(root)
+        self.store = StoreActivities(root, self.logs)
+        self.messages: list[Message] = []
+        self.log = TranscriptLog()
+        self.steps: list[TrailStep] = []
+        self.persisted = 0
+
+    def restart(self) -> None:
+        """A new worker process: nothing cached."""
+        self.logs = TranscriptLogs(self.root)
+        self.store = StoreActivities(self.root, self.logs)
+
+    async def turn(self, n: int, *, unlogged: int = 1) -> None:
+        new = conversation(n + 1)[4 * n :]
+        self.messages = [*self.messages, *new]
+        pending = self.messages[self.log.base :]  # the previous turn's unlogged come first
+        conv, end = self.logs.extend(SID, self.log, pending[: len(pending) - unlogged])
+        before = self.log
+        self.log = TranscriptLog(base=len(conv), base_hash=end)
+        self.steps.append(step(n))
+        await ActivityEnvironment().run(
+            self.store.persist_turn,
+            PersistTurnInput(
+                session_id=SID,
+                workflow="w",
+                spec_hash="h",
+                spec=SPEC,
+                state="s",
+                status="completed",
+                trail=self.steps[self.persisted :],
+                trail_base=self.persisted or None,
+                variables={},
+                usage=Usage(),
+                transcript=new[len(new) - unlogged :],
+                log=self.log,
+            ),
+        )
+        assert before.base <= self.log.base
+        self.persisted = len(self.steps)
+
+    def artifact(self, name: str) -> str:
+        return (self.root / folder_name(SID) / "artifacts" / name).read_text(encoding="utf-8")
+
+    def expected(self) -> tuple[str, str]:
+        head = {"sessionId": SID, "workflow": "w"}
+        return (
+            whole(head, "steps", [s.model_dump(mode="json") for s in self.steps]),
+            whole(
+                head,
+                "messages",
+                [
+                    m.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+                    for m in self.messages
+                ],
+            ),
+        )
+
+
+class TestPersistTurn:
+    async def test_the_artifacts_are_the_whole_documents_turn_after_turn(
+        self, tmp_path: Path
+    ) -> None:
+        session = Session(tmp_path)
+        for n in range(6):
+            if n == 3:
+                session.restart()  # the cache empty: read back from the store
+            await session.turn(n)
+            trail, trajectory = session.expected()
+            assert session.artifact("trail.json") == trail
+            assert session.artifact("trajectory.json") == trajectory
+        assert len(json.loads(session.artifact("trajectory.json"))["messages"]) == 24
+
+    async def test_a_trail_written_by_another_worker_is_read_back(self, tmp_path: Path) -> None:
+        """The cached texts vouch only for the file this worker wrote: another worker's
+        write (a step this worker never saw) is read from the file."""
+        session = Session(tmp_path)
+        await session.turn(0)
+        other = Session(tmp_path)
+        other.steps, other.persisted, other.log = list(session.steps), 1, session.log
+        other.messages = list(session.messages)
+        other.steps.append(step(99))  # only the other worker knows this step
+        await other.turn(1)
+        session.steps, session.persisted = list(other.steps), other.persisted
+        session.messages, session.log = list(other.messages), other.log
+        await session.turn(2)
+        trail, trajectory = session.expected()
+        assert session.artifact("trail.json") == trail
+        assert "s99" in session.artifact("trail.json")
+        assert session.artifact("trajectory.json") == trajectory
+
+    async def test_a_rewound_log_is_not_answered_from_the_cache(self, tmp_path: Path) -> None:
+        """A reset rewinds the conversation: the log's new branch differs from what the cache
+        holds, and the trajectory follows the log, not the cache."""
+        session = Session(tmp_path)
+        await session.turn(0)
+        await session.turn(1)
+        # rewind to after turn 0 and take another turn 1
+        session.messages = session.messages[:4]
+        session.log = TranscriptLog(base=3, base_hash=session.logs.digest_at(SID, 3) or "")
+        session.steps, session.persisted = session.steps[:1], 1
+        branch = Message(role="user", content="another branch")
+        conv, end = session.logs.extend(SID, session.log, [session.messages[3], branch])
+        session.messages.append(branch)
+        session.log = TranscriptLog(base=len(conv), base_hash=end)
+        session.steps.append(step(7))
+        await ActivityEnvironment().run(
+            session.store.persist_turn,
+            PersistTurnInput(
+                session_id=SID,
+                workflow="w",
+                spec_hash="h",
+                state="s",
+                status="completed",
+                trail=session.steps[1:],
+                trail_base=1,
+                variables={},
+                usage=Usage(),
+                transcript=[],
+                log=session.log,
+            ),
+        )
+        trail, trajectory = session.expected()
+        assert session.artifact("trajectory.json") == trajectory
+        assert "another branch" in session.artifact("trajectory.json")
+        assert "turn 1" not in session.artifact("trajectory.json")
+        assert session.artifact("trail.json") == trail
