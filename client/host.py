@@ -680,11 +680,14 @@ class SessionsSurface:
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
         store = self._agent.config.store
-        if view.transcript_offset:
+        if view.logged:  # the window holds logged messages shortened: the log has them whole
             logs = TranscriptLogs(store)
             logged = await asyncio.to_thread(logs.read, session_id, view.logged)
-            newer = view.transcript[max(view.logged - view.transcript_offset, 0) :]
-            view = view.model_copy(update={"transcript": [*logged, *newer], "transcript_offset": 0})
+            if view.transcript_offset or len(logged) == view.logged:
+                newer = view.transcript[max(view.logged - view.transcript_offset, 0) :]
+                view = view.model_copy(
+                    update={"transcript": [*logged, *newer], "transcript_offset": 0}
+                )
         if view.trail_offset:
             held = await asyncio.to_thread(stored_trail, store, session_id, view.trail_persisted)
             newer_steps = view.trail[max(view.trail_persisted - view.trail_offset, 0) :]

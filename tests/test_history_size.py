@@ -196,3 +196,32 @@ async def test_the_trail_the_session_carries_is_bounded_and_the_view_is_whole(
     assert view.trail[-len(held.trail) :] == held.trail
     stored = json.loads((tmp_path / "sessions" / sid / "artifacts" / "trail.json").read_text())
     assert len(stored["steps"]) == steps + 1
+
+
+async def test_what_a_run_carries_on_stays_small_however_large_the_messages(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """Twelve turns of 100 KB messages, continuing as new every third: the window of logged
+    messages is kept shortened (the log has them whole), so no event nears Temporal's 256 KB
+    warning, and the host's view still reads every message whole."""
+    write_workflow(tmp_path, "reader", READER)
+    server = scripted(json.dumps({"default": {"content": "done"}}))
+    sid = "history-large-messages"
+    big = [f"{n:02d}" + "y" * 100_000 for n in range(12)]
+    async with running_agent(
+        client, task_queue, tmp_path, "reader", server, worker_cache=10, requests_per_run=3
+    ) as agent:
+        for message in big:
+            assert (await agent.workflow.send(sid, message)).reply == "done"
+        view = await agent.sessions.view(sid)
+    largest, runs = 0, 0
+    run_id: str | None = None  # the chain, walked back from its latest run
+    while runs == 0 or run_id is not None:
+        history = await client.get_workflow_handle(sid, run_id=run_id).fetch_history()
+        largest = max(largest, *(event.ByteSize() for event in history.events))
+        started = history.events[0].workflow_execution_started_event_attributes
+        run_id, runs = started.continued_execution_run_id or None, runs + 1
+    assert runs >= 4
+    assert largest < 128 * 1024, largest  # one message whole, the window's shortened
+    said = [m.content for m in view.transcript if m.role == "user"]
+    assert said == big

@@ -20,6 +20,7 @@ import hashlib
 import json
 from typing import Final
 
+from archmax_temporal.workflows.hooks import MESSAGE_TEXT_LIMIT
 from archmax_temporal.workflows.models import (
     Message,
     SessionState,
@@ -66,6 +67,59 @@ def logged(s: SessionState, length: int, digest: str) -> None:
     if drop > 0:
         del s.transcript[:drop]
         s.transcript_offset += drop
+        held -= drop
+    for index in range(min(held, len(s.transcript))):
+        s.transcript[index] = shortened(s.transcript[index])
+
+
+HELD_TEXT_CHARS: Final = MESSAGE_TEXT_LIMIT
+"""How much of a logged message's text the window keeps: what a hook is shown of a message.
+The whole message stays in the store's log."""
+
+HELD_ARGUMENTS_CHARS: Final = 16_000
+"""Tool-call arguments longer than this keep their JSON shape in the window, each string in
+them cut to :data:`HELD_TEXT_CHARS` (a hook still reads the same keys)."""
+
+
+def shortened(message: Message) -> Message:
+    """``message`` as the window holds it once the store's log has it whole: its text cut
+    to what a hook is shown and very long tool-call arguments cut string by string, so the
+    state continue-as-new carries stays bounded whatever the conversation held."""
+    content = message.content
+    long_text = content is not None and len(content) > HELD_TEXT_CHARS
+    long_calls = any(len(c.arguments) > HELD_ARGUMENTS_CHARS for c in message.tool_calls)
+    if not long_text and not long_calls:
+        return message
+    update: dict[str, object] = {}
+    if long_text and content is not None:
+        update["content"] = content[:HELD_TEXT_CHARS]
+    if long_calls:
+        update["tool_calls"] = [
+            c.model_copy(update={"arguments": _shortened_arguments(c.arguments)})
+            if len(c.arguments) > HELD_ARGUMENTS_CHARS
+            else c
+            for c in message.tool_calls
+        ]
+    return message.model_copy(update=update)
+
+
+def _shortened_arguments(arguments: str) -> str:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments[:HELD_TEXT_CHARS]
+    cut = json.dumps(_cut_strings(value), ensure_ascii=False)
+    return cut if len(cut) <= HELD_ARGUMENTS_CHARS else arguments[:HELD_TEXT_CHARS]
+
+
+def _cut_strings(value: object) -> object:
+    if isinstance(value, str):
+        return value[:HELD_TEXT_CHARS]
+    if isinstance(value, list):
+        return [_cut_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _cut_strings(v) for k, v in value.items()}
+    return value
 
 
 def last_reply(s: SessionState) -> str | None:
