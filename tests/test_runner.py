@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing import runner
@@ -93,7 +94,6 @@ async def test_the_suites_own_worker_is_shut_down_when_the_run_ends(
         address_configured=True,
     )
     opened: list[Agent] = []
-    create_agent = runner.create_agent
 
     async def recording(workflow: str, **options: Any) -> Agent:
         agent = await create_agent(workflow, **options)
