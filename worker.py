@@ -10,9 +10,11 @@ once instead of leaving them for the ~10 s sticky timeout.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import signal
 import socket
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -28,6 +30,7 @@ from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import TLSConfig
+from temporalio.service import __version__ as TEMPORALIO_VERSION
 from temporalio.worker import (
     Interceptor,
     Worker,
@@ -266,6 +269,27 @@ def deployment_from_env(env: Mapping[str, str] | None = None) -> WorkerDeploymen
     return WorkerDeploymentVersion(deployment_name=name, build_id=build)
 
 
+def code_build_id() -> str:
+    """The build id of a worker that is not versioned: archmax's and temporalio's versions and
+    a digest of the source of every ``archmax_temporal`` module loaded, so a change to the
+    code gives a new id. (The SDK's default digests the bytecode of every loaded module, a few
+    hundred milliseconds at each worker start: most of a short command's worker start-up.)"""
+    digest = hashlib.md5(usedforsecurity=False)
+    digest.update(f"archmax {PACKAGE_VERSION} temporalio {TEMPORALIO_VERSION}".encode())
+    for name in sorted(sys.modules.copy()):
+        if name != "archmax_temporal" and not name.startswith("archmax_temporal."):
+            continue
+        origin = getattr(getattr(sys.modules[name], "__spec__", None), "origin", None)
+        if not origin or not origin.endswith(".py"):
+            continue
+        try:
+            with open(origin, "rb") as source:
+                digest.update(name.encode() + b"\0" + source.read())
+        except OSError:
+            continue
+    return f"archmax-{PACKAGE_VERSION}-{digest.hexdigest()[:16]}"
+
+
 def build_worker(
     client: Client,
     *,
@@ -284,12 +308,14 @@ def build_worker(
     graceful_shutdown: timedelta = GRACEFUL_SHUTDOWN,
     telemetry: bool = True,
     deployment: WorkerDeploymentVersion | None = None,
+    build_id: str | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
     With ``deployment`` the worker uses Worker Versioning as that version: a session's run is
     pinned to the version it started on, and a parked session that wakes when another
     version is current continues as new onto it (:data:`workflows.session.UPGRADE_PATCH`).
+    Without one, the worker reports ``build_id`` (default: :func:`code_build_id`).
 
     ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
     workspace tools; sessions' own files live in the store under ``store_dir``.
@@ -336,6 +362,7 @@ def build_worker(
         max_concurrent_activities=max_concurrent_activities,
         graceful_shutdown_timeout=graceful_shutdown,
         identity=identity,
+        build_id=None if deployment is not None else build_id or code_build_id(),
         interceptors=[*(telemetry_interceptors() if telemetry else []), *interceptors],
         deployment_config=WorkerDeploymentConfig(
             version=deployment,

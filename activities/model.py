@@ -31,10 +31,8 @@ import os
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
-from openai.types import CompletionUsage
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -51,6 +49,10 @@ from archmax_temporal.workflows.models import (
     Usage,
 )
 from archmax_temporal.workflows.text import clean_str, scrub
+
+if TYPE_CHECKING:  # the ``openai`` package loads when a client is built (~1 s of imports)
+    import openai
+    from openai.types import CompletionUsage
 
 log = get_logger("archmax.model")
 
@@ -107,6 +109,8 @@ def openai_client(config: ModelConfig, *, max_retries: int = 0) -> openai.AsyncO
     Retries default to off: inside an activity Temporal owns them. A host-side caller with no
     Temporal around it (the ``grade`` judge) asks for a few of the client's own.
     """
+    import openai
+
     return openai.AsyncOpenAI(
         base_url=config.base_url,
         api_key=config.api_key or PLACEHOLDER_KEY,
@@ -151,6 +155,8 @@ class ModelActivities:
         )
         messages, tools, logged = await self._conversation(call)
         secrets = (self._config.api_key,)
+        import openai  # loaded with the client (__init__)
+
         try:
             response = await _heartbeating(
                 self._client.chat.completions.create(
@@ -325,6 +331,8 @@ def translate_error(
 ) -> ApplicationError:
     """The one boundary where provider errors become Temporal's retryable or final errors
     (the module docstring has the three kinds); every text scrubbed of ``secrets``."""
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         detail = scrub(str(exc.message), secrets)

@@ -23,8 +23,9 @@ in this process, and measures:
 
 Activity start times come from a worker interceptor and model-request arrival times from the
 scripted model server, both on this process's ``time.perf_counter_ns`` clock. The scripted
-model runs with TCP_NODELAY (see :class:`_NoDelayHandler`); the HTTP call alone is measured
-both ways. See bench/README.md for how to read the figures.
+model's handler sets TCP_NODELAY on its connections (headers and body leave at once), so a
+call costs a few milliseconds, not a delayed ACK. See bench/README.md for how to read the
+figures.
 """
 
 from __future__ import annotations
@@ -70,7 +71,6 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.client.testing.scripted_model import (
         Playbook,
         ScriptedModelServer,
-        _Handler,
     )
     from archmax_temporal.worker import DATA_CONVERTER, build_worker, workflow_runner
     from archmax_temporal.workflows import search_attributes as sa
@@ -242,31 +242,12 @@ class _StampingInbound(ActivityInboundInterceptor):
         return await super().execute_activity(input)
 
 
-class _NoDelayHandler(_Handler):
-    """The scripted model's handler with TCP_NODELAY on its connections.
-
-    As shipped, the handler writes the response headers and body in two sends; with Nagle's
-    algorithm on, the body waits for the client's delayed ACK (~40 ms on Linux), so every
-    "zero-latency" model call costs ~40 ms. The bench measures that separately and runs the
-    sessions against this handler, so the figures are about the runtime, not that stall.
-    """
-
-    disable_nagle_algorithm = True
-
-
 class StampedModelServer(ScriptedModelServer):
     """The scripted model, recording when each request arrives (and not keeping bodies)."""
 
-    def __init__(self, playbook: Playbook, *, nodelay: bool = True) -> None:
+    def __init__(self, playbook: Playbook) -> None:
         super().__init__(playbook)
         self.arrivals: list[int] = []
-        self._nodelay = nodelay
-
-    def start(self) -> StampedModelServer:
-        super().start()
-        if self._nodelay and self._httpd is not None:
-            self._httpd.RequestHandlerClass = _NoDelayHandler  # before any request arrives
-        return self
 
     def _answer_chat(
         self, path: str, body: dict[str, Any], had_authorization: bool
@@ -417,14 +398,7 @@ class Bench:
     # model HTTP call alone ---------------------------------------------------------------
 
     async def model_http(self) -> None:
-        await self._model_http(self.server, self.s("http", "model HTTP call alone (TCP_NODELAY)"))
-        stock = StampedModelServer(self.server.playbook, nodelay=False).start()
-        try:
-            await self._model_http(
-                stock, self.s("http_stock", "model HTTP call alone, scripted model as shipped")
-            )
-        finally:
-            stock.stop()
+        await self._model_http(self.server, self.s("http", "model HTTP call alone"))
 
     async def _model_http(self, server: StampedModelServer, series: Series) -> None:
         model = openai.AsyncOpenAI(
@@ -580,7 +554,7 @@ def report(
         "-" * 79,
     ]
     order = [
-        "a1", "aK", "a_step", "b_first", "b1", "bK", "b_step", "http", "http_stock",
+        "a1", "aK", "a_step", "b_first", "b1", "bK", "b_step", "http",
         "c", "d", "d_http", "d_sig", "e", "f",
     ]  # fmt: skip
     for key in order:

@@ -4,9 +4,9 @@ Run from the repository root::
 
     .venv/bin/python -m bench.telemetry [--n 20] [--steps 6]
 
-One run starts its own Temporal dev server and a zero-latency scripted model (with
-``bench.overhead``'s TCP_NODELAY handler), and three
-archmax workers on three task queues, all in this process, on the same server and event loop:
+One run starts its own Temporal dev server and a zero-latency scripted model (its handler
+sets TCP_NODELAY), and three archmax workers on three task queues, all in this process, on
+the same server and event loop:
 
 * **off**: a worker built with ``telemetry=False`` on a client whose Temporal runtime exports
   no metrics (archmax's workflow-side counters still call ``workflow.metric_meter()``, which
@@ -154,7 +154,7 @@ async def run(args: argparse.Namespace) -> str:
         data_converter=DATA_CONVERTER,
         dev_server_log_level="error",
     )
-    server = StampedModelServer(Playbook.from_yaml(STEPS_PLAYBOOK)).start()  # TCP_NODELAY
+    server = StampedModelServer(Playbook.from_yaml(STEPS_PLAYBOOK)).start()
     model = ModelConfig(
         base_url=server.url, api_key="sk-bench-not-a-secret", default_model="scripted"
     )

@@ -920,9 +920,9 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
     ``waiting_on`` says so, and how overdue a timed wake is: ``due 12 min ago — no worker is
     polling; …``."""
     attributes = execution.typed_search_attributes
-    memo = await execution.memo()
-    published = memo.get(LISTED_MEMO)
-    listed = ListedSession.model_validate(published or {})
+    # Decoded straight into the model (one pass over the JSON), not to a dict validated after.
+    published = await execution.memo_value(LISTED_MEMO, None, type_hint=ListedSession)
+    listed = published or ListedSession()
     status: str = listed.status if published else attributes.get(sa.STATUS) or "running"
     if status not in get_args(SessionStatus):
         status = "running"

@@ -94,6 +94,15 @@ class TestLazyImports:
         assert "temporalio" in loaded  # the probe does load the host
         assert not {m for m in loaded if m.startswith("archmax_temporal.client.testing")}
 
+    def test_the_host_api_and_the_commands_load_no_openai(self) -> None:
+        """The ``openai`` package (about a second of imports) loads only where a model client
+        is built (a worker, a grader): ``archmax sessions`` and the host API never pay it."""
+        loaded = _loaded_after(
+            "import archmax_temporal.client.host, archmax_temporal.client.cli.commands"
+        )
+        assert "temporalio" in loaded  # the probe does load the host
+        assert "openai" not in loaded
+
     def test_the_worker_imports_nothing_from_the_client(self) -> None:
         """``worker.py`` is below the host API: building a worker loads no ``client`` module."""
         loaded = _loaded_after("import archmax_temporal.worker")

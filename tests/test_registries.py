@@ -19,6 +19,7 @@ from archmax_temporal.activities.session_store import (
     MemorySessionStore,
     ReadOnlyPathError,
 )
+from archmax_temporal.activities.store import PACKAGE_VERSION
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client.testing import cases
 from archmax_temporal.workflows import (
@@ -284,6 +285,17 @@ class TestActivityContracts:
         names = [getattr(fn, "__temporal_activity_definition").name for fn in options["activities"]]
         assert len(names) == len(set(names))
         assert set(names) == contracts.ACTIVITY_NAMES
+
+    def test_build_worker_names_its_build_without_hashing_every_module(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """A worker with no deployment reports archmax's code build id (its version and a
+        digest of its own modules' source), not the SDK's digest of every loaded module;
+        the id is stable within a process."""
+        options = self._built(monkeypatch, tmp_path)
+        assert options["build_id"] == worker.code_build_id()
+        assert options["build_id"].startswith(f"archmax-{PACKAGE_VERSION}-")
+        assert worker.code_build_id() == worker.code_build_id()
 
     def test_implementations_take_and_return_the_wire_types(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path

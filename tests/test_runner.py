@@ -10,7 +10,10 @@ from typing import Any
 import pytest
 from temporalio.client import Client
 
+from archmax_temporal.client.agent import create_agent
+from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.host import Agent
+from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.results import RunTestsResult
 from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
@@ -70,6 +73,46 @@ async def test_each_examples_suite_passes_against_its_playbook(
     assert all(c.verdict.status == "passed" for c in result.results)
     assert all(c.session_id and c.session_id.startswith("test-") for c in result.results)
     assert all(r.status == "passed" for c in result.results for r in c.records)
+
+
+async def test_the_suites_own_worker_is_shut_down_when_the_run_ends(
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no target given (``archmax test``), the suite opens its own agent with an
+    in-process worker for all its cases, and that worker is shut down once the run ends."""
+    root = copy_example("support-inbox", tmp_path)
+    server = scripted(root / "workflows" / "support-inbox" / "playbook.yaml")
+    config = RuntimeConfig(
+        root=root,
+        store=root / "sessions",
+        address="unused",
+        task_queue=task_queue,
+        address_configured=True,
+    )
+    opened: list[Agent] = []
+
+    async def recording(workflow: str, **options: Any) -> Agent:
+        agent = await create_agent(workflow, **options)
+        opened.append(agent)
+        return agent
+
+    monkeypatch.setattr(runner, "create_agent", recording)
+    result = await run_tests(
+        "support-inbox",
+        root,
+        model=model_config(server),
+        config=config,
+        client=client,
+        worker="inprocess",
+    )
+    assert result.exit_code == 0 and len(result.results) >= 2
+    assert len(opened) == 1  # one agent, one worker, for every case
+    worker = opened[0].runtime.worker
+    assert worker is not None and worker.is_shutdown
 
 
 DESK = """

@@ -5,7 +5,9 @@ Every server binds a free port on 127.0.0.1 and is stopped when its ``with`` blo
 
 from __future__ import annotations
 
+import http.client
 import json
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -301,6 +303,24 @@ async def test_delay_models_and_paths_without_v1() -> None:
         assert body["choices"][0]["message"]["content"].startswith("[scripted-model]")
         assert srv.requests[-1].had_authorization is False
         assert srv.requests[-1].path == "/chat/completions"
+
+
+def test_connections_send_without_nagle_delay() -> None:
+    """The handler writes headers and body in two sends: with Nagle's algorithm on, the body
+    would wait for the client's delayed ACK (~40 ms a call), so every connection it serves
+    has TCP_NODELAY set."""
+    with ScriptedModelServer(Playbook.from_yaml("rules: [{reply: {content: hi}}]")) as srv:
+        conn = http.client.HTTPConnection(srv.host, srv.port, timeout=5)
+        try:
+            body = json.dumps({"model": "m", "messages": [user("hello")]})
+            conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+            answer = json.loads(conn.getresponse().read())
+            assert answer["choices"][0]["message"]["content"] == "hi"
+            served = list(srv._connections)  # the keep-alive connection, still open
+            assert len(served) == 1
+            assert served[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        finally:
+            conn.close()
 
 
 async def test_streaming_yields_the_same_answer() -> None:

@@ -1,0 +1,262 @@
+"""What the ``archmax`` command costs as a process: ``archmax test`` with 1 and N cases, and
+``archmax sessions`` over S parked sessions, beside ``archmax help`` (the process floor).
+
+Run from the repository root, in a private network namespace on a shared machine::
+
+    timeout 900 unshare -n bash -c 'ip link set lo up; .venv/bin/python -m bench.cli'
+    .venv/bin/python -m bench.cli --cases 8 --runs 5 --sessions 100 --sections test,sessions
+
+One run starts its own Temporal dev server (``WorkflowEnvironment.start_local``, archmax's
+search attributes registered) and passes its address to every command as
+``TEMPORAL_ADDRESS``: a server already running, which is how a CI job or a developer with
+``archmax dev`` meets the command. Every command is a fresh ``python -m archmax_temporal``
+process, timed from outside, its runs of each kind interleaved.
+
+* **test** — an authoring root copied from ``examples/support-inbox`` whose ``tests/`` holds
+  ``--cases`` copies of ``clarify-then-deliver.test.yaml`` (two turns and three calls of the
+  shipped scripted model each; no model is configured, so the command serves the playbook
+  itself). ``archmax test support-inbox case-01.`` runs one case, ``archmax test
+  support-inbox`` all of them; a further case costs (all − one) ÷ (N − 1), the fixed cost of
+  the command is one case's run less that.
+* **sessions** — ``--sessions`` sessions of support-inbox parked in ``clarify`` (on the
+  default task queue, by an in-process worker that is stopped before anything is timed, so
+  the listing meets no worker, as a shell does); ``archmax sessions`` (it lists 100), and in
+  this process ``agent.sessions.list()`` of all of them against a bare
+  ``client.list_workflows`` of the same query.
+
+Medians are the figures to quote; the table gives min / median / max of ``--runs`` runs.
+The process leaves through ``os._exit`` (sdk-python#300).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from temporalio.testing import WorkflowEnvironment
+
+from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.client.agent import create_agent
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.host import listing_query
+from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.worker import DATA_CONVERTER
+from archmax_temporal.workflows import search_attributes as sa
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "support-inbox"
+SLUG = "support-inbox"
+CASE = "clarify-then-deliver.test.yaml"
+MODEL_ENV = ("ARCHMAX_API_BASE_URL", "ARCHMAX_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_KEY")
+
+
+def log(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def make_root(into: Path, cases: int) -> Path:
+    """support-inbox with ``cases`` copies of its clarify-then-deliver case."""
+    root = into / "root"
+    shutil.copytree(EXAMPLE, root)
+    tests = root / "workflows" / SLUG / "tests"
+    text = (tests / CASE).read_text()
+    for old in tests.glob("*.test.yaml"):
+        old.unlink()
+    for index in range(1, cases + 1):
+        (tests / f"case-{index:02d}.test.yaml").write_text(text)
+    return root
+
+
+def command_env(address: str, root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in MODEL_ENV}
+    env.update(TEMPORAL_ADDRESS=address, ARCHMAX_ROOT=str(root))
+    env.pop("ARCHMAX_TASK_QUEUE", None)
+    return env
+
+
+def run_command(argv: list[str], env: dict[str, str], root: Path) -> tuple[float, str]:
+    """One ``archmax`` process: its wall seconds and stdout; a failure raises."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "archmax_temporal", *argv],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        timeout=300,
+    )
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"archmax {' '.join(argv)} exited {done.returncode}: "
+            f"{done.stderr.decode(errors='replace')[-600:]}"
+        )
+    return elapsed, done.stdout.decode(errors="replace")
+
+
+class Series:
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.values: list[float] = []
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    def row(self) -> str:
+        low, mid, high = (v * 1000 for v in (min(self.values), self.median, max(self.values)))
+        return f"| {self.label} | {low:,.0f} | {mid:,.0f} | {high:,.0f} |"
+
+
+def section_test(address: str, scratch: Path, cases: int, runs: int) -> list[str]:
+    root = make_root(scratch / "test", cases)
+    env = command_env(address, root)
+    one = Series(f"`archmax test {SLUG} case-01.` (1 case)")
+    many = Series(f"`archmax test {SLUG}` ({cases} cases)")
+    floor = Series("`archmax help` (the process floor)")
+    log(f"test: warm-up, then {runs} runs of 1 and of {cases} cases")
+    run_command(["test", SLUG, "case-01."], env, root)
+    for index in range(runs):
+        for series, argv in (
+            (one, ["test", SLUG, "case-01."]),
+            (many, ["test", SLUG]),
+            (floor, ["help"]),
+        ):
+            elapsed, _ = run_command(argv, env, root)
+            series.values.append(elapsed)
+        log(f"  run {index + 1}: 1 case {one.values[-1]:.2f} s, all {many.values[-1]:.2f} s")
+    per_case = (many.median - one.median) / (cases - 1)
+    return [
+        "| command | min ms | median ms | max ms |",
+        "| --- | ---: | ---: | ---: |",
+        one.row(),
+        many.row(),
+        floor.row(),
+        "",
+        f"- a further case (two turns, three scripted-model calls): "
+        f"{per_case * 1000:,.0f} ms (medians: ({cases} cases − 1 case) ÷ {cases - 1})",
+        f"- fixed cost of one invocation: {(one.median - per_case) * 1000:,.0f} ms "
+        "(1 case less a further case's cost)",
+    ]
+
+
+async def park(address: str, root: Path, count: int) -> None:
+    """``count`` sessions parked in clarify on the default queue; the worker is stopped after."""
+    playbook = Playbook.load(root / "workflows" / SLUG / "playbook.yaml")
+    with ScriptedModelServer(playbook) as server:
+        model = ModelConfig(base_url=server.url, api_key="scripted", default_model="scripted")
+        config = RuntimeConfig.from_env(root=root).with_overrides(address=address)
+        async with create_agent(SLUG, config=config, model=model, worker="inprocess") as agent:
+            gate = asyncio.Semaphore(8)
+
+            async def one(index: int) -> None:
+                async with gate:
+                    outcome = await agent.workflow.send(
+                        f"bench-cli-{index:05d}",
+                        "About my order",
+                        trigger="email_received",
+                        variables={"conversation_id": f"bench-cli-{index:05d}"},
+                    )
+                if outcome.status != "awaiting_input":
+                    raise RuntimeError(f"session did not park: {outcome.status}")
+
+            await asyncio.gather(*(one(i) for i in range(count)))
+
+
+async def timed(fn: Callable[[], Awaitable[int]]) -> tuple[float, int]:
+    started = time.perf_counter()
+    count = await fn()
+    return time.perf_counter() - started, count
+
+
+async def section_sessions(address: str, scratch: Path, count: int, runs: int) -> list[str]:
+    root = make_root(scratch / "sessions", 1)
+    env = command_env(address, root)
+    log(f"sessions: parking {count} sessions")
+    started = time.perf_counter()
+    await park(address, root, count)
+    log(f"  parked in {time.perf_counter() - started:.1f} s")
+    config = RuntimeConfig.from_env(root=root).with_overrides(address=address)
+    cli = Series("`archmax sessions` (a process; lists 100)")
+    floor = Series("`archmax help` (the process floor)")
+    listed = Series(f"`agent.sessions.list(limit={count + 10:,})` (in process)")
+    bare = Series("`client.list_workflows`, the same query (in process)")
+    counts: dict[str, int] = {}
+    async with create_agent(None, config=config, worker="external") as agent:
+        query = listing_query(config.task_queue)
+
+        async def sessions_list() -> int:
+            return len(await agent.sessions.list(limit=count + 10))
+
+        async def bare_list() -> int:
+            return len([e async for e in agent.client.list_workflows(query)])
+
+        await sessions_list()
+        for _ in range(runs):
+            for series, argv in ((cli, ["sessions"]), (floor, ["help"])):
+                elapsed, out = await asyncio.to_thread(run_command, argv, env, root)
+                series.values.append(elapsed)
+                if argv == ["sessions"]:
+                    counts["cli"] = sum(1 for line in out.splitlines() if "bench-cli-" in line)
+            for series, fn, key in ((listed, sessions_list, "list"), (bare, bare_list, "bare")):
+                elapsed, counts[key] = await timed(fn)
+                series.values.append(elapsed)
+
+    def row(series: Series, listed: str) -> str:
+        low, mid, high = (v * 1000 for v in (min(series.values), series.median, max(series.values)))
+        return f"| {series.label} | {listed} | {low:,.0f} | {mid:,.0f} | {high:,.0f} |"
+
+    return [
+        "| call | listed | min ms | median ms | max ms |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        row(cli, f"{counts['cli']:,}"),
+        row(floor, "-"),
+        row(listed, f"{counts['list']:,}"),
+        row(bare, f"{counts['bare']:,}"),
+    ]
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=8, help="cases of the N-case run (8)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs of each command (5)")
+    parser.add_argument("--sessions", type=int, default=100, help="parked sessions listed (100)")
+    parser.add_argument("--sections", default="test,sessions", help="test,sessions")
+    args = parser.parse_args()
+    sections = {s.strip() for s in args.sections.split(",") if s.strip()}
+    if args.cases < 2:
+        parser.error("--cases must be at least 2")
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_cli()),
+        search_attributes=list(sa.ALL),
+        data_converter=DATA_CONVERTER,
+        dev_server_log_level="error",
+    )
+    address = env.client.service_client.config.target_host
+    lines = [f"archmax CLI bench: dev server at {address}, {args.runs} runs of each command", ""]
+    try:
+        with tempfile.TemporaryDirectory(prefix="archmax-bench-cli-") as scratch:
+            if "test" in sections:
+                lines += [*section_test(address, Path(scratch), args.cases, args.runs), ""]
+            if "sessions" in sections:
+                lines += await section_sessions(address, Path(scratch), args.sessions, args.runs)
+    finally:
+        await env.shutdown()
+    print("\n".join(lines), flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
