@@ -117,6 +117,13 @@ class Session:
         before = self.log
         self.log = TranscriptLog(base=len(conv), base_hash=end)
         self.steps.append(step(n))
+        await self.persist(new[len(new) - unlogged :])
+        assert before.base <= self.log.base
+        self.persisted = len(self.steps)
+
+    async def persist(self, unlogged: list[Message]) -> None:
+        """``persist_turn`` as the workflow sends it: the trail steps and messages the store
+        does not hold yet, and where its trail and log stand."""
         await ActivityEnvironment().run(
             self.store.persist_turn,
             PersistTurnInput(
@@ -130,12 +137,10 @@ class Session:
                 trail_base=self.persisted or None,
                 variables={},
                 usage=Usage(),
-                transcript=new[len(new) - unlogged :],
+                transcript=unlogged,
                 log=self.log,
             ),
         )
-        assert before.base <= self.log.base
-        self.persisted = len(self.steps)
 
     def artifact(self, name: str) -> str:
         return (self.root / folder_name(SID) / "artifacts" / name).read_text(encoding="utf-8")
@@ -202,22 +207,7 @@ class TestPersistTurn:
         session.messages.append(branch)
         session.log = TranscriptLog(base=len(conv), base_hash=end)
         session.steps.append(step(7))
-        await ActivityEnvironment().run(
-            session.store.persist_turn,
-            PersistTurnInput(
-                session_id=SID,
-                workflow="w",
-                spec_hash="h",
-                state="s",
-                status="completed",
-                trail=session.steps[1:],
-                trail_base=1,
-                variables={},
-                usage=Usage(),
-                transcript=[],
-                log=session.log,
-            ),
-        )
+        await session.persist([])
         trail, trajectory = session.expected()
         assert session.artifact("trajectory.json") == trajectory
         assert "another branch" in session.artifact("trajectory.json")
