@@ -13,23 +13,16 @@ import asyncio
 import hashlib
 import os
 import signal
-import socket
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from temporalio.api.common.v1 import Payload
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior
-from temporalio.contrib.pydantic import PydanticPayloadConverter
-from temporalio.converter import DataConverter
-from temporalio.envconfig import ClientConfigProfile
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-from temporalio.service import TLSConfig
 from temporalio.service import __version__ as TEMPORALIO_VERSION
 from temporalio.worker import (
     Interceptor,
@@ -47,10 +40,17 @@ from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import PACKAGE_VERSION, StoreActivities
 from archmax_temporal.activities.telemetry import ModelCallMetricsInterceptor
-from archmax_temporal.activities.tracing import tracing_interceptors
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.activities.workspace import WorkspaceActivities
-from archmax_temporal.workflows import text
+from archmax_temporal.connection import DATA_CONVERTER as DATA_CONVERTER
+from archmax_temporal.connection import DEFAULT_ADDRESS as DEFAULT_ADDRESS
+from archmax_temporal.connection import DEFAULT_NAMESPACE as DEFAULT_NAMESPACE
+from archmax_temporal.connection import EPHEMERAL_IDENTITY_PREFIX as EPHEMERAL_IDENTITY_PREFIX
+from archmax_temporal.connection import SERVICE_IDENTITY_PREFIX as SERVICE_IDENTITY_PREFIX
+from archmax_temporal.connection import SafeTextPayloadConverter as SafeTextPayloadConverter
+from archmax_temporal.connection import TemporalConnection as TemporalConnection
+from archmax_temporal.connection import connect as connect
+from archmax_temporal.connection import worker_identity as worker_identity
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.telemetry import WorkflowTelemetryInterceptor
@@ -71,177 +71,6 @@ third-party ones, and this project's own workflow code (it holds no module-level
 the golden histories replay against it in CI). A cached parked session then costs its own
 state, not a fresh copy of the modules: 186 KiB against 1,116 KiB (bench/history.py,
 section 3; a bare waiting workflow: 104 KiB)."""
-
-
-EPHEMERAL_IDENTITY_PREFIX = "archmax-cli:"
-"""Identity prefix of the worker a command runs in-process; others never count on it."""
-
-SERVICE_IDENTITY_PREFIX = "archmax-worker:"
-"""Identity prefix of long-lived workers (``archmax worker``, ``archmax dev``)."""
-
-
-class SafeTextPayloadConverter(PydanticPayloadConverter):
-    """Pydantic's payload converter, made total over text: a value holding a lone UTF-16
-    surrogate (which no UTF-8 encoder takes) is written with each one replaced by U+FFFD
-    instead of failing. Without it, one such string from a model, a host tool or a script
-    fails every workflow task that schedules it, forever. The turn engine cleans (and says
-    so to the model) where it can; this is the net under everything else."""
-
-    def to_payloads(self, values: Sequence[Any]) -> list[Payload]:
-        try:
-            return super().to_payloads(values)
-        except Exception as exc:
-            if "surrogate" not in str(exc):
-                raise
-            return super().to_payloads([_without_surrogates(value) for value in values])
-
-
-def _without_surrogates(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        cleaned, _ = text.clean(value.model_dump(mode="python", round_trip=True))
-        return type(value).model_validate(cleaned)
-    return text.clean(value)[0]
-
-
-DATA_CONVERTER: Final = DataConverter(payload_converter_class=SafeTextPayloadConverter)
-"""The project's one data converter: pydantic models on the wire, total over text."""
-
-
-DEFAULT_ADDRESS: Final = "localhost:7233"
-"""Where Temporal is looked for when nothing names an address."""
-
-DEFAULT_NAMESPACE: Final = "default"
-"""The namespace used when nothing names one."""
-
-
-@dataclass(frozen=True)
-class TemporalConnection:
-    """Where and how to reach Temporal: address, namespace and the credentials.
-
-    Read with :meth:`from_env` from Temporal's own environment configuration
-    (:mod:`temporalio.envconfig`: ``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``,
-    ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``, ``TEMPORAL_GRPC_META_*``, the profiles of
-    ``temporal.toml`` chosen by ``TEMPORAL_PROFILE``), so a worker, every command and
-    ``archmax serve`` reach the same server the ``temporal`` CLI does. The API key and the
-    TLS material never appear in a ``repr`` (and so never in a log line).
-    """
-
-    address: str = DEFAULT_ADDRESS
-    namespace: str = DEFAULT_NAMESPACE
-    api_key: str | None = field(default=None, repr=False)
-    """Sent as ``authorization: Bearer <key>`` on every call (Temporal Cloud API keys)."""
-    tls: bool | TLSConfig | None = field(default=None, repr=False)
-    """``None``: TLS exactly when an API key is set; ``True``: TLS with the system roots; a
-    ``TLSConfig`` for a private CA, a server name or a client certificate (mTLS)."""
-    rpc_metadata: Mapping[str, str] = field(default_factory=dict, repr=False)
-    """Extra gRPC metadata (``TEMPORAL_GRPC_META_<NAME>``) sent with every call."""
-    address_configured: bool = False
-    """Whether the address was named (env, profile or flag): then nothing starts a server."""
-
-    @classmethod
-    def from_env(
-        cls,
-        env: Mapping[str, str] | None = None,
-        *,
-        profile: str | None = None,
-        config_file: Path | str | None = None,
-    ) -> TemporalConnection:
-        """The connection Temporal's environment configuration describes (``profile`` wins
-        over ``TEMPORAL_PROFILE``; ``config_file`` over ``TEMPORAL_CONFIG_FILE``).
-        A malformed ``temporal.toml`` or an unknown profile is a :class:`ConfigurationError`."""
-        env = dict(os.environ if env is None else env)
-        named_profile = profile or env.get("TEMPORAL_PROFILE")
-        try:
-            loaded = ClientConfigProfile.load(
-                profile=named_profile,
-                config_source=Path(config_file) if config_file else None,
-                override_env_vars=env,
-            )
-        except Exception as exc:  # the bridge raises RuntimeError/ValueError/OSError
-            where = f" (profile {named_profile!r})" if named_profile else ""
-            raise ConfigurationError(
-                f"cannot read Temporal's client configuration{where}: {exc}"
-            ) from None
-        tls: bool | TLSConfig | None = None
-        if loaded.tls is not None:
-            try:
-                tls = loaded.tls.to_connect_tls_config()
-            except OSError as exc:
-                raise ConfigurationError(f"cannot read a TLS file: {exc}") from None
-        return cls(
-            address=loaded.address or DEFAULT_ADDRESS,
-            namespace=loaded.namespace or DEFAULT_NAMESPACE,
-            api_key=loaded.api_key or None,
-            tls=tls,
-            rpc_metadata=dict(loaded.grpc_meta),
-            address_configured=bool(loaded.address),
-        )
-
-    def with_overrides(
-        self,
-        *,
-        address: str | None = None,
-        namespace: str | None = None,
-        api_key: str | None = None,
-        tls: bool | TLSConfig | None = None,
-    ) -> TemporalConnection:
-        """A copy with what the command line named (``None`` keeps the configured value);
-        a named address counts as configured."""
-        return replace(
-            self,
-            address=address or self.address,
-            namespace=namespace or self.namespace,
-            api_key=api_key if api_key is not None else self.api_key,
-            tls=tls if tls is not None else self.tls,
-            address_configured=self.address_configured or bool(address),
-        )
-
-    @property
-    def uses_tls(self) -> bool:
-        """Whether the connection is encrypted (an API key turns TLS on unless disabled)."""
-        if self.tls is None:
-            return self.api_key is not None
-        return self.tls is not False
-
-    @property
-    def plain(self) -> bool:
-        """Neither TLS nor credentials: what the embedded dev server speaks."""
-        return not self.uses_tls and self.api_key is None and not self.rpc_metadata
-
-    def describe(self) -> str:
-        """One line for a terminal: address, namespace, TLS and whether a key is set
-        (never the key)."""
-        extras = [f"namespace {self.namespace}"]
-        if self.uses_tls:
-            extras.append("TLS")
-        if self.api_key is not None:
-            extras.append("API key")
-        if isinstance(self.tls, TLSConfig) and self.tls.client_cert is not None:
-            extras.append("client certificate")
-        return f"{self.address} · {' · '.join(extras)}"
-
-
-async def connect(connection: TemporalConnection, *, runtime: Runtime | None = None) -> Client:
-    """The one place a Temporal client is made: the connection's address, namespace, TLS, API
-    key and metadata, with the project's one data converter (and ``runtime``, the Temporal
-    runtime whose telemetry the worker exports, when given). With tracing active
-    (:mod:`archmax_temporal.activities.tracing`) the client, and every worker built on it,
-    records OpenTelemetry spans."""
-    return await Client.connect(
-        connection.address,
-        namespace=connection.namespace,
-        api_key=connection.api_key,
-        tls=connection.tls,
-        rpc_metadata=dict(connection.rpc_metadata),
-        data_converter=DATA_CONVERTER,
-        runtime=runtime,
-        interceptors=tracing_interceptors(),
-    )
-
-
-def worker_identity(prefix: str) -> str:
-    """``<prefix><pid>@<host>``: lets a later command tell a dead local worker from a live one."""
-    return f"{prefix}{os.getpid()}@{socket.gethostname()}"
 
 
 def telemetry_interceptors() -> list[Interceptor]:

@@ -175,7 +175,7 @@ async def _await_polling(
     from dataclasses import replace
 
     from archmax_temporal.client.runtime import worker_polling
-    from archmax_temporal.worker import connect
+    from archmax_temporal.connection import connect
 
     client = await connect(replace(config.connection, address=address))
     deadline = time.monotonic() + START_TIMEOUT

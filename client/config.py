@@ -4,7 +4,7 @@ Read once from the environment at an entry point; command-line flags override it
 coordinates and credentials come from Temporal's own environment configuration
 (``TEMPORAL_ADDRESS``, ``TEMPORAL_NAMESPACE``, ``TEMPORAL_API_KEY``, ``TEMPORAL_TLS*``,
 ``temporal.toml`` profiles and ``TEMPORAL_PROFILE``: see
-:class:`archmax_temporal.worker.TemporalConnection`); archmax's own from ``ARCHMAX_TASK_QUEUE``,
+:class:`archmax_temporal.connection.TemporalConnection`); archmax's own from ``ARCHMAX_TASK_QUEUE``,
 ``ARCHMAX_ROOT`` and ``ARCHMAX_STORE``.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from temporalio.service import TLSConfig
 
-from archmax_temporal.worker import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, TemporalConnection
+from archmax_temporal.connection import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, TemporalConnection
 from archmax_temporal.workflows.durations import InvalidUntilError, relative_duration
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.limits import Limits
@@ -70,7 +70,7 @@ class RuntimeConfig:
 
     @property
     def connection(self) -> TemporalConnection:
-        """How to reach Temporal, for :func:`archmax_temporal.worker.connect`."""
+        """How to reach Temporal, for :func:`archmax_temporal.connection.connect`."""
         return TemporalConnection(
             address=self.address,
             namespace=self.namespace,

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 from temporalio.client import (
     Client,
@@ -36,7 +36,6 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.activities.hook_executors import HookExecutor, check_executors
 from archmax_temporal.activities.host_tools import HostTool, as_host_tools
-from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.activities.session_store import (
     FilesystemSessionStore,
     SessionStore,
@@ -116,6 +115,9 @@ from archmax_temporal.workflows.models import (
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.spec import MANUAL_TRIGGER
+
+if TYPE_CHECKING:
+    from archmax_temporal.activities.model import ModelConfig
 
 LIST_TIMEOUT = timedelta(seconds=10)
 """How long the visibility query of one page of a listing may take."""

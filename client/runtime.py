@@ -17,6 +17,7 @@ import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
@@ -28,17 +29,12 @@ from temporalio.client import (
 )
 from temporalio.exceptions import ApplicationError, FailureError
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.worker import Worker
 
-from archmax_temporal.activities.hook_executors import HookExecutor
-from archmax_temporal.activities.host_tools import HostTool
-from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import DevServer, ensure_dev_server, is_local_address
-from archmax_temporal.worker import (
+from archmax_temporal.connection import (
     EPHEMERAL_IDENTITY_PREFIX,
     SERVICE_IDENTITY_PREFIX,
-    build_worker,
     connect,
     worker_identity,
 )
@@ -51,6 +47,13 @@ from archmax_temporal.workflows.errors import (
     TemporalUnavailableError,
     error_from_type,
 )
+
+if TYPE_CHECKING:
+    from temporalio.worker import Worker
+
+    from archmax_temporal.activities.hook_executors import HookExecutor
+    from archmax_temporal.activities.host_tools import HostTool
+    from archmax_temporal.activities.model import ModelConfig
 
 LIVE_POLLER_WINDOW = timedelta(seconds=75)
 """A poller seen this recently counts as a live worker (idle long polls last about a minute)."""
@@ -189,6 +192,10 @@ async def open_runtime(
     if mode == "inprocess" or (
         mode == "auto" and not await worker_polling(client, config.task_queue)
     ):
+        # loaded here: a command that only reads never loads the worker and its activities
+        from archmax_temporal.activities.model import ModelConfig
+        from archmax_temporal.worker import build_worker
+
         worker = build_worker(
             client,
             task_queue=config.task_queue,

@@ -103,6 +103,21 @@ class TestLazyImports:
         assert "temporalio" in loaded  # the probe does load the host
         assert "openai" not in loaded
 
+    def test_the_host_api_and_the_commands_load_no_worker(self) -> None:
+        """A command that only reads connects through ``archmax_temporal.connection``: the
+        worker module, its activities and the logging stack load only where a worker is
+        built (``archmax sessions`` pays none of them)."""
+        loaded = _loaded_after(
+            "import archmax_temporal.client.host, archmax_temporal.client.cli.commands"
+        )
+        assert "archmax_temporal.connection" in loaded
+        assert not loaded & {
+            "archmax_temporal.worker",
+            "archmax_temporal.activities.model",
+            "archmax_temporal.activities.sandbox",
+            "structlog",
+        }
+
     def test_the_worker_imports_nothing_from_the_client(self) -> None:
         """``worker.py`` is below the host API: building a worker loads no ``client`` module."""
         loaded = _loaded_after("import archmax_temporal.worker")
