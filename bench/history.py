@@ -53,6 +53,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
@@ -68,7 +69,11 @@ from temporalio.worker import Worker
 from archmax_temporal import Agent, create_agent
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.devserver import find_temporal_cli
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.scripted_model import (
+    Playbook,
+    ScriptedModelServer,
+    _Handler,
+)
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import search_attributes as sa
 from bench.history_bare import (
@@ -161,12 +166,48 @@ def log(message: str) -> None:
 # --------------------------------------------------------------------------- the model
 
 
+class _TimedHandler(_Handler):
+    """The scripted model's handler, timing each POST: wall time and the handling thread's
+    CPU time (reading and parsing the request, matching, answering)."""
+
+    def do_POST(self) -> None:
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            super().do_POST()
+        finally:
+            owner = self.server.owner  # type: ignore[attr-defined]
+            assert isinstance(owner, TimedModelServer)
+            owner.spent(time.perf_counter() - wall, time.thread_time() - cpu)
+
+
+class TimedModelServer(ScriptedModelServer):
+    """The scripted model, adding up the wall and CPU seconds its answers took: what the
+    model costs, told apart from what archmax and Temporal cost around it."""
+
+    def __init__(self, playbook: Playbook) -> None:
+        super().__init__(playbook)
+        self.wall_s = 0.0
+        self.cpu_s = 0.0
+
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _TimedHandler
+
+    def spent(self, wall_s: float, cpu_s: float) -> None:
+        with self._lock:
+            self.wall_s += wall_s
+            self.cpu_s += cpu_s
+
+    def totals(self) -> tuple[float, float]:
+        with self._lock:
+            return self.wall_s, self.cpu_s
+
+
 class TallyingModel:
     """The scripted model, with a thread that moves its recorded requests into a tally of
     rule names (so 2 MB request bodies are not kept, and steps can be counted)."""
 
     def __init__(self) -> None:
-        self.server = ScriptedModelServer(Playbook.from_yaml(PLAYBOOK))
+        self.server = TimedModelServer(Playbook.from_yaml(PLAYBOOK))
         self.tally: Counter[str] = Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._drain, name="tally", daemon=True)
@@ -571,6 +612,10 @@ class TurnsResult:
     turns: int
     done: int = 0
     latencies_ms: list[float] = field(default_factory=list)
+    model_ms: list[float] = field(default_factory=list)
+    """Per turn: wall time the scripted model spent answering the turn's calls."""
+    cpu_ms: list[float] = field(default_factory=list)
+    """Per turn: this process's CPU time (worker, client, model) less the model's."""
     figure: HistoryFigure | None = None
     error: str | None = None
 
@@ -607,7 +652,8 @@ async def many_turns(
                     "memory left on the machine"
                 )
                 break
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
+        model_wall, model_cpu = model.server.totals()
         task = asyncio.ensure_future(agent.workflow.send(sid, "read chain scratchpad/turn.txt"))
         error = await supervise(task, handle_of, model, stall_s)
         if error is not None:
@@ -618,7 +664,10 @@ async def many_turns(
         if outcome.status != "completed" or outcome.reply != "done":
             result.error = f"turn {index + 1} ended {outcome.status}: {outcome.reply!r}"[:300]
             break
+        wall_after, cpu_after = model.server.totals()
         result.latencies_ms.append(elapsed)
+        result.model_ms.append((wall_after - model_wall) * 1000)
+        result.cpu_ms.append((time.process_time() - cpu_started - (cpu_after - model_cpu)) * 1000)
         result.done += 1
         if (index + 1) % 100 == 0:
             log(f"  {index + 1} turns, last {elapsed:.0f} ms")
@@ -1338,7 +1387,22 @@ def render_turns(t: TurnsResult) -> list[str]:
         [f"median ms per turn, last 50 (turns {max(t.done - 49, 1)}-{t.done})", fmt_ms(last, 1)],
         ["last 50 ÷ first 50", f"{last / first:.2f}x" if first and last else "n/a"],
     ]
+    rows += _split_rows("the scripted model's answers, ms per turn", t.model_ms)
+    around = [total - m for total, m in zip(lat, t.model_ms, strict=False)]
+    rows += _split_rows("turn less the model's answers (archmax + Temporal), ms", around)
+    rows += _split_rows("this process's CPU less the model's (worker + client), ms", t.cpu_ms)
     return out + table(["figure", "value"], rows)
+
+
+def _split_rows(label: str, values: list[float]) -> list[list[str]]:
+    """Median of the first 50 and of the last 50, and their ratio, as three rows."""
+    if len(values) < 2:
+        return []
+    first, last = statistics.median(values[:50]), statistics.median(values[-50:])
+    return [
+        [f"{label}: turns 1-50 / last 50", f"{fmt_ms(first, 1)} / {fmt_ms(last, 1)}"],
+        [f"{label}: last 50 ÷ first 50", f"{last / first:.2f}x" if first > 0 else "n/a"],
+    ]
 
 
 def render_parking(parking: list[ParkResult], targets: list[list[str]]) -> list[str]:

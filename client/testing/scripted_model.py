@@ -626,11 +626,15 @@ class ScriptedModelServer:
 
     # lifecycle
 
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        """The request handler the server runs (a subclass may wrap it, e.g. to time it)."""
+        return _Handler
+
     def start(self) -> Self:
         """Bind and serve; idempotent. Returns self."""
         if self._httpd is not None:
             return self
-        httpd = _HTTPServer((self.host, self._port), _Handler)
+        httpd = _HTTPServer((self.host, self._port), self.handler_class())
         httpd.owner = self
         self._httpd = httpd
         self._thread = threading.Thread(
