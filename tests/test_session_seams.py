@@ -22,6 +22,7 @@ from archmax_temporal.workflows.models import (
     FileUpload,
     PendingDecision,
     PendingDelegation,
+    PromptParts,
     SendInput,
     SessionInput,
     SessionState,
@@ -215,6 +216,39 @@ class TestContext:
         ctx.session.hook_corrections = {"after#0": 1}
         ctx.new_visit()
         assert not ctx.session.before_done and ctx.session.hook_corrections == {}
+
+
+class TestSharedSpec:
+    """Sessions of one workflow hold one parsed spec and prose, never another's."""
+
+    @staticmethod
+    def start(spec: WorkflowSpec, prose: str, *, sid: str) -> SessionContext:
+        raw = SessionInput(
+            session_id=sid,
+            workflow="support",
+            spec=spec,
+            spec_hash="shared-h",
+            prompt=PromptParts(agents_md=prose),
+            revision="shared-r",
+        ).model_dump_json()  # each session parses its own input, as a worker does
+        return SessionContext(SessionInput.model_validate_json(raw))
+
+    def test_equal_parts_are_one_object(self) -> None:
+        first = self.start(SPEC, "Be kind.", sid="shared-1")
+        second = self.start(SPEC, "Be kind.", sid="shared-2")
+        assert second.spec is first.spec and second.input.spec is first.input.spec
+        assert second.input.prompt is first.input.prompt
+        assert second.session_id == "shared-2"
+
+    def test_parts_that_differ_under_one_digest_stay_apart(self) -> None:
+        """The spec hash leaves ``metadata`` out: a session whose spec differs there keeps
+        its own, and prose is compared too."""
+        first = self.start(SPEC, "Be kind.", sid="shared-3")
+        other = SPEC.model_copy(update={"metadata": {"owner": "someone else"}})
+        second = self.start(other, "Be brief.", sid="shared-4")
+        assert second.spec.metadata == {"owner": "someone else"}
+        assert second.spec is not first.spec and first.spec.metadata is None
+        assert second.input.prompt.agents_md == "Be brief."
 
 
 def test_no_collaborator_reaches_into_the_workflow() -> None:

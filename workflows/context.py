@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Final, Literal, TypeVar, cast
 
 from temporalio import workflow
 
@@ -52,10 +52,44 @@ class ToolAnswer:
     rule: str | None = None
 
 
+_SHARED: dict[tuple[str, str], Any] = {}
+"""Parsed spec parts by kind and digest, one object for every session of a worker that runs
+under them (the sandbox passes this module through, so all cached sessions see one table)."""
+
+SHARED_ENTRIES: Final = 512
+"""Beyond this many distinct parts (a worker that served many revisions) the table starts
+over; sessions keep whatever they already hold."""
+
+_T = TypeVar("_T")
+
+
+def shared(kind: str, digest: str | None, value: _T) -> _T:
+    """The one held object equal to ``value`` under ``(kind, digest)``, or ``value`` itself
+    (then held for the next session). Equal content only: a digest that leaves something out
+    (the spec hash leaves ``metadata`` out) never hands one session another's part.
+    Deterministic: what a session gets is always equal to what it brought."""
+    if digest is None:
+        return value
+    key = (kind, digest)
+    held = _SHARED.get(key)
+    if held is not None and held == value:
+        return cast(_T, held)
+    if held is None:
+        if len(_SHARED) >= SHARED_ENTRIES:
+            _SHARED.clear()
+        _SHARED[key] = value
+    return value
+
+
 class SessionContext:
     """One session run's state and input, and the records kept on them."""
 
     def __init__(self, input: SessionInput) -> None:
+        # every cached session of one workflow holds the same parsed spec and prose
+        input.spec = shared("spec", input.spec_hash, input.spec)
+        input.prompt = shared("prompt", input.revision, input.prompt)
+        input.hook_sources = shared("hooks", input.revision, input.hook_sources)
+        input.delegates = shared("delegates", input.revision, input.delegates)
         self.input: SessionInput = input
         """The run's input: ids, the pinned spec and prompt, host tools, mocks, delegates."""
         self.spec: WorkflowSpec = input.spec
@@ -70,17 +104,18 @@ class SessionContext:
         """Run from now on under ``turn_spec`` (a turn opening under the workflow as the host
         loaded it): the input's spec, prompt, hooks and callees are replaced, so
         continue-as-new carries them on."""
+        revision = turn_spec.revision
         self.input = self.input.model_copy(
             update={
-                "spec": turn_spec.spec,
+                "spec": shared("spec", turn_spec.spec_hash, turn_spec.spec),
                 "spec_hash": turn_spec.spec_hash,
-                "prompt": turn_spec.prompt,
-                "hook_sources": turn_spec.hook_sources,
-                "delegates": turn_spec.delegates,
-                "revision": turn_spec.revision,
+                "prompt": shared("prompt", revision, turn_spec.prompt),
+                "hook_sources": shared("hooks", revision, turn_spec.hook_sources),
+                "delegates": shared("delegates", revision, turn_spec.delegates),
+                "revision": revision,
             }
         )
-        self.spec = turn_spec.spec
+        self.spec = self.input.spec
 
     @property
     def mocks(self) -> list[ToolMock]:
