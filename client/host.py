@@ -504,21 +504,8 @@ class WorkflowSurface:
         """A deliver, decide or reply to a session whose run closed idle: it is finished, so
         the same checks as its open run's validator refuse it, with the same typed error."""
         checkpoint = closed.checkpoint
-        s = checkpoint.carried
-        assert s is not None
-        view = Admission(
-            session_id=checkpoint.session_id,
-            workflow=checkpoint.workflow,
-            spec=checkpoint.spec,
-            status=s.status,
-            state=s.state,
-            variables=s.variables,
-            pending_decision=s.pending_decision,
-            busy=False,
-            waiting=None,
-            limits=checkpoint.limits,
-            revision=checkpoint.revision,
-        )
+        assert checkpoint.carried is not None
+        view = Admission.of(checkpoint, checkpoint.carried)
         try:
             if update == "deliver":
                 check_delivery(view, argument)

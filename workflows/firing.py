@@ -51,6 +51,8 @@ from archmax_temporal.workflows.models import (
     PendingDecision,
     PendingDelegation,
     SendInput,
+    SessionInput,
+    SessionState,
     SessionStatus,
     TurnSpec,
     Variable,
@@ -154,6 +156,31 @@ class Admission:
     """How big a firing may be."""
     revision: str | None = None
     """The revision of the workflow the session holds (:class:`TurnSpec`)."""
+
+    @classmethod
+    def of(
+        cls,
+        input: SessionInput,
+        s: SessionState,
+        *,
+        busy: bool = False,
+        waiting: PendingDelegation | None = None,
+    ) -> Admission:
+        """What the checks read of the session ``input`` and ``s`` describe (an open run's,
+        or the one an idle-closed run checkpointed)."""
+        return cls(
+            session_id=input.session_id,
+            workflow=input.workflow,
+            spec=input.spec,
+            status=s.status,
+            state=s.state,
+            variables=s.variables,
+            pending_decision=s.pending_decision,
+            busy=busy,
+            waiting=waiting,
+            limits=input.limits,
+            revision=input.revision,
+        )
 
 
 def wire(error: ArchmaxError) -> ApplicationError:

@@ -521,19 +521,11 @@ class ArchmaxSession:
 
     def _admission(self) -> Admission:
         """What the admission checks read of the session, as it stands now."""
-        s = self._ctx.session
-        return Admission(
-            session_id=self._ctx.session_id,
-            workflow=self._ctx.input.workflow,
-            spec=self._ctx.spec,
-            status=s.status,
-            state=s.state,
-            variables=s.variables,
-            pending_decision=s.pending_decision,
+        return Admission.of(
+            self._ctx.input,
+            self._ctx.session,
             busy=self._busy,
             waiting=self._delegation.current(),
-            limits=self._ctx.input.limits,
-            revision=self._ctx.input.revision,
         )
 
     def _next_key(self) -> str:
