@@ -22,6 +22,7 @@ Workflow code does no I/O and reads no clock but ``workflow.now()``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import NoReturn
 
@@ -392,70 +393,72 @@ class ArchmaxSession:
     @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def send(self, request: SendInput) -> Outcome:
         """A host's firing: a new turn, or a delivery into a session parked for input."""
-        remembered = self._remembered()
-        if remembered is not None:
-            return remembered
-        handed_on = self._handed_on()
-        if handed_on is not None:
-            return await self._outcome_of_handed_on(handed_on)
-        firing.check_send(self._admission(), request)
-        return await self._enqueue_and_wait(SendFiring(request, key=self._next_key()))
+        return await self._fire(
+            lambda view: firing.check_send(view, request),
+            lambda key: SendFiring(request, key=key),
+        )
 
     @send.validator
     def _validate_send(self, request: SendInput) -> None:
-        if self._remembered() is None and self._handed_on() is None:
-            firing.check_send(self._admission(), request)
+        self._validate(lambda view: firing.check_send(view, request))
 
     @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def deliver(self, delivery: DeliverInput) -> Outcome:
         """Resume a session parked by ``archmax_wait`` with the event that arrived."""
-        remembered = self._remembered()
-        if remembered is not None:
-            return remembered
-        handed_on = self._handed_on()
-        if handed_on is not None:
-            return await self._outcome_of_handed_on(handed_on)
-        firing.check_delivery(self._admission(), delivery)
-        return await self._enqueue_and_wait(DeliverFiring(delivery, key=self._next_key()))
+        return await self._fire(
+            lambda view: firing.check_delivery(view, delivery),
+            lambda key: DeliverFiring(delivery, key=key),
+        )
 
     @deliver.validator
     def _validate_deliver(self, delivery: DeliverInput) -> None:
-        if self._remembered() is None and self._handed_on() is None:
-            firing.check_delivery(self._admission(), delivery)
+        self._validate(lambda view: firing.check_delivery(view, delivery))
 
     @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def decide(self, decision: DecideInput) -> Outcome:
         """A reviewer picks one of the parked human state's edges; no model interprets it."""
-        remembered = self._remembered()
-        if remembered is not None:
-            return remembered
-        handed_on = self._handed_on()
-        if handed_on is not None:
-            return await self._outcome_of_handed_on(handed_on)
-        firing.check_decision(self._admission(), decision)
-        return await self._enqueue_and_wait(DecideFiring(decision, key=self._next_key()))
+        return await self._fire(
+            lambda view: firing.check_decision(view, decision),
+            lambda key: DecideFiring(decision, key=key),
+        )
 
     @decide.validator
     def _validate_decide(self, decision: DecideInput) -> None:
-        if self._remembered() is None and self._handed_on() is None:
-            firing.check_decision(self._admission(), decision)
+        self._validate(lambda view: firing.check_decision(view, decision))
 
     @workflow.update(unfinished_policy=workflow.HandlerUnfinishedPolicy.ABANDON)
     async def reply(self, message: ReplyInput) -> Outcome:
         """A person's message to a session parked at a human state: answered, still parked."""
+        return await self._fire(
+            lambda view: firing.check_reply(view, message.message),
+            lambda key: ReplyFiring(message.message, key=key),
+        )
+
+    @reply.validator
+    def _validate_reply(self, message: ReplyInput) -> None:
+        self._validate(lambda view: firing.check_reply(view, message.message))
+
+    async def _fire(
+        self, check: Callable[[Admission], None], queued: Callable[[str], Firing]
+    ) -> Outcome:
+        """Every update's one path: a key seen before continue-as-new answers its outcome
+        again; the caller of a turn a previous run handed on waits for that turn's outcome;
+        any other firing is checked against the session as it stands now (the validator ran
+        on the session as it was) and queued under its key."""
         remembered = self._remembered()
         if remembered is not None:
             return remembered
         handed_on = self._handed_on()
         if handed_on is not None:
             return await self._outcome_of_handed_on(handed_on)
-        firing.check_reply(self._admission(), message.message)
-        return await self._enqueue_and_wait(ReplyFiring(message.message, key=self._next_key()))
+        check(self._admission())
+        return await self._enqueue_and_wait(queued(self._next_key()))
 
-    @reply.validator
-    def _validate_reply(self, message: ReplyInput) -> None:
+    def _validate(self, check: Callable[[Admission], None]) -> None:
+        """An update's validator: what :meth:`_fire` would refuse, refused before anything is
+        written (a remembered or handed-on key is answered, never refused)."""
         if self._remembered() is None and self._handed_on() is None:
-            firing.check_reply(self._admission(), message.message)
+            check(self._admission())
 
     @workflow.signal(name="deliver")
     def deliver_signal(self, delivery: DeliverInput) -> None:
