@@ -175,7 +175,7 @@ class _TimedHandler(_Handler):
         try:
             super().do_POST()
         finally:
-            owner = self.server.owner  # type: ignore[attr-defined]
+            owner = self._owner
             assert isinstance(owner, TimedModelServer)
             owner.spent(time.perf_counter() - wall, time.thread_time() - cpu)
 
