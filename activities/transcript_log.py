@@ -53,6 +53,16 @@ def chain(previous: str, message: Message) -> str:
     return hashlib.sha256((previous + message.model_dump_json()).encode("utf-8")).hexdigest()
 
 
+def _stamp(path: Path) -> tuple[int, int]:
+    """The log file's (inode, size): what the cache read is still the file while they hold
+    (a missing file: ``(0, 0)``)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return (0, 0)
+    return (stat.st_ino, stat.st_size)
+
+
 class TranscriptLogs:
     """The conversations of the sessions under one store root."""
 
@@ -72,11 +82,7 @@ class TranscriptLogs:
         the same file grown by appends (another worker's turn) is read from where the cache
         ends; a replaced file (a rewrite after a reset) is read whole."""
         path = self._folder(session_id) / LOG_FILE
-        try:
-            stat = path.stat()
-            stamp: tuple[int, int] = (stat.st_ino, stat.st_size)
-        except FileNotFoundError:
-            stamp = (0, 0)
+        stamp = _stamp(path)
         cached = self._cache.get(session_id)
         if cached is not None:
             self._cache.move_to_end(session_id)
@@ -121,12 +127,7 @@ class TranscriptLogs:
     def _remember(
         self, session_id: str, path: Path, messages: list[Message], digests: list[str]
     ) -> None:
-        try:
-            stat = path.stat()
-            stamp: tuple[int, int] = (stat.st_ino, stat.st_size)
-        except FileNotFoundError:
-            stamp = (0, 0)
-        self._cache[session_id] = (messages, digests, stamp)
+        self._cache[session_id] = (messages, digests, _stamp(path))
         self._cache.move_to_end(session_id)
         while len(self._cache) > CACHED_SESSIONS:
             self._cache.popitem(last=False)
