@@ -24,6 +24,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 CACHE_CHARS: Final = 64_000_000
@@ -43,6 +44,12 @@ def render(head: dict[str, Any], key: str, items: list[str]) -> str:
     opening = json.dumps(head, indent=2, ensure_ascii=False, default=str)
     listed = "[\n" + ",\n".join(items) + "\n  ]" if items else "[]"
     return f"{opening[:-2]},\n  {json.dumps(key, ensure_ascii=False)}: {listed}\n}}\n"
+
+
+def file_stamp(path: Path) -> tuple[int, int]:
+    """The (size, mtime_ns) a file's cached texts are tagged with."""
+    stat = path.stat()
+    return (stat.st_size, stat.st_mtime_ns)
 
 
 @dataclass

@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from temporalio import activity
 
-from archmax_temporal.activities.artifact_cache import ArtifactCache, Texts, item_text, render
+from archmax_temporal.activities.artifact_cache import (
+    ArtifactCache,
+    Texts,
+    file_stamp,
+    item_text,
+    render,
+)
 from archmax_temporal.activities.effects import EffectJournal, pause_after_effect
 from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.session_store import (
@@ -180,10 +186,9 @@ class StoreActivities:
         held: list[str] = []
         if turn.trail_base:
             cached = self._texts.get(turn.session_id, "trail")
-            stat = path.stat()
             if (
                 cached is not None
-                and cached.stamp == (stat.st_size, stat.st_mtime_ns)
+                and cached.stamp == file_stamp(path)
                 and len(cached.items) >= turn.trail_base
             ):
                 held = cached.items[: turn.trail_base]
@@ -279,8 +284,7 @@ class StoreActivities:
         }
         for name, text in documents.items():
             atomic_write(artifacts / name, text, tmp_dir=temporaries)
-        written = trail_path.stat()
-        steps.stamp = (written.st_size, written.st_mtime_ns)
+        steps.stamp = file_stamp(trail_path)
         self._texts.put(turn.session_id, "trail", steps)
         if run_id is not None:  # the fault tests' boundary: artifacts written, not reported
             pause_after_effect("persist_turn", f"{run_id}.{activity.info().activity_id}")
