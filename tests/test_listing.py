@@ -40,15 +40,23 @@ BOOK = json.dumps(
 )
 
 
-async def _listed(agent: Agent, ids: set[str], **filters: object) -> list[SessionSummary]:
-    """The listing narrowed to ``ids``, read until visibility shows them all (it lags)."""
+async def _listed(
+    agent: Agent, expected: dict[str, str], **filters: object
+) -> list[SessionSummary]:
+    """The listing narrowed to ``expected``'s ids, read until each shows its expected status:
+    visibility lags, and a session's listing memo is published when its turn settles, so its
+    id can show up before the status it settles in."""
     found: list[SessionSummary] = []
-    for _ in range(100):
-        found = [s for s in await agent.sessions.list(**filters) if s.session_id in ids]  # type: ignore[arg-type]
-        if {s.session_id for s in found} == ids:
-            break
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:
+        listed = await agent.sessions.list(**filters)  # type: ignore[arg-type]
+        found = [s for s in listed if s.session_id in expected]
+        if {s.session_id: s.status for s in found} == expected:
+            return found
+        if asyncio.get_running_loop().time() > deadline:
+            seen = {s.session_id: s.status for s in found}
+            raise AssertionError(f"the listing shows {seen}, not {expected}")
         await asyncio.sleep(0.1)
-    return found
 
 
 async def test_the_listing_is_the_same_with_no_worker_and_pages_and_filters(
@@ -59,16 +67,17 @@ async def test_the_listing_is_the_same_with_no_worker_and_pages_and_filters(
     run = uuid.uuid4().hex[:8]
     parked, answered = f"list-parked-{run}", f"list-answered-{run}"
     ids = {parked, answered}
+    settled = {parked: "awaiting_input", answered: "completed"}
     async with running_agent(client, task_queue, tmp_path, "desk", server) as agent:
         await agent.workflow.send(parked, "please wait", variables={"customer": "Acme"})
         await agent.workflow.send(answered, "hello")
-        served = await _listed(agent, ids)
+        served = await _listed(agent, settled)
         queried = await agent.sessions.get(parked)
     requests = len(server.requests)
     async with running_agent(client, task_queue, tmp_path, "desk", server, worker=False) as agent:
-        unserved = await _listed(agent, ids)
-        waiting = await _listed(agent, {parked}, status="awaiting_input")
-        finished = await _listed(agent, {answered}, status="completed")
+        unserved = await _listed(agent, settled)
+        waiting = await _listed(agent, {parked: "awaiting_input"}, status="awaiting_input")
+        finished = await _listed(agent, {answered: "completed"}, status="completed")
         due = [s for s in await agent.sessions.list(due=True) if s.session_id in ids]
         one, token = await agent.sessions.page(limit=1)
         described = await agent.sessions.describe(parked)

@@ -25,6 +25,7 @@ from temporalio.testing import WorkflowEnvironment
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.devserver import find_test_server
 from archmax_temporal.client.loader import load_workflow
+from archmax_temporal.client.testing.scripted_model import Playbook
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows.context import CLEANED_ARGUMENTS
 from archmax_temporal.workflows.errors import (
@@ -423,20 +424,15 @@ class TestConfigurationErrors:
         the endpoint accepts the key again the turn completes by itself."""
         write_workflow(tmp_path, "guarded", GUARDED)
         server = scripted(
-            json.dumps(
-                {
-                    "rules": [
-                        {"times": 2, "error": {"status": 401, "message": "Incorrect API key"}},
-                        {"reply": {"content": "The answer."}},
-                    ]
-                }
-            )
+            json.dumps({"rules": [{"error": {"status": 401, "message": "Incorrect API key"}}]})
         )
         sid = _sid()
         async with running_agent(client, task_queue, tmp_path, "guarded", server) as agent:
             turn = asyncio.ensure_future(agent.workflow.send(sid, "hello"))
             summary = None
-            for _ in range(300):
+            # The key stays rejected until the waiting is seen, however slow the machine.
+            deadline = asyncio.get_running_loop().time() + 60
+            while asyncio.get_running_loop().time() < deadline:
                 await asyncio.sleep(0.1)
                 try:
                     summary = await agent.sessions.get(sid)
@@ -448,7 +444,13 @@ class TestConfigurationErrors:
             assert summary.waiting_on is not None
             assert summary.waiting_on.startswith("waiting on the model: ")
             assert "Incorrect API key" in summary.waiting_on
-            outcome = await asyncio.wait_for(turn, timeout=60)
+            assert not turn.done()
+            rejected = len(server.requests)
+            server.playbook = Playbook.from_yaml(
+                json.dumps({"rules": [{"reply": {"content": "The answer."}}]})
+            )  # the key is accepted again
+            outcome = await asyncio.wait_for(turn, timeout=120)
+        assert rejected >= 1 and all(r.status == 401 for r in server.requests[:rejected])
         assert (outcome.kind, outcome.state, outcome.reply) == (
             "completed",
             "answer",
