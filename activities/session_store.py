@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import posixpath
 import re
@@ -51,8 +52,13 @@ from typing import Final, Protocol, runtime_checkable
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.workflows.identity import check_session_id, folder_name
-from archmax_temporal.workflows.zones import CHECKPOINTS
+from archmax_temporal.workflows.identity import (
+    SHORTENED,
+    check_session_id,
+    folder_name,
+    legacy_folder_name,
+)
+from archmax_temporal.workflows.zones import ARTIFACTS, CHECKPOINTS
 
 TEMPORARIES: Final = f"{CHECKPOINTS}/tmp"
 """Where a filesystem store writes its temporary files before renaming them into place:
@@ -386,6 +392,30 @@ def check_storable(store: SessionStore, path: str, data: bytes) -> None:
 # --- filesystem ---------------------------------------------------------------------------
 
 
+def session_folder(root: Path, session_id: str) -> Path:
+    """``root``'s folder of ``session_id`` (:func:`folder_name`). A long id's folder from
+    before 0.2 (:func:`legacy_folder_name`) is moved to its new name on first use, once its
+    ``artifacts/metadata.json`` shows it is this session's: a plain id that spells the old name
+    keeps its own folder and never sees the other's."""
+    name = folder_name(session_id)
+    path = root / name
+    legacy = legacy_folder_name(session_id) if SHORTENED in name else None
+    if legacy is None or os.path.lexists(path):
+        return path
+    old = root / legacy
+    try:
+        head = json.loads((old / ARTIFACTS / "metadata.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return path
+    if isinstance(head, dict) and head.get("sessionId") == session_id and not old.is_symlink():
+        try:
+            os.rename(old, path)
+        except OSError as exc:  # another worker moved it first
+            if exc.errno not in (errno.ENOENT, errno.EEXIST, errno.ENOTEMPTY):
+                raise
+    return path
+
+
 class FilesystemSessionStore:
     """Sessions as folders on disk: ``<root>/<sessionId>/<path>``.
 
@@ -408,7 +438,7 @@ class FilesystemSessionStore:
 
     def _base(self, session_id: str) -> Path:
         root = self._root.resolve()
-        base = root / folder_name(session_id)
+        base = session_folder(root, session_id)
         if base.is_symlink():
             raise SymlinkPathError(
                 f"the session folder of {session_id!r} is a symlink; symlinks are not followed",

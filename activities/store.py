@@ -41,10 +41,10 @@ from archmax_temporal.activities.session_store import (
     WorkspaceError,
     atomic_write,
     os_error,
+    session_folder,
     sweep_temporaries,
 )
 from archmax_temporal.workflows.contracts.store import CHECKPOINT_ACTIVITY, PERSIST_ACTIVITY
-from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import (
     Checkpoint,
     CheckpointInput,
@@ -120,7 +120,7 @@ def stored_trail(store_dir: Path, session_id: str, count: int) -> list[TrailStep
     """The first ``count`` steps of a session's audit trail, from its ``trail.json`` (the
     session keeps only the newest; :class:`StoreIOError` when the file is missing or
     holds fewer: a host that does not share the workers' store)."""
-    path = store_dir / folder_name(session_id) / ARTIFACTS / "trail.json"
+    path = session_folder(store_dir, session_id) / ARTIFACTS / "trail.json"
     try:
         steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -139,7 +139,7 @@ CHECKPOINT_FILE = "checkpoints/session.json"
 
 
 def checkpoint_path(store_dir: Path, session_id: str) -> Path:
-    return store_dir / folder_name(session_id) / CHECKPOINT_FILE
+    return session_folder(store_dir, session_id) / CHECKPOINT_FILE
 
 
 def read_checkpoint(store_dir: Path, session_id: str) -> Checkpoint | None:
@@ -251,7 +251,7 @@ class StoreActivities:
 
     def _persist_sync(self, turn: PersistTurnInput, run_id: str | None) -> None:
         spec = self._spec(turn)
-        session_dir = self._dir / folder_name(turn.session_id)
+        session_dir = session_folder(self._dir, turn.session_id)
         (session_dir / SCRATCHPAD).mkdir(parents=True, exist_ok=True)
         temporaries = session_dir / TEMPORARIES
         artifacts = session_dir / ARTIFACTS

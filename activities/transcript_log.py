@@ -30,8 +30,7 @@ from typing import Any, Final
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.session_store import atomic_write
-from archmax_temporal.workflows.identity import folder_name
+from archmax_temporal.activities.session_store import atomic_write, session_folder
 from archmax_temporal.workflows.models import Message, ToolSchema, TranscriptLog
 from archmax_temporal.workflows.transcript import schemas_text
 
@@ -75,7 +74,7 @@ class TranscriptLogs:
         """Per session: the parsed log and the (inode, size) of the file it was read from."""
 
     def _folder(self, session_id: str) -> Path:
-        return self._root / folder_name(session_id)
+        return session_folder(self._root, session_id)
 
     def _load(self, session_id: str) -> tuple[list[Message], list[str]]:
         """The session's log, from the cache as far as the file still is what it cached:

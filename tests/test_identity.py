@@ -11,6 +11,7 @@ from archmax_temporal.workflows.identity import (
     MAX_FOLDER_BYTES,
     check_session_id,
     folder_name,
+    legacy_folder_name,
     session_id_of,
 )
 
@@ -62,3 +63,25 @@ class TestFolderName:
         """Two long ids that share a prefix do not share a folder."""
         first, second = "€" * 200 + "a", "€" * 200 + "b"
         assert folder_name(first) != folder_name(second)
+
+    def test_a_plain_id_never_spells_a_shortened_name(self) -> None:
+        """A 200-byte plain id that spells another id's shortened name (as they were before
+        0.2: a readable prefix, ``~`` and 16 hex digits) gets its own folder, not the other's."""
+        long_id = "thread-" + "x" * 240
+        spelled = legacy_folder_name(long_id)
+        assert spelled is not None and check_session_id(spelled) == spelled
+        assert folder_name(spelled) == spelled  # a plain id is its own folder
+        assert folder_name(long_id) != spelled
+
+    @given(_IDS, _IDS)
+    def test_distinct_ids_get_distinct_folders(self, first: str, second: str) -> None:
+        """The map from ids to folders is injective, whatever their lengths."""
+        if first != second:
+            assert folder_name(first) != folder_name(second)
+
+    @given(st.text(alphabet="%~A", min_size=190, max_size=240))
+    def test_shortening_never_splits_an_escape(self, session_id: str) -> None:
+        """A shortened name never ends its prefix inside a ``%XX`` escape."""
+        name = folder_name(session_id)
+        prefix = name.split("%~")[0] if "%~" in name else name
+        assert all(prefix[i + 1 : i + 3].isalnum() for i, c in enumerate(prefix) if c == "%")

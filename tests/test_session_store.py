@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -23,9 +24,11 @@ from archmax_temporal.activities.session_store import (
     WorkspaceError,
     is_text,
     normalize_path,
+    session_folder,
     sweep_temporaries,
 )
 from archmax_temporal.workflows.errors import InvalidSessionIdError
+from archmax_temporal.workflows.identity import folder_name, legacy_folder_name
 from archmax_temporal.workflows.zones import RUNTIME_INTERNAL
 
 SID = "chat-42"
@@ -296,6 +299,49 @@ class TestFilesystem:
         store = FilesystemSessionStore(tmp_path / "sessions")
         with pytest.raises(PathEscapeError):
             store.write_text(SID, "scratchpad/a.txt", "x")
+
+
+class TestLongIds:
+    LONG = "thread-" + "m" * 240
+
+    def test_a_plain_id_spelling_a_long_ids_old_folder_reads_nothing_of_it(
+        self, tmp_path: Path
+    ) -> None:
+        """Two ids never share a folder: a session whose id spells another's shortened folder
+        name (as webhook variables and the HTTP ``session`` field can) reads none of its files."""
+        store = FilesystemSessionStore(tmp_path / "sessions")
+        spelled = legacy_folder_name(self.LONG)
+        assert spelled is not None
+        store.write_text(self.LONG, "scratchpad/private.txt", "the long id's secret")
+        with pytest.raises(FileNotFoundInWorkspaceError):
+            store.read_text(spelled, "scratchpad/private.txt")
+        store.write_text(spelled, "scratchpad/private.txt", "its own")
+        assert store.read_text(self.LONG, "scratchpad/private.txt") == "the long id's secret"
+
+    def test_a_folder_from_before_0_2_moves_to_its_new_name_once_it_proves_its_owner(
+        self, tmp_path: Path
+    ) -> None:
+        """A long id's folder under its old name is this session's when its metadata says so:
+        it is moved on first use, files and all; a folder of another session is left alone."""
+        root = tmp_path / "sessions"
+        old_name = legacy_folder_name(self.LONG)
+        assert old_name is not None
+        old = root / old_name
+        (old / "artifacts").mkdir(parents=True)
+        (old / "scratchpad").mkdir()
+        (old / "scratchpad" / "notes.md").write_text("kept", encoding="utf-8")
+        (old / "artifacts" / "metadata.json").write_text(
+            json.dumps({"sessionId": "someone-else"}), encoding="utf-8"
+        )
+        assert session_folder(root, self.LONG) == root / folder_name(self.LONG)
+        assert old.exists() and not (root / folder_name(self.LONG)).exists()
+
+        (old / "artifacts" / "metadata.json").write_text(
+            json.dumps({"sessionId": self.LONG}), encoding="utf-8"
+        )
+        store = FilesystemSessionStore(root)
+        assert store.read_text(self.LONG, "scratchpad/notes.md") == "kept"
+        assert not old.exists() and (root / folder_name(self.LONG) / "scratchpad").is_dir()
 
 
 class TestTextOnly:
