@@ -26,6 +26,7 @@ as it is (``log="fine"``). The host refuses a repair while a turn is in flight
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.converter import DataConverter
+from temporalio.service import RPCError
 
 from archmax_temporal.activities.session_store import atomic_write, session_folder
 from archmax_temporal.activities.transcript_log import (
@@ -231,9 +233,16 @@ _T = TypeVar("_T")
 _LATEST = datetime.max.replace(tzinfo=UTC)
 
 
-def _quoted(value: str) -> str:
-    """``value`` as a visibility query's string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+def runs_query(session_id: str) -> str | None:
+    """The visibility query of the runs of ``session_id`` (a superset, filtered after):
+    ``WorkflowId = '…'``, or, for an id holding ``"`` or a backslash (which no escaping
+    matches on every visibility store), ``STARTS_WITH`` the part before them; None when that
+    part is empty."""
+    head = re.split(r'["\\]', session_id, maxsplit=1)[0]
+    literal = "'" + head.replace("'", "\\'") + "'"
+    if head == session_id:
+        return f"WorkflowId = {literal}"
+    return f"WorkflowId STARTS_WITH {literal}" if head else None
 
 
 async def session_runs(client: Client, session_id: str) -> list[str]:
@@ -244,9 +253,17 @@ async def session_runs(client: Client, session_id: str) -> list[str]:
     described = await client.get_workflow_handle(session_id).describe()
     chain = await run_chain(client, session_id)
     started: dict[str, tuple[datetime, datetime]] = {}
-    async for execution in client.list_workflows(f"WorkflowId = {_quoted(session_id)}"):
-        if execution.id == session_id:
-            started[execution.run_id] = (execution.start_time, execution.close_time or _LATEST)
+    query = runs_query(session_id)
+    if query is not None:
+        try:
+            async for execution in client.list_workflows(query):
+                if execution.id == session_id:
+                    started[execution.run_id] = (
+                        execution.start_time,
+                        execution.close_time or _LATEST,
+                    )
+        except RPCError:  # a visibility store that cannot answer it: the latest chain only
+            started.clear()
     ordered = sorted(started, key=lambda run: started[run])
     for run in [*chain, described.run_id or ""]:
         if run and run not in ordered:

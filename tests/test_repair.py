@@ -37,7 +37,7 @@ from archmax_temporal.activities.transcript_log import (
     log_bytes,
 )
 from archmax_temporal.client.host import Agent
-from archmax_temporal.client.repair import RecordedCall, RunStarted, rebuild
+from archmax_temporal.client.repair import RecordedCall, RunStarted, rebuild, runs_query
 from archmax_temporal.workflows.errors import (
     SessionNotResumableError,
     TranscriptLogUnrecoverableError,
@@ -106,7 +106,7 @@ class TestRepair:
     ) -> None:
         write_workflow(tmp_path, "reader", READER)
         store = tmp_path / "sessions"
-        sid = f"repair-{how}"
+        sid = f"repair-{how}" if how != "deleted" else 'repair-it\'s "deleted" \\'  # quoted
         async with running_agent(
             client, task_queue, tmp_path, "reader", scripted(BOOK), store=store
         ) as agent:
@@ -194,7 +194,7 @@ class TestRepair:
         read back from every run of both executions by ``archmax repair`` as a process."""
         write_workflow(tmp_path, "reader", READER)
         store = tmp_path / "sessions"
-        sid = "repair-chain"
+        sid = 'repair-chain "it\'s"'  # quotes: the runs are still found in visibility
         async with running_agent(
             client,
             task_queue,
@@ -217,7 +217,9 @@ class TestRepair:
             _damage(path, "truncated")
             refused = await agent.workflow.send(sid, "read it, turn 4")
             _expect_rejected_naming_repair(refused.rejected, sid)
-            runs = [w async for w in client.list_workflows(f"WorkflowId = '{sid}'")]
+            query = runs_query(sid)
+            assert query is not None and "STARTS_WITH" in query
+            runs = [w async for w in client.list_workflows(query) if w.id == sid]
             env = {
                 **os.environ,
                 "TEMPORAL_ADDRESS": client.service_client.config.target_host,
