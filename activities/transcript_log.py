@@ -9,7 +9,10 @@
   attempt's): kept, not written again;
 - lines past ``base`` that differ (a workflow reset rewound the session) are cut off first;
 - a log shorter than ``base``, or whose digest at ``base`` is not ``base_hash``, is a store
-  that lost what it held: a non-retryable error naming the session, never a silent rewrite.
+  that lost what it held: a non-retryable error naming the session and how to repair it
+  (``archmax repair``, which rebuilds the log from the workflow history), never a silent
+  rewrite. A line whose digest does not follow from the line before and its message (a
+  corrupted line) ends the log where it stands, as a torn last line does.
 
 Prompts and tool schemas are kept once per digest under ``checkpoints/prompts/``: a call
 sends the text when it changed since the run's last call and its digest otherwise.
@@ -47,9 +50,78 @@ LOG_DIVERGED: Final = "TranscriptLogDiverged"
 """The error type of a log that does not hold what the workflow says it does (final)."""
 
 
+REPAIR_HINT: Final = (
+    "run `archmax repair {session_id}` (or agent.sessions.repair) to rebuild it from the "
+    "workflow history"
+)
+"""What a damaged log's error says to do (the session id filled in)."""
+
+UNHELD_LOG: Final = "log"
+UNHELD_PROMPT: Final = "prompt"
+"""The detail of a ``TranscriptLogDiverged`` error: the log did not hold the call's base (the
+call wrote nothing), or a prompt it names was missing (its messages were written first)."""
+
+
 def chain(previous: str, message: Message) -> str:
     """The digest of a log line: the previous line's digest and this message's JSON."""
     return hashlib.sha256((previous + message.model_dump_json()).encode("utf-8")).hexdigest()
+
+
+def holds(messages: list[Message], digests: list[str], log: TranscriptLog) -> bool:
+    """Whether a log of ``messages`` (with ``digests``) holds what ``log`` names: at least
+    ``log.base`` messages, the digest at ``base`` being ``base_hash``."""
+    return len(messages) >= log.base and (not log.base or digests[log.base - 1] == log.base_hash)
+
+
+def advance(
+    messages: list[Message], digests: list[str], log: TranscriptLog, new: list[Message]
+) -> tuple[bool, list[tuple[Message, str]]]:
+    """Apply one call to a log that :func:`holds` its base, in place: the lines past ``base``
+    that equal ``new`` kept (a retry's), the rest past them cut off (a reset rewound the
+    session), the remaining ``new`` appended. Whether lines were cut, and the appended lines
+    with their digests. (The model activity and ``archmax repair`` apply calls alike.)"""
+    already = 0  # how many of ``new`` the log holds after base (a retry's)
+    for held, message in zip(messages[log.base :], new, strict=False):
+        if held.model_dump_json() != message.model_dump_json():
+            break
+        already += 1
+    cut = len(messages) > log.base + already  # lines a reset rewound past
+    previous = digests[log.base + already - 1] if log.base + already else ""
+    appended: list[tuple[Message, str]] = []
+    for message in new[already:]:
+        previous = chain(previous, message)
+        appended.append((message, previous))
+    del messages[log.base + already :]
+    del digests[log.base + already :]
+    messages.extend(m for m, _ in appended)
+    digests.extend(h for _, h in appended)
+    return cut, appended
+
+
+def log_lines(first: int, lines: list[tuple[Message, str]]) -> str:
+    """Log lines (``n`` counting from ``first``) as the file holds them."""
+    return "".join(
+        json.dumps({"n": first + k, "h": h, "m": m.model_dump(mode="json")}, ensure_ascii=False)
+        + "\n"
+        for k, (m, h) in enumerate(lines)
+    )
+
+
+def log_bytes(messages: list[Message], digests: list[str]) -> bytes:
+    """The whole log file of ``messages`` and their digests."""
+    return log_lines(0, list(zip(messages, digests, strict=True))).encode("utf-8")
+
+
+def diverged(session_id: str, base: int, held: int) -> ApplicationError:
+    """The final error of a log that does not hold the ``base`` messages a call names."""
+    return ApplicationError(
+        f"the store's conversation log of session {session_id!r} does not hold the "
+        f"{base} messages the session recorded (it holds {held}): the store lost data, was "
+        "damaged or belongs to another deployment; " + REPAIR_HINT.format(session_id=session_id),
+        UNHELD_LOG,
+        type=LOG_DIVERGED,
+        non_retryable=True,
+    )
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -116,6 +188,9 @@ class TranscriptLogs:
                     if not raw.endswith(b"\n"):
                         torn = True  # a line still being written (or cut): not yet the log's
                         break
+                    if digest != chain(digests[-1] if digests else "", message):
+                        torn = True  # a corrupted line: the log ends before it
+                        break
                     messages.append(message)
                     digests.append(digest)
         if torn:
@@ -132,20 +207,12 @@ class TranscriptLogs:
             self._cache.popitem(last=False)
 
     def _rewrite(self, session_id: str, messages: list[Message], digests: list[str]) -> None:
-        lines = "".join(
-            json.dumps({"n": n, "h": h, "m": m.model_dump(mode="json")}, ensure_ascii=False) + "\n"
-            for n, (m, h) in enumerate(zip(messages, digests, strict=True))
-        )
-        atomic_write(self._folder(session_id) / LOG_FILE, lines.encode("utf-8"))
+        atomic_write(self._folder(session_id) / LOG_FILE, log_bytes(messages, digests))
 
     def _append(self, session_id: str, first: int, lines: list[tuple[Message, str]]) -> None:
         path = self._folder(session_id) / LOG_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = "".join(
-            json.dumps({"n": first + k, "h": h, "m": m.model_dump(mode="json")}, ensure_ascii=False)
-            + "\n"
-            for k, (m, h) in enumerate(lines)
-        )
+        text = log_lines(first, lines)
         with path.open("a", encoding="utf-8") as log:
             log.write(text)
             log.flush()
@@ -158,30 +225,10 @@ class TranscriptLogs:
         (written unless a retry already did), and the digest at its end."""
         with self._lock:
             messages, digests = self._load(session_id)
-            if len(messages) < log.base or (log.base and digests[log.base - 1] != log.base_hash):
+            if not holds(messages, digests, log):
                 self._cache.pop(session_id, None)
-                raise ApplicationError(
-                    f"the store's conversation log of session {session_id!r} does not hold the "
-                    f"{log.base} messages the session recorded (it holds {len(messages)}): the "
-                    "store lost data or belongs to another deployment",
-                    type=LOG_DIVERGED,
-                    non_retryable=True,
-                )
-            already = 0  # how many of ``new`` the log holds after base (a retry's)
-            for held, message in zip(messages[log.base :], new, strict=False):
-                if held.model_dump_json() != message.model_dump_json():
-                    break
-                already += 1
-            cut = len(messages) > log.base + already  # lines a reset rewound past
-            previous = digests[log.base + already - 1] if log.base + already else ""
-            appended: list[tuple[Message, str]] = []
-            for message in new[already:]:
-                previous = chain(previous, message)
-                appended.append((message, previous))
-            del messages[log.base + already :]
-            del digests[log.base + already :]
-            messages.extend(m for m, _ in appended)
-            digests.extend(h for _, h in appended)
+                raise diverged(session_id, log.base, len(messages))
+            cut, appended = advance(messages, digests, log, new)
             if cut:
                 self._rewrite(session_id, messages, digests)
             elif appended:
@@ -224,7 +271,9 @@ class TranscriptLogs:
         except FileNotFoundError:
             raise ApplicationError(
                 f"prompt {digest[:12]}… of session {session_id!r} is not in the store: "
-                "the workers must share the store (ARCHMAX_STORE)",
+                "the workers must share the store (ARCHMAX_STORE); if it was lost, "
+                + REPAIR_HINT.format(session_id=session_id),
+                UNHELD_PROMPT,
                 type=LOG_DIVERGED,
                 non_retryable=True,
             ) from None

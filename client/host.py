@@ -57,6 +57,12 @@ from archmax_temporal.client.loader import (
     load_workflow,
     turn_spec,
 )
+from archmax_temporal.client.repair import (
+    RepairReport,
+    rebuild,
+    recorded_history,
+    write_rebuilt,
+)
 from archmax_temporal.client.runtime import (
     Runtime,
     WorkerMode,
@@ -711,6 +717,36 @@ class SessionsSurface:
         except Exception:
             return typed
         return unavailable(session_id, described.task_queue)
+
+    async def repair(self, session_id: str) -> RepairReport:
+        """Rebuild the session's conversation log (and the prompts its model calls name) in
+        this host's store from the workflow history, where every message is once
+        (:mod:`client.repair`): what a ``TranscriptLogDiverged`` turn failure (a truncated,
+        corrupted or deleted ``checkpoints/transcript.jsonl``) asks for. A healthy log is
+        left as it is (``log="fine"``); a history that cannot vouch for the log is
+        :class:`TranscriptLogUnrecoverableError` and nothing is written.
+
+        Run it between turns: while one is in flight (a model call or any activity pending,
+        or the session publishing ``running``) it is refused with
+        :class:`SessionNotResumableError`, since the turn's worker writes the same log."""
+        handle = self._agent.handle(session_id)
+        try:
+            described = await handle.describe()
+        except Exception as exc:
+            raise await self._typed(exc, session_id) from exc
+        if described.status == WorkflowExecutionStatus.RUNNING:
+            listed = await described.memo_value(LISTED_MEMO, None, type_hint=ListedSession)
+            pending = described.raw_description.pending_activities
+            if pending or (listed is not None and listed.status == "running"):
+                raise SessionNotResumableError(
+                    f"session {session_id!r} is mid-turn; repair it after the turn settles"
+                )
+        try:
+            recorded = await recorded_history(self._agent.client, session_id)
+        except RPCError as exc:
+            raise translate(exc, session_id=session_id) from exc
+        rebuilt = rebuild(session_id, recorded)
+        return await asyncio.to_thread(write_rebuilt, self._agent.config.store, session_id, rebuilt)
 
     def events(
         self, session_id: str, *, after: int = 0, follow: bool = False

@@ -79,6 +79,22 @@ class TestTranscriptLogs:
             logs.extend(SID, TranscriptLog(base=3, base_hash="f" * 64), said("four"))
         assert caught.value.type == LOG_DIVERGED and caught.value.non_retryable
         assert SID in caught.value.message
+        assert f"archmax repair {SID}" in caught.value.message  # what to do about it
+
+    def test_a_line_whose_digest_does_not_chain_ends_the_log(self, tmp_path: Path) -> None:
+        """A message edited in place (its JSON still valid, its digest the old one's) is not
+        taken for the log: the log ends before it, and the call that names more is refused
+        with the repair command."""
+        logs = TranscriptLogs(tmp_path)
+        _, end = logs.extend(SID, TranscriptLog(), said("one", "two", "three"))
+        path = tmp_path / folder_name(SID) / LOG_FILE
+        edited = path.read_bytes().replace(b'"content": "two"', b'"content": "2"')
+        path.write_bytes(edited)
+        fresh = TranscriptLogs(tmp_path)
+        assert [m.content for m in fresh.read(SID, 10)] == ["one"]
+        with pytest.raises(ApplicationError, match=f"archmax repair {SID}") as caught:
+            fresh.extend(SID, TranscriptLog(base=3, base_hash=end), said("four"))
+        assert caught.value.type == LOG_DIVERGED
 
 
 class TestTheWindow:

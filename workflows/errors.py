@@ -20,7 +20,7 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SessionNotFoundError       no session with that id
     │   ├── SessionNotAwaitingInputError   deliver to a session not parked by archmax_wait
     │   ├── MissingDeliveryTriggerError    deliver without a trigger id
-    │   ├── SessionNotResumableError   a firing for a session that is mid-turn
+    │   ├── SessionNotResumableError   a firing (or a repair) for a session that is mid-turn
     │   ├── SessionNotParkedError      decide / reply on a session not at a human state
     │   ├── InvalidDecisionTargetError a decision naming no edge of the parked state
     │   ├── EmptyMessageError          a reply (or send) with an empty message
@@ -28,7 +28,8 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SessionUnavailableError    the session exists but no worker polls its queue
     │   ├── SessionTerminatedError     its run was terminated or timed out under a caller
     │   ├── SessionBusyError           too many firings in flight at once (retryable)
-    │   └── SpecNeededError            a new turn under a workflow revision the session lacks
+    │   ├── SpecNeededError            a new turn under a workflow revision the session lacks
+    │   └── TranscriptLogUnrecoverableError  the history cannot vouch for a rebuilt log
     ├── ConfigurationError             an environment variable holds an unusable value
     ├── TemporalUnavailableError       the Temporal server did not answer (retryable)
     ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
@@ -132,7 +133,8 @@ class MissingDeliveryTriggerError(SessionError):
 
 
 class SessionNotResumableError(SessionError):
-    """A firing for a session whose turn is still running: one writer per session."""
+    """A firing (or ``archmax repair``) for a session whose turn is still running: one writer
+    per session."""
 
 
 class SessionNotParkedError(SessionError):
@@ -172,6 +174,12 @@ class SpecNeededError(SessionError):
     """A firing that would open a turn named a workflow revision the session does not hold
     and did not carry it: nothing was applied. The host sends the firing again with the
     spec (:class:`~archmax_temporal.workflows.models.TurnSpec`); a user never sees this."""
+
+
+class TranscriptLogUnrecoverableError(SessionError):
+    """``archmax repair`` cannot rebuild the session's conversation log: the workflow history
+    it would be rebuilt from does not vouch for it (runs gone past retention, a call whose
+    recorded base the messages before it do not reach); nothing is written."""
 
 
 class ConfigurationError(ArchmaxError):

@@ -278,6 +278,27 @@ async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
     return 0
 
 
+async def _repair(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    from archmax_temporal.client.agent import create_agent
+
+    async with create_agent(None, config=config, worker="external") as agent:
+        report = await agent.sessions.repair(args.session)
+    if args.json:
+        print(json.dumps(camel_json(report), indent=2, ensure_ascii=False))
+        return 0
+    done = {
+        "fine": "the log is the history's; nothing written",
+        "damaged": "the log was damaged; rebuilt from the history",
+        "missing": "the log was missing; rebuilt from the history",
+    }[report.log]
+    print(
+        f"{report.session_id}: {done} ({report.messages} messages, "
+        f"{report.prompts_rebuilt} of {report.prompts} prompts rebuilt, "
+        f"{report.runs} runs, {report.model_calls} model calls)"
+    )
+    return 0
+
+
 def _worker_options(args: argparse.Namespace) -> WorkerOptions:
     """The worker's options: the environment's, the flags winning."""
     from datetime import timedelta
@@ -470,6 +491,8 @@ async def dispatch(args: argparse.Namespace) -> int:
         return await _sessions(args, config)
     if args.command == "events":
         return await _events(args, config)
+    if args.command == "repair":
+        return await _repair(args, config)
     if args.command == "worker":
         return await _worker(args, config)
     if args.command == "serve":

@@ -52,6 +52,7 @@ CONNECTING_COMMANDS = (
     "worker",
     "serve",
     "demo",
+    "repair",
 )
 """The commands that talk to Temporal, and so take the connection flags after their name."""
 
@@ -210,6 +211,19 @@ def build_parser() -> argparse.ArgumentParser:
     events.add_argument("session", help="the session's id")
     events.add_argument("--follow", action="store_true", help="keep streaming as it runs")
     events.add_argument("--after", type=int, default=0, help="only events after this seq")
+
+    repair = sub.add_parser(
+        "repair",
+        help="rebuild a session's conversation log from its workflow history",
+        description=(
+            "Rebuild the session's checkpoints/transcript.jsonl (and the prompts its model "
+            "calls name) in the store from the Temporal history, where every message is once: "
+            "what a TranscriptLogDiverged turn failure asks for. A healthy log is left as it "
+            "is. Run it between turns (a session mid-turn is refused)."
+        ),
+    )
+    repair.add_argument("session", help="the session's id")
+    repair.add_argument("--json", action="store_true", help="print the report as JSON")
 
     test = sub.add_parser("test", help="run a workflow's *.test.yaml cases against the runtime")
     test.add_argument(

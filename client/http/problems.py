@@ -88,6 +88,7 @@ STATUS: dict[type[e.ArchmaxError], int] = {
     e.SessionBusyError: 409,
     e.SpecNeededError: 409,
     e.SessionTerminatedError: 409,
+    e.TranscriptLogUnrecoverableError: 409,
     e.ConfigurationError: 500,
     e.TemporalUnavailableError: 503,
     e.ModelCallError: 502,
