@@ -1,4 +1,5 @@
-"""The embedded default's background worker: one per authoring root, beside the dev server.
+"""The embedded default's background worker: one per authoring root and task queue, beside
+the dev server.
 
 Why: a timed wait wakes only when a worker polls, and a command that ran its own worker
 in-process would serve *every* session on the queue (an overdue wake of another
@@ -6,14 +7,17 @@ conversation included) with that shell's model configuration, for as long as the
 happened to run. So commands that run a turn (``run``, ``deliver``, ``decide``, ``reply``)
 never run a worker themselves: with nothing configured they make sure this root has a
 background worker (``archmax worker``, detached like the dev server, its log in
-``<root>/.archmax/worker.log``) started with the configuration the command sees, and restart
-it when that configuration changed (the model endpoint, key or id, the store, the queue).
-Read-only commands (``sessions``, ``events``, ``validate``, ``help``) never start one.
-``archmax dev stop`` stops the worker and the dev server.
+``<root>/.archmax/worker-<task queue>.log``) started with the configuration the command
+sees, and restart it when that configuration changed (the model endpoint, key or id, the
+store). Each root has its own task queue
+(:func:`archmax_temporal.client.config.root_task_queue`), so two roots on one machine never
+share a worker; a command for another queue (``--task-queue``) gets a worker of its own beside
+the root's, never moves it. Read-only commands (``sessions``, ``events``, ``validate``,
+``help``) never start one. ``archmax dev stop`` stops the workers and the dev server.
 
 The worker's configuration is identified by a fingerprint (hashes only: the key itself is
-never written), kept with its pid in ``<root>/.archmax/worker.json``; a start lock makes
-racing commands start one worker.
+never written), kept with its pid in ``<root>/.archmax/worker-<task queue>.json``; a start
+lock makes racing commands start one worker.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -71,9 +76,22 @@ class BackgroundWorker:
     log_file: Path
 
 
-def _files(root: Path) -> tuple[Path, Path, Path]:
+def _files(root: Path, task_queue: str) -> tuple[Path, Path, Path]:
+    """The state, log and lock files of ``root``'s background worker for ``task_queue``
+    (``<root>/.archmax/worker-<queue>.*``): one worker per queue, so a command for another
+    queue (``--task-queue``) never moves the worker the root's other sessions rely on."""
     state = dev_server_paths(root).state_dir
-    return state / "worker.json", state / "worker.log", state / "worker.lock"
+    stem = "worker-" + queue_file_name(task_queue)
+    return state / f"{stem}.json", state / f"{stem}.log", state / f"{stem}.lock"
+
+
+def queue_file_name(task_queue: str) -> str:
+    """``task_queue`` as part of a file name: itself when it is letters, digits and ``._-``
+    (at most 80), else a readable prefix and a digest."""
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", task_queue)[:80]
+    if safe == task_queue and not safe.startswith("."):
+        return safe
+    return f"{safe[:60].lstrip('.')}~{hashlib.sha256(task_queue.encode('utf-8')).hexdigest()[:12]}"
 
 
 def fingerprint(config: RuntimeConfig, address: str, env: Mapping[str, str]) -> str:
@@ -114,9 +132,10 @@ def _stop(state_file: Path) -> bool:
 
 
 def stop_background_worker(root: Path) -> bool:
-    """Stop this root's background worker; ``True`` if one ran."""
-    state_file, _, _ = _files(root)
-    return _stop(state_file)
+    """Stop this root's background workers (one per task queue); ``True`` if one ran."""
+    state_dir = dev_server_paths(root).state_dir
+    stopped = [_stop(state_file) for state_file in sorted(state_dir.glob("worker-*.json"))]
+    return any(stopped)
 
 
 async def ensure_background_worker(
@@ -127,7 +146,7 @@ async def ensure_background_worker(
     """This root's background worker, started (or restarted) with the configuration in
     ``env`` unless one already runs with exactly that configuration."""
     env = os.environ if env is None else env
-    state_file, log_file, lock_file = _files(config.root)
+    state_file, log_file, lock_file = _files(config.root, config.task_queue)
     state_file.parent.mkdir(parents=True, exist_ok=True)
     wanted = fingerprint(config, address, env)
     async with _start_lock(lock_file, START_TIMEOUT + STOP_TIMEOUT):

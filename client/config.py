@@ -10,7 +10,9 @@ coordinates and credentials come from Temporal's own environment configuration
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -18,12 +20,37 @@ from pathlib import Path
 
 from temporalio.service import TLSConfig
 
+from archmax_temporal.client.devserver import is_local_address
 from archmax_temporal.connection import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, TemporalConnection
 from archmax_temporal.workflows.durations import InvalidUntilError, relative_duration
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.limits import Limits
 
 DEFAULT_TASK_QUEUE = "archmax"
+"""The task queue when one is configured nowhere and Temporal's address is (a deployment's
+hosts and workers agree on it without sharing a folder)."""
+
+
+def root_task_queue(root: Path) -> str:
+    """The embedded default's task queue of an authoring root: ``archmax-<folder>-<digest>``.
+
+    Why: with nothing configured every root on a machine shares the one local dev server; on
+    one queue, the background worker of the first root would serve another root's sessions
+    with its own model configuration and store. Each root gets its own queue instead, stable
+    for the root's path, readable in the Temporal UI."""
+    resolved = str(Path(root).resolve())
+    digest = hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:8]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(resolved).name).strip("-.")[:40]
+    return f"archmax-{name}-{digest}" if name else f"archmax-{digest}"
+
+
+def default_task_queue(root: Path, connection: TemporalConnection) -> str:
+    """:func:`root_task_queue` for the embedded default (no address configured, a local one,
+    plain), else :data:`DEFAULT_TASK_QUEUE`."""
+    local = not connection.address_configured and is_local_address(connection.address)
+    return root_task_queue(root) if local and connection.plain else DEFAULT_TASK_QUEUE
+
+
 DEFAULT_IDLE_CLOSE = timedelta(hours=1)
 """How long a finished session waits for its next firing before its run closes."""
 
@@ -40,7 +67,14 @@ def idle_close_from(text: str | None) -> timedelta | None:
     return duration or None
 
 
-__all__ = ["DEFAULT_ADDRESS", "DEFAULT_NAMESPACE", "DEFAULT_TASK_QUEUE", "RuntimeConfig"]
+__all__ = [
+    "DEFAULT_ADDRESS",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TASK_QUEUE",
+    "RuntimeConfig",
+    "default_task_queue",
+    "root_task_queue",
+]
 
 
 @dataclass(frozen=True)
@@ -51,7 +85,11 @@ class RuntimeConfig:
     store: Path
     address: str = DEFAULT_ADDRESS
     namespace: str = DEFAULT_NAMESPACE
-    task_queue: str = DEFAULT_TASK_QUEUE
+    task_queue: str = ""
+    """The task queue; empty (not given) means the default for the address
+    (:func:`default_task_queue`), filled in at construction."""
+    task_queue_configured: bool = field(init=False, default=False)
+    """Whether the queue was given (``ARCHMAX_TASK_QUEUE``, a flag, an argument)."""
     address_configured: bool = False
     """Whether the address was given (env or flag): then a command never starts a server."""
     search_attributes: bool = True
@@ -67,6 +105,11 @@ class RuntimeConfig:
     """gRPC metadata sent with every call (``TEMPORAL_GRPC_META_*``)."""
     profile: str | None = None
     """The ``temporal.toml`` profile read (``TEMPORAL_PROFILE`` or ``--profile``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task_queue_configured", bool(self.task_queue))
+        if not self.task_queue:
+            object.__setattr__(self, "task_queue", default_task_queue(self.root, self.connection))
 
     @property
     def connection(self) -> TemporalConnection:
@@ -112,7 +155,7 @@ class RuntimeConfig:
             tls=temporal.tls,
             rpc_metadata=temporal.rpc_metadata,
             profile=profile or env.get("TEMPORAL_PROFILE") or None,
-            task_queue=env.get("ARCHMAX_TASK_QUEUE") or DEFAULT_TASK_QUEUE,
+            task_queue=env.get("ARCHMAX_TASK_QUEUE") or "",
             address_configured=temporal.address_configured,
             search_attributes=env.get("ARCHMAX_SEARCH_ATTRIBUTES", "1").lower()
             not in ("0", "false", "off", "no"),
@@ -125,4 +168,6 @@ class RuntimeConfig:
         changed = {k: v for k, v in changes.items() if v is not None}
         if "address" in changed:
             changed.setdefault("address_configured", True)
+        if not self.task_queue_configured:
+            changed.setdefault("task_queue", "")  # derived again for the new address
         return replace(self, **changed)  # type: ignore[arg-type]

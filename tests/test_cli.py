@@ -397,8 +397,10 @@ def test_events_prints_a_sessions_events_as_json_lines(cli: Cli) -> None:
 
 
 def _worker_pid(root: Path) -> int | None:
-    state = root / ".archmax" / "worker.json"
-    return int(json.loads(state.read_text())["pid"]) if state.exists() else None
+    """The pid of the root's one background worker, if one is recorded."""
+    states = sorted((root / ".archmax").glob("worker-*.json"))
+    assert len(states) <= 1, states
+    return int(json.loads(states[0].read_text())["pid"]) if states else None
 
 
 def _alive(pid: int) -> bool:
@@ -452,6 +454,30 @@ class TestBackgroundWorker:
         second = _worker_pid(cli.root)
         assert second is not None and second != first
         assert not _alive(first)
+
+    def test_a_command_for_another_queue_leaves_the_roots_worker_where_it_is(
+        self, cli: Cli
+    ) -> None:
+        """``--task-queue X`` gets a worker of its own for X: the one serving the root's queue
+        (and its sessions' timers) keeps running."""
+        assert _park(cli, "bg-q1").code == 0
+        first = _worker_pid(cli.root)
+        assert first is not None
+        other = cli(
+            "run",
+            "support-inbox",
+            "About my order",
+            "--trigger",
+            "email_received",
+            "--task-queue",
+            f"other-{uuid.uuid4().hex[:8]}",
+            "--variables",
+            json.dumps({"conversation_id": "bg-q2"}),
+        )
+        assert other.code == 0, other.stderr
+        states = sorted((cli.root / ".archmax").glob("worker-*.json"))
+        pids = {int(json.loads(state.read_text())["pid"]) for state in states}
+        assert len(states) == 2 and first in pids and all(_alive(pid) for pid in pids)
 
     def test_read_only_commands_start_no_worker(self, cli: Cli) -> None:
         """After ``archmax dev stop``, listing, showing and reading events start nothing:
