@@ -1,6 +1,7 @@
 """``archmax serve`` at its edges, over real HTTP against the real dev server: bearer tokens
-and webhook signatures, body limits, the event stream resumed after a disconnect, signed
-notifications, and the ``archmax serve`` command itself."""
+and webhook signatures, body limits, requests the HTTP parser or the JSON reader refuse, the
+event stream resumed after a disconnect, signed notifications, and the ``archmax serve``
+command itself."""
 
 from __future__ import annotations
 
@@ -238,6 +239,79 @@ class TestBodyLimit:
         assert _kind(whole, 413) == "PayloadTooLargeError"
 
 
+def _raw_exchange(port: int, request: bytes) -> bytes:
+    """Send ``request`` whole on a raw socket; read the answer until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        chunks: list[bytes] = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _raw_problem(answer: bytes) -> dict[str, Any]:
+    """The status line is 400 and the body a problem document; the document."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), answer[:300]
+    assert f"content-type: {PROBLEM_JSON}".encode() in head.lower(), head
+    document: dict[str, Any] = json.loads(body)
+    return document
+
+
+BAD_LENGTHS = ("-1", "abc", "1e3", "")
+
+
+class TestMalformedRequests:
+    async def test_unparsable_requests_and_deep_json_are_400_problems(
+        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+    ) -> None:
+        """A negative or non-numeric Content-Length (refused by the HTTP parser, before the
+        app) and JSON nested too deep (beyond the parser's recursion, or beyond the limit) are
+        400 MalformedRequestError problem documents, never a plain-text 400 or a 500."""
+        conversation = _conversation()
+        async with http_api(
+            client, task_queue, inbox, INBOX, scripted(PLAYBOOK), store=tmp_path / "s"
+        ) as api:
+            port = int(api.base.rsplit(":", 1)[1])
+            lengths = [
+                await asyncio.to_thread(
+                    _raw_exchange,
+                    port,
+                    f"POST {RECEIVED} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {length}\r\n\r\n{{}}".encode(),
+                )
+                for length in BAD_LENGTHS
+            ]
+            abyss = await api.http.post(
+                f"/v1/sessions/{conversation}/reply",
+                content=b'{"message":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                headers={"Content-Type": "application/json"},
+            )
+            nested: Any = "deep"
+            for _ in range(70):
+                nested = {"n": nested}
+            deep = await api.http.post(
+                RECEIVED,
+                json={
+                    "message": VAGUE,
+                    "variables": {"conversation_id": conversation, "x": nested},
+                },
+            )
+            multipart = await api.http.post(
+                f"/v1/workflows/{INBOX}/triggers/manual",
+                data={"message": "hi", "variables": "[" * 50_000 + "]" * 50_000},
+                files={"doc": ("a.txt", b"x")},
+            )
+        for answer in lengths:
+            document = _raw_problem(answer)
+            assert document["type"] == "MalformedRequestError"
+            assert "Content-Length" in document["detail"]
+        for response in (abyss, deep, multipart):
+            assert _kind(response, 400) == "MalformedRequestError"
+            assert "nests deeper than 64 levels" in response.json()["detail"]
+        assert not await _exists(client, conversation)
+
+
 class TestEvents:
     async def test_a_resumed_stream_loses_and_repeats_nothing(
         self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
@@ -432,6 +506,12 @@ class TestServeCommand:
                     except httpx.TransportError:
                         await asyncio.sleep(0.1)
             assert health is not None and health.json()["status"] == "ok"
+            unparsable = await asyncio.to_thread(
+                _raw_exchange,
+                port,
+                b"POST /v1/sessions/x/reply HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+            )
+            assert _raw_problem(unparsable)["type"] == "MalformedRequestError"
             process.send_signal(signal.SIGTERM)
             _, err = await asyncio.to_thread(process.communicate, timeout=30)
         finally:
