@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -40,6 +41,7 @@ TOKEN = "t0ken-for-tests"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 OTHER_SECRET = "whsec_" + "A" * 32
 RECEIVED = f"/v1/workflows/{INBOX}/triggers/email_received"
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def _conversation() -> str:
@@ -234,6 +236,38 @@ class TestAuth:
         assert "webhook-id" in elsewhere.json()["detail"]
         assert elsewhere_plain.json() == first.json()
         assert accepted == 1
+
+    @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+    async def test_the_readmes_signed_curl_example_is_taken(
+        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+    ) -> None:
+        """The README's shell example (openssl and curl) signs exactly as the server checks:
+        run as written, against this server, it fires and answers the Outcome."""
+        text = README.read_text(encoding="utf-8")
+        start = text.index('body=\'{"message":"About my order"')
+        script = text[start : text.index("\n# {", start)]
+        settings = ServeSettings(secrets={f"{INBOX}/email_received": SECRET})
+        async with http_api(
+            client,
+            task_queue,
+            inbox,
+            INBOX,
+            scripted(PLAYBOOK),
+            store=tmp_path / "s",
+            settings=settings,
+        ) as api:
+            env = {**os.environ, "SUPPORT_SECRET": SECRET, "MESSAGE_ID": uuid.uuid4().hex}
+            ran = await asyncio.to_thread(
+                subprocess.run,
+                ["bash", "-c", script.replace("http://127.0.0.1:8000", api.base)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        assert ran.returncode == 0, ran.stderr
+        answer = json.loads(ran.stdout)
+        assert (answer["sessionId"], answer["kind"]) == ("AAQk-7", "parked"), answer
 
     async def test_on_loopback_without_tokens_a_secret_still_binds_its_trigger(
         self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
