@@ -15,8 +15,9 @@ place provider errors become Temporal errors, in three kinds:
 - **transient** (408/409/429/5xx, a timed-out request): ``ModelUnavailable``, retried with
   backoff (a ``Retry-After`` becomes the next retry delay) for :data:`TRANSIENT_ATTEMPTS`
   attempts, then the final ``ModelCallError``;
-- **the call's** (400, 422, a 200 whose body is no chat completion): the final
-  ``ModelCallError``, which fails the turn through ``on_error``.
+- **the call's** (400, 422, a 200 whose body is not JSON or no chat completion, whether the
+  client's own parsing or ours finds it): the final ``ModelCallError``, which fails the turn
+  through ``on_error`` after one attempt.
 
 Every provider text is scrubbed of the configured key and of key shapes before it reaches an
 error, a log or a history, and the model's own text is made valid UTF-8.
@@ -173,6 +174,10 @@ class ModelActivities:
             ) from None
         except openai.OpenAIError as exc:
             error = translate_error(exc, attempt=info.attempt, secrets=secrets)
+            bound.warning("model call failed", error=error.message, kind=error.type)
+            raise error from None
+        except UNREADABLE as exc:  # the client's own parsing of a 2xx body failed
+            error = unreadable_answer(exc, secrets)
             bound.warning("model call failed", error=error.message, kind=error.type)
             raise error from None
         try:
@@ -357,6 +362,21 @@ def translate_error(
         cause = scrub(str(exc.__cause__ or exc), secrets)
         return configuration_error(f"model endpoint unreachable: {cause}", attempt)
     return ModelCallError(f"model call failed: {scrub(str(exc), secrets)}").to_application_error()
+
+
+UNREADABLE = (ValueError, TypeError, AttributeError, KeyError)
+"""What the ``openai`` client raises, outside its own error classes, when it cannot read a 2xx
+answer: a body that is not JSON (``JSONDecodeError``) or JSON of another shape. The call was
+made and answered (and may be billed): the same request would get the same answer."""
+
+
+def unreadable_answer(exc: Exception, secrets: tuple[str | None, ...] = ()) -> ApplicationError:
+    """The final ``ModelCallError`` of a 2xx answer the client could not read."""
+    detail = scrub(str(exc)[:300], secrets)
+    return ModelCallError(
+        f"model endpoint answered with a body that is no chat completion "
+        f"({type(exc).__name__}: {detail})"
+    ).to_application_error()
 
 
 def _transient(message: str, attempt: int, delay: timedelta | None) -> ApplicationError:

@@ -26,6 +26,7 @@ from temporalio.client import Client
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.http import ServeSettings, create_app
+from archmax_temporal.client.http.protocol import uvicorn_config
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from tests.conftest import running_agent
 
@@ -41,7 +42,7 @@ async def serving(app: ASGIApp) -> AsyncIterator[str]:
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+        uvicorn_config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -1,12 +1,14 @@
 """``archmax serve`` at its edges, over real HTTP against the real dev server: bearer tokens
-and webhook signatures, body limits, the event stream resumed after a disconnect, signed
-notifications, and the ``archmax serve`` command itself."""
+and Standard Webhooks signatures (replays refused), body limits, requests the HTTP parser or
+the JSON reader refuse, the event stream resumed after a disconnect, signed notifications (one
+per firing), and the ``archmax serve`` command itself."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -21,21 +23,25 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
+from standardwebhooks import Webhook
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from archmax_temporal.client.http import ServeSettings, signed_headers, verify_signature
+from archmax_temporal.client.http import ServeSettings, create_app, signed_headers
 from archmax_temporal.client.http.app import problem_response
 from archmax_temporal.client.http.problems import PROBLEM_JSON
 from tests.conftest import EXAMPLES, Scripted, copy_example
-from tests.http_harness import Api, http_api, read_events
+from tests.http_harness import Api, http_api, read_events, server_config, serving
 
 INBOX = "support-inbox"
 PLAYBOOK = EXAMPLES / INBOX / "workflows" / INBOX / "playbook.yaml"
 VAGUE = "About the thing we discussed on the phone — can you sort it out?"
 TOKEN = "t0ken-for-tests"
-SECRET = "whsec-for-tests"
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+OTHER_SECRET = "whsec_" + "A" * 32
 RECEIVED = f"/v1/workflows/{INBOX}/triggers/email_received"
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def _conversation() -> str:
@@ -45,6 +51,19 @@ def _conversation() -> str:
 def _firing(conversation: str) -> bytes:
     body = {"message": VAGUE, "variables": {"conversation_id": conversation}}
     return json.dumps(body).encode()
+
+
+def _sign(
+    body: bytes, message_id: str | None = None, *, now: float | None = None, secret: str = SECRET
+) -> dict[str, str]:
+    """The Standard Webhooks headers of ``body`` (a fresh id unless one is given)."""
+    return signed_headers(secret, body, message_id=message_id or f"evt_{uuid.uuid4().hex}", now=now)
+
+
+async def _accepted_updates(client: Client, session_id: str) -> int:
+    history = await client.get_workflow_handle(session_id).fetch_history()
+    accepted = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
+    return sum(1 for event in history.events if event.event_type == accepted)
 
 
 async def _exists(client: Client, session_id: str) -> bool:
@@ -99,9 +118,9 @@ class TestAuth:
     async def test_signed_webhooks_and_refusals_that_write_nothing(
         self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
     ) -> None:
-        """A trigger with a secret takes a signed request without a token; a wrong signature,
-        a timestamp outside the five-minute window, an unsigned request and an unknown trigger
-        are refused and start no workflow."""
+        """A trigger with a secret takes a Standard Webhooks signed request without a token; a
+        wrong signature, a timestamp outside the five-minute window, an unsigned request and an
+        unknown trigger are refused and start no workflow."""
         settings = ServeSettings(
             tokens=frozenset({TOKEN}), secrets={f"{INBOX}/email_received": SECRET}
         )
@@ -116,23 +135,21 @@ class TestAuth:
             settings=settings,
         ) as api:
             post = api.http.post
-            signed = await post(
-                RECEIVED, content=_firing(good), headers=signed_headers(SECRET, _firing(good))
-            )
+            signed = await post(RECEIVED, content=_firing(good), headers=_sign(_firing(good)))
             wrong = await post(
                 RECEIVED,
                 content=_firing(forged),
-                headers=signed_headers("not-the-secret", _firing(forged)),
+                headers=_sign(_firing(forged), secret=OTHER_SECRET),
             )
             tampered = await post(
                 RECEIVED,
                 content=_firing(forged),
-                headers=signed_headers(SECRET, _firing(good)),  # signed another body
+                headers=_sign(_firing(good)),  # signed another body
             )
             old = await post(
                 RECEIVED,
                 content=_firing(stale),
-                headers=signed_headers(SECRET, _firing(stale), now=time.time() - 301),
+                headers=_sign(_firing(stale), now=time.time() - 301),
             )
             bare = await post(RECEIVED, content=_firing(unsigned))
             unknown = await post(
@@ -143,19 +160,114 @@ class TestAuth:
             unknown_signed = await post(
                 f"/v1/workflows/{INBOX}/triggers/sms_received",
                 content=_firing(other),
-                headers=signed_headers(SECRET, _firing(other)),
+                headers=_sign(_firing(other)),
             )
         assert signed.status_code == 200, signed.text
         assert signed.json()["sessionId"] == good
         assert _kind(wrong, 403) == "SignatureRejectedError"
         assert _kind(tampered, 403) == "SignatureRejectedError"
-        assert "replay window" in old.json()["detail"]
+        assert "5 minutes" in old.json()["detail"]
         assert _kind(old, 403) == "SignatureRejectedError"
         assert _kind(bare, 401) == "AuthenticationRequiredError"
         assert _kind(unknown, 404) == "UnknownTriggerError"
         assert _kind(unknown_signed, 401) == "AuthenticationRequiredError"
         for session_id in (forged, stale, unsigned, other):
             assert not await _exists(client, session_id), session_id
+
+    async def test_a_captured_signed_request_fires_once_however_it_is_replayed(
+        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+    ) -> None:
+        """One captured signed request sent again as it was, and again under new
+        Idempotency-Keys, is refused (403) and the session takes one firing. The sender's own
+        retry (the same webhook-id, signed anew) is the same firing: its first Outcome. Sent
+        to a second server process, which never saw it, the replay is still that one firing
+        (the webhook-id is its idempotency key)."""
+        settings = ServeSettings(secrets={f"{INBOX}/email_received": SECRET})
+        conversation = _conversation()
+        body = _firing(conversation)
+        event = f"evt_{uuid.uuid4().hex}"
+        captured = _sign(body, event)
+        async with http_api(
+            client,
+            task_queue,
+            inbox,
+            INBOX,
+            scripted(PLAYBOOK),
+            store=tmp_path / "s",
+            settings=settings,
+        ) as api:
+            post = api.http.post
+            first = await post(RECEIVED, content=body, headers=captured)
+            replayed = await post(RECEIVED, content=body, headers=captured)
+            rekeyed = [
+                await post(RECEIVED, content=body, headers={**captured, "Idempotency-Key": key})
+                for key in ("new-1", "new-2")
+            ]
+            keyed_alike = await post(
+                RECEIVED,
+                content=body,
+                headers={**_sign(body, event, now=time.time() + 1), "Idempotency-Key": event},
+            )
+            retried = await post(
+                RECEIVED, content=body, headers=_sign(body, event, now=time.time() + 2)
+            )
+            second = create_app(
+                config=server_config(client, task_queue, inbox, tmp_path / "s"),
+                settings=settings,
+                worker="external",
+            )
+            async with (
+                serving(second) as base,
+                httpx.AsyncClient(base_url=base, timeout=60) as other,
+            ):
+                elsewhere = await other.post(
+                    RECEIVED, content=body, headers={**captured, "Idempotency-Key": "new-3"}
+                )
+                elsewhere_plain = await other.post(RECEIVED, content=body, headers=captured)
+            accepted = await _accepted_updates(client, conversation)
+        assert first.status_code == 200, first.text
+        assert _kind(replayed, 403) == "SignatureRejectedError"
+        assert "already received" in replayed.json()["detail"]
+        for answer in rekeyed:
+            assert _kind(answer, 403) == "SignatureRejectedError"
+        assert keyed_alike.status_code == retried.status_code == 200
+        assert keyed_alike.json() == retried.json() == first.json()
+        assert _kind(elsewhere, 403) == "SignatureRejectedError"
+        assert "webhook-id" in elsewhere.json()["detail"]
+        assert elsewhere_plain.json() == first.json()
+        assert accepted == 1
+
+    @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+    async def test_the_readmes_signed_curl_example_is_taken(
+        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+    ) -> None:
+        """The README's shell example (openssl and curl) signs exactly as the server checks:
+        run as written, against this server, it fires and answers the Outcome."""
+        text = README.read_text(encoding="utf-8")
+        start = text.index('body=\'{"message":"About my order"')
+        script = text[start : text.index("\n# {", start)]
+        settings = ServeSettings(secrets={f"{INBOX}/email_received": SECRET})
+        async with http_api(
+            client,
+            task_queue,
+            inbox,
+            INBOX,
+            scripted(PLAYBOOK),
+            store=tmp_path / "s",
+            settings=settings,
+        ) as api:
+            env = {**os.environ, "SUPPORT_SECRET": SECRET, "MESSAGE_ID": uuid.uuid4().hex}
+            ran = await asyncio.to_thread(
+                subprocess.run,
+                ["bash", "-c", script.replace("http://127.0.0.1:8000", api.base)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        assert ran.returncode == 0, ran.stderr
+        answer = json.loads(ran.stdout)
+        assert (answer["sessionId"], answer["kind"]) == ("AAQk-7", "parked"), answer
 
     async def test_on_loopback_without_tokens_a_secret_still_binds_its_trigger(
         self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
@@ -238,6 +350,79 @@ class TestBodyLimit:
         assert _kind(whole, 413) == "PayloadTooLargeError"
 
 
+def _raw_exchange(port: int, request: bytes) -> bytes:
+    """Send ``request`` whole on a raw socket; read the answer until the server closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        chunks: list[bytes] = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _raw_problem(answer: bytes) -> dict[str, Any]:
+    """The status line is 400 and the body a problem document; the document."""
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), answer[:300]
+    assert f"content-type: {PROBLEM_JSON}".encode() in head.lower(), head
+    document: dict[str, Any] = json.loads(body)
+    return document
+
+
+BAD_LENGTHS = ("-1", "abc", "1e3", "")
+
+
+class TestMalformedRequests:
+    async def test_unparsable_requests_and_deep_json_are_400_problems(
+        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+    ) -> None:
+        """A negative or non-numeric Content-Length (refused by the HTTP parser, before the
+        app) and JSON nested too deep (beyond the parser's recursion, or beyond the limit) are
+        400 MalformedRequestError problem documents, never a plain-text 400 or a 500."""
+        conversation = _conversation()
+        async with http_api(
+            client, task_queue, inbox, INBOX, scripted(PLAYBOOK), store=tmp_path / "s"
+        ) as api:
+            port = int(api.base.rsplit(":", 1)[1])
+            lengths = [
+                await asyncio.to_thread(
+                    _raw_exchange,
+                    port,
+                    f"POST {RECEIVED} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {length}\r\n\r\n{{}}".encode(),
+                )
+                for length in BAD_LENGTHS
+            ]
+            abyss = await api.http.post(
+                f"/v1/sessions/{conversation}/reply",
+                content=b'{"message":' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+                headers={"Content-Type": "application/json"},
+            )
+            nested: Any = "deep"
+            for _ in range(70):
+                nested = {"n": nested}
+            deep = await api.http.post(
+                RECEIVED,
+                json={
+                    "message": VAGUE,
+                    "variables": {"conversation_id": conversation, "x": nested},
+                },
+            )
+            multipart = await api.http.post(
+                f"/v1/workflows/{INBOX}/triggers/manual",
+                data={"message": "hi", "variables": "[" * 50_000 + "]" * 50_000},
+                files={"doc": ("a.txt", b"x")},
+            )
+        for answer in lengths:
+            document = _raw_problem(answer)
+            assert document["type"] == "MalformedRequestError"
+            assert "Content-Length" in document["detail"]
+        for response in (abyss, deep, multipart):
+            assert _kind(response, 400) == "MalformedRequestError"
+            assert "nests deeper than 64 levels" in response.json()["detail"]
+        assert not await _exists(client, conversation)
+
+
 class TestEvents:
     async def test_a_resumed_stream_loses_and_repeats_nothing(
         self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
@@ -283,17 +468,19 @@ class TestEvents:
 
 
 class _Receiver(BaseHTTPRequestHandler):
-    """Records notifications; answers 503 to the first attempt of each one."""
+    """Records notifications; answers 503 to the first attempt of each one (by its
+    ``webhook-id``) when ``refuse_first``."""
 
     seen: ClassVar[list[tuple[dict[str, str], bytes]]] = []
     refused: ClassVar[set[str]] = set()
+    refuse_first: ClassVar[bool] = True
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
         headers = {k.lower(): v for k, v in self.headers.items()}
         self.seen.append((headers, body))
-        key = headers["idempotency-key"]
-        status = 200 if key in self.refused else 503
+        key = headers["webhook-id"]
+        status = 200 if key in self.refused or not self.refuse_first else 503
         self.refused.add(key)
         self.send_response(status)
         self.send_header("Retry-After", "0")
@@ -306,13 +493,22 @@ class _Receiver(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def receiver() -> Iterator[tuple[str, type[_Receiver]]]:
-    _Receiver.seen, _Receiver.refused = [], set()
+    _Receiver.seen, _Receiver.refused, _Receiver.refuse_first = [], set(), True
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/hook", _Receiver
     server.shutdown()
     server.server_close()
+
+
+async def _until(condition: Any, what: str) -> None:
+    """Poll ``condition()`` until it holds (five seconds at most)."""
+    for _ in range(100):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 class TestNotifications:
@@ -325,6 +521,8 @@ class TestNotifications:
         tmp_path: Path,
         receiver: tuple[str, type[_Receiver]],
     ) -> None:
+        """Each notification is a Standard Webhooks message: a receiver verifies it with the
+        reference library; its retry carries the same webhook-id and body, signed anew."""
         url, recorded = receiver
         settings = ServeSettings(notify_url=url, notify_secret=SECRET)
         conversation = _conversation()
@@ -344,32 +542,66 @@ class TestNotifications:
                 f"/v1/sessions/{conversation}/deliver",
                 json={"trigger": "email_reply", "variables": {"reply_body": "ORD-1001"}},
             )
-            for _ in range(100):
-                if len(recorded.seen) >= 4:
-                    break
-                await asyncio.sleep(0.05)
+            await _until(lambda: len(recorded.seen) >= 4, "four notification attempts")
         assert len(recorded.seen) == 4  # each notification refused once, then taken
-        # the two are posted concurrently, so their attempts may interleave: by key
-        by_key: dict[str, list[bytes]] = {}
+        # the two are posted concurrently, so their attempts may interleave: by webhook-id
+        by_id: dict[str, list[bytes]] = {}
         for headers, body in recorded.seen:
-            verify_signature(SECRET, headers, body, window=300)
-            by_key.setdefault(headers["idempotency-key"], []).append(body)
-        first = f"{conversation}/mail-7"
-        assert sorted(len(bodies) for bodies in by_key.values()) == [2, 2] and first in by_key
-        (other,) = [key for key in by_key if key != first]
-        assert by_key[first][0] == by_key[first][1] and by_key[other][0] == by_key[other][1]
-        parked = json.loads(by_key[first][0])
-        finished = json.loads(by_key[other][0])
-        assert (parked["event"], parked["sessionId"], parked["channel"]) == (
-            "session.parked",
-            conversation,
-            "input",
-        )
+            Webhook(SECRET).verify(body, headers)
+            assert headers["webhook-id"].startswith("ntf_") and "." not in headers["webhook-id"]
+            by_id.setdefault(headers["webhook-id"], []).append(body)
+        assert sorted(len(bodies) for bodies in by_id.values()) == [2, 2]
+        assert all(bodies[0] == bodies[1] for bodies in by_id.values())
+        events = {
+            json.loads(bodies[0])["event"]: json.loads(bodies[0]) for bodies in by_id.values()
+        }
+        parked, finished = events["session.parked"], events["turn.finished"]
+        assert (parked["sessionId"], parked["channel"]) == (conversation, "input")
         assert parked["question"].startswith("Thanks for writing! Which order")
         assert parked["handoff"] is None and parked["resumeAt"] is None
         assert parked["outcome"]["pending"]["reason"] == "the customer's reply naming the order"
-        assert (finished["event"], finished["kind"]) == ("turn.finished", "completed")
+        assert finished["kind"] == "completed"
         assert "ORD-1001" in finished["outcome"]["reply"]
+
+    async def test_a_keyed_firing_retried_notifies_once(
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        inbox: Path,
+        tmp_path: Path,
+        receiver: tuple[str, type[_Receiver]],
+    ) -> None:
+        """The same keyed firing POSTed three times settles three times and is notified once;
+        another firing is notified on its own."""
+        url, recorded = receiver
+        recorded.refuse_first = False
+        settings = ServeSettings(notify_url=url, notify_secret=SECRET)
+        conversation, other = _conversation(), _conversation()
+        async with http_api(
+            client,
+            task_queue,
+            inbox,
+            INBOX,
+            scripted(PLAYBOOK),
+            store=tmp_path / "s",
+            settings=settings,
+        ) as api:
+            answers = [
+                await api.http.post(
+                    RECEIVED, content=_firing(conversation), headers={"Idempotency-Key": "m-1"}
+                )
+                for _ in range(3)
+            ]
+            await api.http.post(RECEIVED, content=_firing(other))  # queued after any repeat
+            await _until(
+                lambda: {json.loads(b)["sessionId"] for _, b in recorded.seen} >= {other},
+                "the second firing's notification",
+            )
+        assert {a.status_code for a in answers} == {200}
+        assert len({a.text for a in answers}) == 1
+        sessions = [json.loads(body)["sessionId"] for _, body in recorded.seen]
+        assert sorted(sessions) == sorted([conversation, other])
 
 
 class TestProblemTable:
@@ -432,6 +664,12 @@ class TestServeCommand:
                     except httpx.TransportError:
                         await asyncio.sleep(0.1)
             assert health is not None and health.json()["status"] == "ok"
+            unparsable = await asyncio.to_thread(
+                _raw_exchange,
+                port,
+                b"POST /v1/sessions/x/reply HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+            )
+            assert _raw_problem(unparsable)["type"] == "MalformedRequestError"
             process.send_signal(signal.SIGTERM)
             _, err = await asyncio.to_thread(process.communicate, timeout=30)
         finally:

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
+from standardwebhooks import Webhook
 
-from archmax_temporal.client.http import ServeSettings, signature, signed_headers
-from archmax_temporal.client.http.auth import check_bearer, verify_signature
+from archmax_temporal.client.http import ServeSettings, new_secret, signed_headers
+from archmax_temporal.client.http.auth import (
+    ReplayGuard,
+    Signed,
+    check_bearer,
+    check_secret,
+    verify_signature,
+)
+from archmax_temporal.client.http.notify import Notifier, notification_id
 from archmax_temporal.client.http.openapi import openapi_document
 from archmax_temporal.client.http.problems import (
     AuthenticationRequiredError,
@@ -19,13 +31,19 @@ from archmax_temporal.client.http.wire import to_wire
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.models import Outcome, PendingInput, Variable
 
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+"""The Standard Webhooks reference libraries' test secret (24 bytes)."""
+
+PADDED = "whsec_" + base64.b64encode(b"y" * 32).decode()
+"""A secret whose base64 ends in ``=`` (a secrets line may use ``=`` as its separator too)."""
+
 
 class TestSettings:
     def test_tokens_and_secrets_come_from_the_environment_and_files(self, tmp_path: Path) -> None:
         tokens = tmp_path / "tokens"
         tokens.write_text("# ops\nfile-token\n\n", encoding="utf-8")
         secrets = tmp_path / "secrets"
-        secrets.write_text("support-inbox/email_received s3cret\nbilling/paid=x=y\n")
+        secrets.write_text(f"support-inbox/email_received {SECRET}\nbilling/paid={PADDED}\n")
         settings = ServeSettings.from_env(
             {
                 "ARCHMAX_SERVE_TOKENS": "a, b,,",
@@ -37,7 +55,7 @@ class TestSettings:
             port=9000,
         )
         assert settings.tokens == {"a", "b", "file-token"}
-        assert settings.secrets == {"support-inbox/email_received": "s3cret", "billing/paid": "x=y"}
+        assert settings.secrets == {"support-inbox/email_received": SECRET, "billing/paid": PADDED}
         assert (settings.host, settings.port, settings.max_body) == ("0.0.0.0", 9000, 2048)
         settings.check_exposure()
 
@@ -52,11 +70,21 @@ class TestSettings:
         with pytest.raises(ConfigurationError, match=next(iter(env))):
             ServeSettings.from_env(env)
 
-    def test_a_malformed_secrets_line_names_its_number(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("bad", ["no-slash {secret}", "ok/two s3cret"])
+    def test_a_malformed_secrets_line_names_its_number(self, tmp_path: Path, bad: str) -> None:
+        """A line that is not ``<slug>/<trigger> <secret>``, or whose secret is not a
+        Standard Webhooks one: the error names the line, never the secret."""
         secrets = tmp_path / "secrets"
-        secrets.write_text("ok/one s\nno-slash secret\n")
-        with pytest.raises(ConfigurationError, match="line 2"):
+        secrets.write_text(f"ok/one {SECRET}\n{bad.format(secret=SECRET)}\n")
+        with pytest.raises(ConfigurationError, match="line 2") as refused:
             ServeSettings.from_env({"ARCHMAX_SERVE_SECRETS_FILE": str(secrets)})
+        assert "s3cret" not in str(refused.value)
+
+    def test_a_notify_secret_must_be_a_webhook_secret(self) -> None:
+        with pytest.raises(ConfigurationError, match="ARCHMAX_NOTIFY_SECRET"):
+            ServeSettings.from_env(
+                {"ARCHMAX_NOTIFY_URL": "http://x/", "ARCHMAX_NOTIFY_SECRET": "s"}
+            )
 
     @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])
     def test_loopback_needs_no_token(self, host: str) -> None:
@@ -72,37 +100,114 @@ class TestSettings:
             ServeSettings(notify_url="http://127.0.0.1:9/hook").check_exposure()
 
 
-class TestSignatures:
-    def test_a_signature_covers_the_timestamp_and_the_body(self) -> None:
-        body = b'{"a":1}'
-        headers = {k.lower(): v for k, v in signed_headers("s", body).items()}
-        verify_signature("s", headers, body, window=300)
-        with pytest.raises(SignatureRejectedError, match="does not match"):
-            verify_signature("s", headers, body + b" ", window=300)
-        with pytest.raises(SignatureRejectedError, match="does not match"):
-            verify_signature("other", headers, body, window=300)
-        moved = {**headers, "x-archmax-timestamp": str(int(headers["x-archmax-timestamp"]) + 1)}
-        with pytest.raises(SignatureRejectedError, match="does not match"):
-            verify_signature("s", moved, body, window=300)
+def _signed(body: bytes, message_id: str = "msg_1", now: float | None = None) -> dict[str, str]:
+    return signed_headers(SECRET, body, message_id=message_id, now=now)
 
-    def test_the_replay_window_is_five_minutes_either_way(self) -> None:
+
+class TestSignatures:
+    def test_the_published_test_vector(self) -> None:
+        """The Standard Webhooks libraries' own vector: this id, timestamp, body and secret
+        sign to exactly this ``v1`` signature."""
+        headers = signed_headers(
+            SECRET,
+            b'{"test": 2432232314}',
+            message_id="msg_p5jXN8AQM9LWM0D4loKWxJek",
+            now=1614265330,
+        )
+        assert headers == {
+            "webhook-id": "msg_p5jXN8AQM9LWM0D4loKWxJek",
+            "webhook-timestamp": "1614265330",
+            "webhook-signature": "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=",
+        }
+
+    def test_the_scheme_is_hmac_sha256_of_id_timestamp_and_body(self) -> None:
+        """Computed by hand from the spec: base64(HMAC-SHA256(key, "id.timestamp.body"))."""
+        body = b'{"a":1}'
+        headers = _signed(body, "evt-7")
+        key = base64.b64decode(SECRET.removeprefix("whsec_"))
+        signed = f"evt-7.{headers['webhook-timestamp']}.".encode() + body
+        expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
+        assert headers["webhook-signature"] == f"v1,{expected}"
+        assert verify_signature(SECRET, headers, body) == Signed(
+            "evt-7", int(headers["webhook-timestamp"])
+        )
+
+    def test_the_id_the_timestamp_and_the_body_are_all_covered(self) -> None:
+        body = b'{"a":1}'
+        headers = _signed(body, "evt-1")
+        with pytest.raises(SignatureRejectedError, match="does not match"):
+            verify_signature(SECRET, headers, body + b" ")
+        with pytest.raises(SignatureRejectedError, match="does not match"):
+            verify_signature(SECRET, {**headers, "webhook-id": "evt-2"}, body)
+        moved = {**headers, "webhook-timestamp": str(int(headers["webhook-timestamp"]) + 1)}
+        with pytest.raises(SignatureRejectedError, match="does not match"):
+            verify_signature(SECRET, moved, body)
+        with pytest.raises(SignatureRejectedError, match="does not match"):
+            verify_signature(new_secret(), headers, body)
+
+    def test_the_tolerance_is_five_minutes_either_way(self) -> None:
         body = b"{}"
         now = time.time()
-        for skew, ok in ((-299, True), (299, True), (-301, False), (301, False)):
-            headers = {k.lower(): v for k, v in signed_headers("s", body, now=now + skew).items()}
+        for skew, ok in ((-290, True), (290, True), (-310, False), (310, False)):
+            headers = _signed(body, now=now + skew)
             if ok:
-                verify_signature("s", headers, body, window=300, now=now)
+                verify_signature(SECRET, headers, body)
             else:
-                with pytest.raises(SignatureRejectedError, match="replay window"):
-                    verify_signature("s", headers, body, window=300, now=now)
+                with pytest.raises(SignatureRejectedError, match="5 minutes"):
+                    verify_signature(SECRET, headers, body)
+
+    def test_a_rotated_secret_signs_beside_the_old_one(self) -> None:
+        """``webhook-signature`` may list several signatures (secret rotation): one that
+        verifies is enough."""
+        body = b"{}"
+        old = _signed(body)
+        other = signed_headers(new_secret(), body, message_id="msg_1")["webhook-signature"]
+        both = {**old, "webhook-signature": f"{other} {old['webhook-signature']}"}
+        verify_signature(SECRET, both, body)
 
     def test_missing_or_malformed_headers(self) -> None:
-        with pytest.raises(SignatureRejectedError, match="needs both"):
-            verify_signature("s", {"x-archmax-signature": signature("s", 1, b"")}, b"", window=300)
-        with pytest.raises(SignatureRejectedError, match="unix seconds"):
-            verify_signature(
-                "s", {"x-archmax-timestamp": "soon", "x-archmax-signature": "x"}, b"", window=300
-            )
+        headers = _signed(b"")
+        for name in ("webhook-id", "webhook-timestamp", "webhook-signature"):
+            partial = {k: v for k, v in headers.items() if k != name}
+            with pytest.raises(SignatureRejectedError, match=f"missing: {name}"):
+                verify_signature(SECRET, partial, b"")
+        for timestamp in ("soon", "1.7e9", "-5"):
+            with pytest.raises(SignatureRejectedError, match="integer unix seconds"):
+                verify_signature(SECRET, {**headers, "webhook-timestamp": timestamp}, b"")
+        with pytest.raises(SignatureRejectedError, match="visible ASCII"):
+            verify_signature(SECRET, {**headers, "webhook-id": "has space"}, b"")
+
+    @pytest.mark.parametrize(
+        "secret",
+        [
+            "s3cret",  # no prefix
+            "whsec_not base64!",
+            "whsec_" + base64.b64encode(b"x" * 16).decode(),  # too short
+            "whsec_" + base64.b64encode(b"x" * 65).decode(),  # too long
+        ],
+    )
+    def test_a_secret_is_whsec_and_24_to_64_bytes(self, secret: str) -> None:
+        with pytest.raises(ConfigurationError, match="whsec_") as refused:
+            check_secret(secret, "ARCHMAX_NOTIFY_SECRET")
+        assert secret not in str(refused.value)
+        assert check_secret(new_secret(), "x").startswith("whsec_")
+        assert check_secret(PADDED.rstrip("="), "x")  # unpadded base64 is taken
+
+    def test_a_signature_is_taken_once_within_its_window(self) -> None:
+        """The guard refuses a signature it has seen (same trigger, id and timestamp) until
+        the timestamp leaves the window; a re-signed retry of the same id is another
+        signature, and another trigger's is its own."""
+        guard = ReplayGuard(tolerance=300)
+        now = 1_800_000_000.0
+        first = Signed("evt-1", int(now))
+        guard.admit("inbox/mail", first, now=now)
+        with pytest.raises(SignatureRejectedError, match="already received"):
+            guard.admit("inbox/mail", first, now=now + 299)
+        guard.admit("inbox/mail", Signed("evt-1", int(now) + 5), now=now + 5)  # re-signed
+        guard.admit("billing/paid", first, now=now + 10)
+        guard.admit("inbox/mail", Signed("evt-2", int(now) + 400), now=now + 400)
+        assert len(guard) == 1  # the others expired with their window
+        guard.admit("inbox/mail", first, now=now + 400)  # stale by now: verify refuses it
 
     def test_bearer_tokens(self) -> None:
         check_bearer({"a", "b"}, "Bearer b")
@@ -140,3 +245,30 @@ class TestWire:
         assert set(to_wire(outcome)) == set(schemas["Outcome"]["properties"])
         pending = schemas["PendingInput"]["properties"]
         assert {"parkedAt", "resumeAt"} <= set(pending)
+
+
+class TestNotifier:
+    async def test_one_notification_per_firing_however_often_it_settles(self) -> None:
+        """The same firing (session and update id) settling three times is posted once; its
+        webhook-id is derived, free of '.', and verifies with the reference library."""
+        posted: list[httpx.Request] = []
+
+        def answer(request: httpx.Request) -> httpx.Response:
+            posted.append(request)
+            return httpx.Response(200)
+
+        notifier = Notifier(
+            "http://receiver.test/hook", SECRET, transport=httpx.MockTransport(answer)
+        )
+        outcome = Outcome(
+            session_id="s.1", kind="completed", disposition="turn", status="completed"
+        )
+        for _ in range(3):
+            notifier.outcome(outcome, key="evt.7.abc")
+        notifier.outcome(outcome, key="evt.8.abc")
+        await notifier.aclose()
+        ids = [request.headers["webhook-id"] for request in posted]
+        assert len(posted) == 2 and len(set(ids)) == 2
+        assert ids[0] == notification_id("s.1", "evt.7.abc") and "." not in ids[0]
+        for request in posted:
+            Webhook(SECRET).verify(request.content, dict(request.headers))

@@ -63,6 +63,34 @@ async def test_a_200_that_is_no_chat_completion_fails_at_once_without_a_retry() 
     assert raised.value.non_retryable
 
 
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("<html>maintenance</html>", "application/json"),  # the client's own JSON parse fails
+        ("", "application/json"),
+        ('{"choices": ', "application/json; charset=utf-8"),
+        ("null", "application/json"),
+        ("[1, 2]", "application/json"),
+        ("<html>maintenance</html>", "text/plain"),
+    ],
+)
+async def test_any_200_the_client_cannot_read_is_final_after_one_request(
+    body: str, content_type: str
+) -> None:
+    """Whether the ``openai`` client's own parsing fails (a body that is not JSON under a JSON
+    content type) or ours does, the answer is the final ``ModelCallError``: one request,
+    never a retried (and billed) call."""
+    playbook = {"rules": [{"error": {"status": 200, "body": body, "content_type": content_type}}]}
+    with _serve(playbook) as server:
+        with pytest.raises(ApplicationError) as raised:
+            await _complete(server)
+        assert len(server.requests) == 1
+    assert raised.value.type == "ModelCallError"
+    assert raised.value.non_retryable
+    assert "no chat completion" in raised.value.message
+    assert KEY not in raised.value.message
+
+
 async def test_a_rejected_key_waits_for_a_fix_and_is_never_echoed() -> None:
     """A 401 whose text quotes the key is a retryable deployment error with the key
     scrubbed from its message."""

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.model import (
@@ -27,6 +30,7 @@ from archmax_temporal.activities.model import (
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
 from archmax_temporal.workflows import errors
 from archmax_temporal.workflows.models import Message, ToolCall, ToolSchema
+from tests.conftest import Scripted, running_agent, write_workflow
 
 # openai >= 3 is built on httpx2, older releases on httpx: build requests with the one it uses.
 httpx: Any = importlib.import_module("httpx2" if importlib.util.find_spec("httpx2") else "httpx")
@@ -362,3 +366,32 @@ class TestErrorWireForm:
         }
         assert declared == set(ALL_ERRORS)
         assert all(errors.error_from_type(cls.__name__, "m") is not None for cls in declared)
+
+
+UNREADABLE = """
+states:
+  triage:
+    triggers: { manual: }
+    instructions: Answer.
+"""
+
+
+class TestUnreadableAnswerThroughTemporal:
+    async def test_a_200_whose_body_is_not_json_is_one_request_and_a_rejected_turn(
+        self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    ) -> None:
+        """Under Temporal's retry policy (which retries a configuration error without end)
+        a JSON-typed 200 that is not JSON is final: the endpoint sees exactly one request and
+        the turn ends rejected, naming the model call."""
+        write_workflow(tmp_path, "unreadable", UNREADABLE)
+        playbook = {
+            "rules": [
+                {"error": {"status": 200, "body": "<html>oops", "content_type": "application/json"}}
+            ]
+        }
+        server = scripted(json.dumps(playbook))
+        async with running_agent(client, task_queue, tmp_path, "unreadable", server) as agent:
+            outcome = await agent.workflow.send("unreadable-1", "hi")
+        assert outcome.kind == "rejected", outcome
+        assert outcome.rejected is not None and "no chat completion" in outcome.rejected
+        assert len(server.requests) == 1

@@ -16,6 +16,7 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     ├── InvalidVariableNameError       a seeded or delivered variable name is illegal
     ├── InvalidSessionIdError          a session id cannot address a session
     ├── PayloadTooLargeError           a firing, variable, message or file over its limit
+    ├── IdempotencyKeyReusedError      an idempotency key sent again with another request
     ├── SessionError
     │   ├── SessionNotFoundError       no session with that id
     │   ├── SessionNotAwaitingInputError   deliver to a session not parked by archmax_wait
@@ -114,6 +115,12 @@ class PayloadTooLargeError(ArchmaxError):
     """A firing (or one of its variables, its message or a file) is over the configured
     limit: refused before anything is written; the message names the field, its size and
     the limit."""
+
+
+class IdempotencyKeyReusedError(ArchmaxError):
+    """An idempotency key arrived again with a different request (another body, under the
+    same route and caller): the key names its first request, so the second is refused
+    instead of being answered with the first one's outcome."""
 
 
 class SessionError(ArchmaxError):

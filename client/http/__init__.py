@@ -13,7 +13,7 @@ package loads Starlette; importing the host API never does.
 """
 
 from archmax_temporal.client.http.agents import AgentFactory, RootAgents
-from archmax_temporal.client.http.auth import signature, signed_headers, verify_signature
+from archmax_temporal.client.http.auth import new_secret, signed_headers, verify_signature
 from archmax_temporal.client.http.problems import STATUS
 from archmax_temporal.client.http.server import create_app, serve
 from archmax_temporal.client.http.settings import ServeSettings
@@ -24,8 +24,8 @@ __all__ = [
     "RootAgents",
     "ServeSettings",
     "create_app",
+    "new_secret",
     "serve",
-    "signature",
     "signed_headers",
     "verify_signature",
 ]

@@ -5,10 +5,11 @@ Each route is a thin adapter: read and bound the body, authorize, parse into a t
 camelCase JSON. Every refusal is a problem document (:mod:`.problems`); the host API's typed
 errors pass through unchanged, so a refusal means the same here as in Python.
 
-``Idempotency-Key`` is the Temporal update id of the firing: Temporal applies an update id once
-per workflow run, so a retried webhook applies nothing twice and gets the first Outcome back,
-also when the retries race. ``Prefer: respond-async`` answers ``202`` as soon as the session
-accepted the firing (its validators passed), with ``Location`` naming the session.
+``Idempotency-Key`` (for a signed webhook: its ``webhook-id``) names the firing's Temporal
+update id, bound to the request and scoped to the caller (:mod:`.keys`): a retried request
+applies nothing twice and gets the first Outcome back, also when the retries race; the same key
+with another request is refused. ``Prefer: respond-async`` answers ``202`` as soon as the
+session accepted the firing (its validators passed), with ``Location`` naming the session.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import asyncio
 import contextlib
 import json
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from datetime import timedelta
 from typing import Any, TypeVar
 from urllib.parse import unquote
@@ -39,6 +40,7 @@ from archmax_temporal.activities.logs import get_logger
 from archmax_temporal.client.host import Agent, minted_for_key
 from archmax_temporal.client.http import auth, reading
 from archmax_temporal.client.http.agents import AgentFactory
+from archmax_temporal.client.http.keys import KeyBindings, Keyed, file_digest
 from archmax_temporal.client.http.listing import list_page
 from archmax_temporal.client.http.notify import Notifier
 from archmax_temporal.client.http.openapi import openapi_document
@@ -49,8 +51,10 @@ from archmax_temporal.client.http.problems import (
     MalformedRequestError,
     MethodNotAllowedError,
     RouteNotFoundError,
+    SignatureRejectedError,
     UnsupportedMediaTypeError,
     problem,
+    status_of,
 )
 from archmax_temporal.client.http.settings import ServeSettings
 from archmax_temporal.client.http.wire import (
@@ -86,6 +90,9 @@ SSE_PING_SECONDS = 15
 
 SESSIONS_PREFIX = b"/v1/sessions/"
 
+ANONYMOUS = "anonymous"
+"""The caller of a server with no tokens (loopback only): every request is the same caller."""
+
 STATUSES: tuple[str, ...] = SessionStatus.__args__  # type: ignore[attr-defined]
 
 T = TypeVar("T", bound=BaseModel)
@@ -104,6 +111,8 @@ class HttpService:
             if settings.notify_url and settings.notify_secret
             else None
         )
+        self.keys = KeyBindings()
+        self.replays = auth.ReplayGuard()
         self._background: set[asyncio.Task[Any]] = set()
         self._document: dict[str, Any] | None = None
 
@@ -126,22 +135,61 @@ class HttpService:
     async def agent(self, workflow: str | None) -> Agent:
         return await self.agents(workflow)
 
-    def authorize(self, request: Request) -> None:
-        if self.settings.tokens:
-            auth.check_bearer(self.settings.tokens, request.headers.get("authorization"))
+    def authorize(self, request: Request) -> str:
+        """The caller: who its bearer token says it is (``anonymous`` with no tokens)."""
+        if not self.settings.tokens:
+            return ANONYMOUS
+        token = auth.check_bearer(self.settings.tokens, request.headers.get("authorization"))
+        return auth.caller_of_token(token)
 
-    def authorize_signed(self, request: Request, name: str, secret: str, body: bytes) -> None:
-        """A trigger with a secret takes a request signed with it; a request that carries no
-        signature may instead show a bearer token, when tokens are configured."""
-        if auth.SIGNATURE_HEADER.lower() in request.headers:
-            auth.verify_signature(secret, request.headers, body, window=self.settings.replay_window)
-            return
+    def authorize_signed(
+        self, request: Request, name: str, secret: str, body: bytes
+    ) -> tuple[str, str | None]:
+        """The caller and the signed key of a request to a trigger with a secret. A signed
+        request: the caller is the trigger's signer and the ``webhook-id`` the firing's key
+        (an ``Idempotency-Key`` may only repeat it); a signature received before is refused.
+        A request that carries no signature may instead show a bearer token, when tokens are
+        configured (then no signed key)."""
+        if any(header in request.headers for header in auth.SIGNED_HEADERS):
+            signed = auth.verify_signature(secret, request.headers, body)
+            given = reading.update_id(request)
+            if given is not None and given != signed.message_id:
+                raise SignatureRejectedError(
+                    f"the Idempotency-Key of a signed request is its {auth.ID_HEADER}, which "
+                    "the signature covers: send the same value or leave the header out"
+                )
+            self.replays.admit(name, signed)
+            return f"signed:{name}", signed.message_id
         if not self.settings.tokens:
             raise AuthenticationRequiredError(
-                f"trigger {name} takes signed requests "
-                f"({auth.TIMESTAMP_HEADER}, {auth.SIGNATURE_HEADER})"
+                f"trigger {name} takes signed requests ({', '.join(auth.SIGNED_HEADERS)})"
             )
-        self.authorize(request)
+        return self.authorize(request), None
+
+    def keyed(
+        self, request: Request, caller: str, request_body: Any, key: str | None = None
+    ) -> Keyed:
+        """The update id of this request: its key (``Idempotency-Key``, or ``key`` when the
+        signature names it) bound to the request and scoped to route and caller, else a fresh
+        id."""
+        key = key or reading.update_id(request)
+        if key is None:
+            return Keyed(uuid.uuid4().hex)
+        raw_path = request.scope.get("raw_path")
+        path = raw_path.decode("latin-1") if isinstance(raw_path, bytes) else request.url.path
+        return self.keys.bind(key, scope=(request.method, path, caller), request=request_body)
+
+    @contextlib.contextmanager
+    def held(self, keyed: Keyed) -> Iterator[None]:
+        """Keep ``keyed``'s binding unless what runs inside is refused (a 4xx: nothing was
+        applied), which frees the key for a corrected request."""
+        try:
+            yield
+        except Exception as exc:
+            typed = translate(exc)
+            if isinstance(typed, ArchmaxError) and status_of(typed) < 500:
+                self.keys.release(keyed)
+            raise
 
     def document(self) -> dict[str, Any]:
         if self._document is None:
@@ -167,11 +215,24 @@ class HttpService:
         request: Request,
         agent: Agent,
         session_id: str | None,
-        update_id: str,
+        keyed: Keyed,
         call: Callable[[], Awaitable[Outcome]],
     ) -> Response:
         """Run the host call that settles one turn; answer its Outcome, or ``202`` when the
-        caller asked for ``respond-async`` (once the session accepted the firing)."""
+        caller asked for ``respond-async`` (once the session accepted the firing). A refusal
+        (4xx: nothing applied) releases the request's key for a corrected request."""
+        with self.held(keyed):
+            return await self._settle(request, agent, session_id, keyed, call)
+
+    async def _settle(
+        self,
+        request: Request,
+        agent: Agent,
+        session_id: str | None,
+        keyed: Keyed,
+        call: Callable[[], Awaitable[Outcome]],
+    ) -> Response:
+        update_id = keyed.update_id
         if session_id is None or not reading.prefers_async(request):
             outcome = await call()
             self.notify(outcome, update_id)
@@ -262,13 +323,15 @@ async def fire_trigger(request: Request) -> Response:
     trigger = request.path_params["trigger"]
     if not SLUG.match(slug):
         raise MalformedRequestError(f"workflow slug {slug!r} is not kebab-case")
-    secret = service.settings.secrets.get(f"{slug}/{trigger}")
+    name = f"{slug}/{trigger}"
+    secret = service.settings.secrets.get(name)
+    signed_key: str | None = None
     if secret is None:
-        service.authorize(request)  # before reading a byte of an unauthorized body
-    raw = await reading.body(request, service.settings.max_body)
-    if secret is not None:
-        service.authorize_signed(request, f"{slug}/{trigger}", secret, raw)
-    update_id = reading.update_id(request)
+        caller = service.authorize(request)  # before reading a byte of an unauthorized body
+        raw = await reading.body(request, service.settings.max_body)
+    else:
+        raw = await reading.body(request, service.settings.max_body)
+        caller, signed_key = service.authorize_signed(request, name, secret, raw)
     firing, files = await reading.firing(request, raw)
     agent = await service.agent(slug)
     spec = agent.loaded.spec
@@ -279,14 +342,20 @@ async def fire_trigger(request: Request) -> Response:
             f"declared triggers: {declared}"
         )
     reading.check_names({**firing.variables, **files})
-    key = update_id or uuid.uuid4().hex
+    described = {
+        "firing": firing.model_dump(mode="json"),
+        "files": {variable: [part[0], file_digest(part[1])] for variable, part in files.items()},
+    }
+    keyed = service.keyed(request, caller, described, signed_key)
+    key = keyed.update_id
     session_id = firing.session
     if reading.prefers_async(request) and session_id is None:
-        resolved = await agent.workflow.resolve_session(
-            trigger=trigger,
-            variables=firing.variables,
-            session_path=firing.session_path,
-        )
+        with service.held(keyed):
+            resolved = await agent.workflow.resolve_session(
+                trigger=trigger,
+                variables=firing.variables,
+                session_path=firing.session_path,
+            )
         session_id = minted_for_key(slug, trigger, key) if resolved.minted else resolved.session_id
 
     def call() -> Awaitable[Outcome]:
@@ -300,16 +369,17 @@ async def fire_trigger(request: Request) -> Response:
             idempotency_key=key,
         )
 
-    return await service.settle(request, agent, session_id, key, call)
+    return await service.settle(request, agent, session_id, keyed, call)
 
 
 @_endpoint
 async def deliver(request: Request) -> Response:
     """``POST /v1/sessions/{id}/deliver``: resume a session parked for input."""
-    service, session_id, body = await _session_post(request, Delivery)
+    service, caller, session_id, body = await _session_post(request, Delivery)
     reading.check_names(body.variables)
     agent = await service.agent(None)
-    key = reading.update_id(request) or uuid.uuid4().hex
+    keyed = service.keyed(request, caller, body.model_dump(mode="json"))
+    key = keyed.update_id
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.deliver(
@@ -320,45 +390,48 @@ async def deliver(request: Request) -> Response:
             idempotency_key=key,
         )
 
-    return await service.settle(request, agent, session_id, key, call)
+    return await service.settle(request, agent, session_id, keyed, call)
 
 
 @_endpoint
 async def decide(request: Request) -> Response:
     """``POST /v1/sessions/{id}/decide``: route a session parked at a human state."""
-    service, session_id, body = await _session_post(request, Decision)
+    service, caller, session_id, body = await _session_post(request, Decision)
     agent = await service.agent(None)
-    key = reading.update_id(request) or uuid.uuid4().hex
+    keyed = service.keyed(request, caller, body.model_dump(mode="json"))
+    key = keyed.update_id
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.decide(
             session_id, to=body.to, comment=body.comment, idempotency_key=key
         )
 
-    return await service.settle(request, agent, session_id, key, call)
+    return await service.settle(request, agent, session_id, keyed, call)
 
 
 @_endpoint
 async def reply(request: Request) -> Response:
     """``POST /v1/sessions/{id}/reply``: a person's message to a session at a human state."""
-    service, session_id, body = await _session_post(request, Reply)
+    service, caller, session_id, body = await _session_post(request, Reply)
     agent = await service.agent(None)
-    key = reading.update_id(request) or uuid.uuid4().hex
+    keyed = service.keyed(request, caller, body.model_dump(mode="json"))
+    key = keyed.update_id
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.reply(session_id, body.message, idempotency_key=key)
 
-    return await service.settle(request, agent, session_id, key, call)
+    return await service.settle(request, agent, session_id, keyed, call)
 
 
 @_endpoint
 async def message(request: Request) -> Response:
     """``POST /v1/sessions/{id}/messages``: send to an existing session (the send rule)."""
-    service, session_id, body = await _session_post(request, SessionMessage)
+    service, caller, session_id, body = await _session_post(request, SessionMessage)
     reading.check_names(body.variables)
     workflow = await _workflow_of(await service.agent(None), session_id)
     agent = await service.agent(workflow)
-    key = reading.update_id(request) or uuid.uuid4().hex
+    keyed = service.keyed(request, caller, body.model_dump(mode="json"))
+    key = keyed.update_id
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.send(
@@ -369,7 +442,7 @@ async def message(request: Request) -> Response:
             idempotency_key=key,
         )
 
-    return await service.settle(request, agent, session_id, key, call)
+    return await service.settle(request, agent, session_id, keyed, call)
 
 
 @_endpoint
@@ -452,15 +525,16 @@ async def session_events(request: Request) -> Response:
 # --- helpers -----------------------------------------------------------------------------
 
 
-async def _session_post(request: Request, model: type[T]) -> tuple[HttpService, str, T]:
+async def _session_post(request: Request, model: type[T]) -> tuple[HttpService, str, str, T]:
+    """The service, the caller, the session id and the typed body of a session route."""
     service = _service(request)
-    service.authorize(request)
+    caller = service.authorize(request)
     session_id = _session_id(request)
     raw = await reading.body(request, service.settings.max_body)
     content_type = request.headers.get("content-type", "")
     if raw and content_type and not reading.is_json(content_type):
         raise UnsupportedMediaTypeError("this route takes application/json")
-    return service, session_id, reading.parse(model, reading.json_body(raw))
+    return service, caller, session_id, reading.parse(model, reading.json_body(raw))
 
 
 async def _workflow_of(agent: Agent, session_id: str) -> str:

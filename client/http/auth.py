@@ -1,80 +1,176 @@
-"""Who may call: bearer tokens on the API routes, provider-style signatures on trigger routes.
+"""Who may call: bearer tokens on the API routes, Standard Webhooks signatures on trigger routes.
 
-A signed request carries two headers::
+A signed request follows Standard Webhooks (https://www.standardwebhooks.com), verified with
+its reference library (``standardwebhooks``)::
 
-    X-Archmax-Timestamp: 1767225600               # unix seconds when it was sent
-    X-Archmax-Signature: sha256=<hex>              # HMAC-SHA256(secret, "<timestamp>." + body)
+    webhook-id: evt_2KWPBgLlAfxdpx2AI54pPJ85f4W     # the event's id, the same on every retry
+    webhook-timestamp: 1767225600                    # unix seconds of this attempt
+    webhook-signature: v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<raw body>")>
 
-The timestamp is inside what is signed, so a captured request cannot be replayed with a fresh
-one; it must be within five minutes of the server's clock. The comparison is constant-time
-(:func:`hmac.compare_digest`). Notifications the server sends are signed the same way with
-``ARCHMAX_NOTIFY_SECRET``, so a receiver verifies them with the same few lines.
+The secret is ``whsec_<base64 of 24-64 random bytes>`` (the key is the decoded bytes). The id,
+the timestamp and the body are all signed, and the id is the firing's idempotency key, so
+neither a new timestamp nor a new key can be put on a captured request. The timestamp must be
+within :data:`SIGNATURE_TOLERANCE` of the server's clock, and a signature that was already
+received is refused for as long as it could verify (:class:`ReplayGuard`). Notifications the
+server sends are signed the same way with ``ARCHMAX_NOTIFY_SECRET``, so a receiver verifies
+them with any Standard Webhooks library.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
+import heapq
 import hmac
+import re
+import secrets
 import time
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from archmax_temporal.client.http.problems import (
     AuthenticationRequiredError,
     SignatureRejectedError,
 )
+from archmax_temporal.workflows.errors import ConfigurationError
 
-SIGNATURE_HEADER = "X-Archmax-Signature"
-TIMESTAMP_HEADER = "X-Archmax-Timestamp"
-SCHEME = "sha256="
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
+SIGNED_HEADERS = (ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
+
+SECRET_PREFIX = "whsec_"
+SECRET_BYTES = (24, 64)
+"""The decoded length a secret may have (Standard Webhooks: at least 192 bits, at most 512)."""
+
+SIGNATURE_TOLERANCE = 300
+"""How far a signed request's timestamp may be from the server's clock, either way (seconds;
+the standard's five minutes, which the reference library also enforces)."""
+
+MESSAGE_ID = re.compile(r"^[\x21-\x7e]{1,200}$")
+"""A ``webhook-id`` the server takes: 1-200 visible ASCII characters (it is the firing's
+idempotency key, hence part of a Temporal update id)."""
+
+_TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
 
 
-def signature(secret: str, timestamp: int | str, body: bytes) -> str:
-    """The ``X-Archmax-Signature`` value of ``body`` sent at ``timestamp``."""
-    message = f"{timestamp}.".encode() + body
-    return SCHEME + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+def check_secret(secret: str, where: str) -> str:
+    """``secret`` when it is a Standard Webhooks secret (``whsec_`` and base64 of 24-64
+    bytes); otherwise :class:`ConfigurationError` naming ``where`` (never the secret)."""
+    encoded = secret.removeprefix(SECRET_PREFIX)
+    padded = encoded + "=" * (-len(encoded) % 4)
+    try:
+        key = base64.b64decode(padded, validate=True) if secret.startswith(SECRET_PREFIX) else b""
+    except (binascii.Error, ValueError):
+        key = b""
+    low, high = SECRET_BYTES
+    if not low <= len(key) <= high:
+        raise ConfigurationError(
+            f"{where}: a webhook secret is '{SECRET_PREFIX}' and the base64 of {low}-{high} "
+            "random bytes (make one with: echo whsec_$(openssl rand -base64 32))"
+        )
+    return secret
 
 
-def signed_headers(secret: str, body: bytes, *, now: float | None = None) -> dict[str, str]:
-    """The two headers that sign ``body`` now."""
+def new_secret() -> str:
+    """A fresh Standard Webhooks secret (32 random bytes)."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def signed_headers(
+    secret: str, body: bytes, *, message_id: str, now: float | None = None
+) -> dict[str, str]:
+    """The three headers that sign ``body`` as message ``message_id``, sent now."""
     timestamp = int(time.time() if now is None else now)
+    signature = Webhook(secret).sign(message_id, datetime.fromtimestamp(timestamp, UTC), body)
     return {
+        ID_HEADER: message_id,
         TIMESTAMP_HEADER: str(timestamp),
-        SIGNATURE_HEADER: signature(secret, timestamp, body),
+        SIGNATURE_HEADER: signature,
     }
 
 
-def verify_signature(
-    secret: str,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    window: int,
-    now: float | None = None,
-) -> None:
-    """Return when ``body`` is signed with ``secret`` within the replay window; otherwise
-    :class:`SignatureRejectedError` (the reason names no secret material)."""
-    raw_timestamp = headers.get(TIMESTAMP_HEADER.lower()) or headers.get(TIMESTAMP_HEADER)
-    given = headers.get(SIGNATURE_HEADER.lower()) or headers.get(SIGNATURE_HEADER)
-    if not raw_timestamp or not given:
+@dataclass(frozen=True)
+class Signed:
+    """A verified signature: the message id (the firing's idempotency key) and its
+    timestamp."""
+
+    message_id: str
+    timestamp: int
+
+
+def verify_signature(secret: str, headers: Mapping[str, str], body: bytes) -> Signed:
+    """The verified message of ``body`` signed with ``secret``, timestamped within
+    :data:`SIGNATURE_TOLERANCE`; otherwise :class:`SignatureRejectedError` (the reason names
+    no secret material)."""
+    given = {name: headers.get(name) for name in SIGNED_HEADERS}
+    missing = [name for name, value in given.items() if not value]
+    if missing:
         raise SignatureRejectedError(
-            f"a signed request needs both {TIMESTAMP_HEADER} and {SIGNATURE_HEADER}"
+            f"a signed request needs {', '.join(SIGNED_HEADERS)} (missing: {', '.join(missing)})"
+        )
+    message_id = given[ID_HEADER] or ""
+    raw_timestamp = given[TIMESTAMP_HEADER] or ""
+    if not MESSAGE_ID.match(message_id):
+        raise SignatureRejectedError(f"{ID_HEADER} must be 1-200 visible ASCII characters")
+    if not _TIMESTAMP.match(raw_timestamp):
+        raise SignatureRejectedError(f"{TIMESTAMP_HEADER} must be integer unix seconds")
+    timestamp = int(raw_timestamp)
+    if abs(time.time() - timestamp) > SIGNATURE_TOLERANCE:
+        raise SignatureRejectedError(
+            f"{TIMESTAMP_HEADER} is more than {SIGNATURE_TOLERANCE // 60} minutes from the "
+            "server's clock (a replay, or a clock to fix)"
         )
     try:
-        timestamp = int(raw_timestamp)
-    except ValueError:
-        raise SignatureRejectedError(f"{TIMESTAMP_HEADER} must be unix seconds") from None
-    current = time.time() if now is None else now
-    if abs(current - timestamp) > window:
-        raise SignatureRejectedError(
-            f"{TIMESTAMP_HEADER} is outside the {window // 60}-minute replay window"
-        )
-    expected = signature(secret, raw_timestamp, body)
-    if not hmac.compare_digest(expected.encode(), given.strip().encode()):
-        raise SignatureRejectedError("the signature does not match the body")
+        Webhook(secret).verify(body, {k: v or "" for k, v in given.items()}, json_parse=False)
+    except WebhookVerificationError as exc:
+        reason = str(exc)
+        if "signature" in reason.lower():
+            reason = "the signature does not match the id, timestamp and body"
+        raise SignatureRejectedError(reason) from None
+    return Signed(message_id, timestamp)
 
 
-def check_bearer(tokens: Collection[str], authorization: str | None) -> None:
-    """Return when ``authorization`` is ``Bearer <token>`` with a configured token."""
+class ReplayGuard:
+    """The signatures this process has received, each remembered until its timestamp leaves
+    the tolerance window (after which it no longer verifies anyway): a captured request sent
+    again is refused instead of being taken twice.
+
+    It is this process's memory: a replay sent to another ``archmax serve`` process gets past
+    it, and is then the same firing (its ``webhook-id`` is the idempotency key), which the
+    session applies once."""
+
+    def __init__(self, tolerance: int = SIGNATURE_TOLERANCE) -> None:
+        self._tolerance = tolerance
+        self._seen: set[tuple[str, str, int]] = set()
+        self._expiry: list[tuple[float, tuple[str, str, int]]] = []
+
+    def admit(self, scope: str, signed: Signed, *, now: float | None = None) -> None:
+        """Remember ``signed`` (received for ``scope``, the trigger); refuse it when it was
+        received before."""
+        current = time.time() if now is None else now
+        while self._expiry and self._expiry[0][0] < current:
+            self._seen.discard(heapq.heappop(self._expiry)[1])
+        entry = (scope, signed.message_id, signed.timestamp)
+        if entry in self._seen:
+            raise SignatureRejectedError(
+                f"this signed request ({ID_HEADER} {signed.message_id!r}, {TIMESTAMP_HEADER} "
+                f"{signed.timestamp}) was already received: a sender retries with a new "
+                f"{TIMESTAMP_HEADER} and signature"
+            )
+        self._seen.add(entry)
+        heapq.heappush(self._expiry, (signed.timestamp + self._tolerance + 1, entry))
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+
+def check_bearer(tokens: Collection[str], authorization: str | None) -> str:
+    """The token of ``authorization`` (``Bearer <token>``) when it is a configured one."""
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthenticationRequiredError("this route needs 'Authorization: Bearer <token>'")
@@ -85,3 +181,9 @@ def check_bearer(tokens: Collection[str], authorization: str | None) -> None:
         matched |= hmac.compare_digest(known.encode(), offered)
     if not matched:
         raise AuthenticationRequiredError("the bearer token is not one this server accepts")
+    return offered.decode()
+
+
+def caller_of_token(token: str) -> str:
+    """A caller's identity from its bearer token: a digest, never the token itself."""
+    return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]

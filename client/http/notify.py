@@ -8,10 +8,12 @@ The body says what a receiver acts on without asking back::
      "resumeAt": "2026-01-02T09:00:00Z", "outcome": {...the Outcome...}}
 
 ``question`` is the agent's message when it parked for input, ``handoff`` its message to the
-person when it parked at a human state. Each POST carries ``X-Archmax-Timestamp`` and
-``X-Archmax-Signature`` (see :mod:`.auth`) and an ``Idempotency-Key`` that is the same on every
-retry of one notification (the session id and the firing's update id), so a receiver applies
-it once. Network errors, 408, 429 and 5xx are retried with backoff (``Retry-After`` honoured).
+person when it parked at a human state. Each POST is signed as Standard Webhooks asks
+(``webhook-id``, ``webhook-timestamp``, ``webhook-signature``; see :mod:`.auth`). Its
+``webhook-id`` is derived from the session id and the firing's update id: the same on every
+retry of the notification and whichever server process sends it, so a receiver applies it once;
+and this process sends one notification per firing, however often the firing is retried.
+Network errors, 408, 429 and 5xx are retried with backoff (``Retry-After`` honoured).
 
 This runs host-side, in the server that ran the turn: a notification still retrying when the
 server stops is lost. The durable version belongs in the workflow (an activity scheduled at the
@@ -23,7 +25,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
+from collections import OrderedDict
 from typing import Any
 
 import httpx
@@ -48,9 +52,20 @@ NOTIFY_TIMEOUT_SECONDS = 10.0
 SHUTDOWN_GRACE_SECONDS = 5.0
 """How long a stopping server waits for notifications still in flight."""
 
+SENT_MEMORY = 10_000
+"""How many notifications' ids one server process remembers, to send each only once."""
+
 _RETRYABLE = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 log = get_logger("archmax.http.notify")
+
+
+def notification_id(session_id: str, update_id: str) -> str:
+    """The ``webhook-id`` of the notification of firing ``update_id`` on ``session_id``: the
+    same wherever and however often it is sent, and free of the caller's text (the standard
+    asks that an id hold no ``.``)."""
+    digest = hashlib.sha256(f"{session_id}\n{update_id}".encode()).hexdigest()
+    return f"ntf_{digest[:32]}"
 
 
 def notification(outcome: Outcome) -> dict[str, Any]:
@@ -91,24 +106,30 @@ class Notifier:
         self._backoff = backoff
         self._client = httpx.AsyncClient(timeout=NOTIFY_TIMEOUT_SECONDS, transport=transport)
         self._tasks: set[asyncio.Task[bool]] = set()
+        self._sent: OrderedDict[str, None] = OrderedDict()
 
     def outcome(self, outcome: Outcome, *, key: str) -> None:
-        """Notify of ``outcome`` (the settled turn of the firing whose update id is ``key``)."""
+        """Notify of ``outcome`` (the settled turn of the firing whose update id is ``key``),
+        unless this firing's notification was sent already (a retried firing)."""
+        message_id = notification_id(outcome.session_id, key)
+        if message_id in self._sent:
+            return
+        self._sent[message_id] = None
+        while len(self._sent) > SENT_MEMORY:
+            self._sent.popitem(last=False)
         body = json.dumps(notification(outcome), separators=(",", ":")).encode()
-        task = asyncio.get_running_loop().create_task(
-            self.post(body, f"{outcome.session_id}/{key}")
-        )
+        task = asyncio.get_running_loop().create_task(self.post(body, message_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def post(self, body: bytes, key: str) -> bool:
-        """POST ``body`` until it is taken (2xx) or refused for good; whether it was taken."""
+        """POST ``body`` as message ``key`` until it is taken (2xx) or refused for good;
+        whether it was taken. Each attempt is signed anew (its own timestamp)."""
         delay = self._backoff
         for attempt in range(1, self._attempts + 1):
             headers = {
                 "Content-Type": "application/json",
-                "Idempotency-Key": key,
-                **signed_headers(self._secret, body),
+                **signed_headers(self._secret, body, message_id=key),
             }
             retry_after: float | None = None
             try:

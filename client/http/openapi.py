@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from archmax_temporal.client.events import SessionEvent
-from archmax_temporal.client.http.auth import SIGNATURE_HEADER, TIMESTAMP_HEADER
+from archmax_temporal.client.http.auth import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from archmax_temporal.client.http.problems import PROBLEM_JSON, STATUS, TITLES
 from archmax_temporal.client.http.wire import (
     Accepted,
@@ -113,8 +113,10 @@ _IDEMPOTENCY = {
     "name": "Idempotency-Key",
     "in": "header",
     "required": False,
-    "description": "the Temporal update id of this firing: a retry with the same key applies "
-    "nothing twice and gets the first Outcome back (also when retries race)",
+    "description": "names this firing: a retry of the same request with the same key applies "
+    "nothing twice and gets the first Outcome back (also when retries race); the key is bound "
+    "to the request and scoped to the route and the caller, and the same key with another "
+    "request is 422 IdempotencyKeyReusedError",
     "schema": {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$"},
 }
 _PREFER = {
@@ -183,8 +185,11 @@ def openapi_document() -> dict[str, Any]:
                 "sessionPath, the server's path, the trigger's session: declaration, a minted "
                 "id) and the send rule applies: a new turn, a delivery into a session parked "
                 "for input, a reply to one parked at a human state. A trigger with a "
-                f"configured secret takes requests signed with {SIGNATURE_HEADER} and "
-                f"{TIMESTAMP_HEADER}: HMAC-SHA256 of '<timestamp>.<body>', within 5 minutes.",
+                "configured secret takes requests signed as Standard Webhooks asks: "
+                f"{ID_HEADER}, {TIMESTAMP_HEADER} (within 5 minutes) and {SIGNATURE_HEADER} "
+                "('v1,' and the base64 HMAC-SHA256 of '<id>.<timestamp>.<body>'); the "
+                f"{ID_HEADER} is the firing's idempotency key, and a signature received "
+                "before is refused.",
                 "security": [{"bearer": []}, {"signature": []}],
                 "parameters": [
                     {
@@ -203,6 +208,12 @@ def openapi_document() -> dict[str, Any]:
                     },
                     _IDEMPOTENCY,
                     _PREFER,
+                    {
+                        "name": ID_HEADER,
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string", "pattern": r"^[\x21-\x7e]{1,200}$"},
+                    },
                     {
                         "name": TIMESTAMP_HEADER,
                         "in": "header",

@@ -10,7 +10,7 @@ The HTTP layer adds a few classes of its own, for what only a request can get wr
     HttpError(ArchmaxError)
     ├── MalformedRequestError      400: a body that does not parse, a malformed path or header
     ├── AuthenticationRequiredError 401: no bearer token, or one that is not configured
-    ├── SignatureRejectedError     403: a webhook signature that is missing, stale or wrong
+    ├── SignatureRejectedError     403: a webhook signature missing, stale, wrong or replayed
     ├── RouteNotFoundError         404: no route at that path
     ├── MethodNotAllowedError      405: the route takes other methods
     ├── UnsupportedMediaTypeError  415: a body that is neither JSON nor multipart
@@ -44,7 +44,8 @@ class AuthenticationRequiredError(HttpError):
 
 class SignatureRejectedError(HttpError):
     """A signed trigger request whose signature does not verify, whose timestamp is outside
-    the replay window, or that lacks one of the two headers."""
+    the tolerance window, that lacks one of the three headers, that was received before (a
+    replay), or whose ``Idempotency-Key`` is not its signed ``webhook-id``."""
 
 
 class RouteNotFoundError(HttpError):
@@ -75,6 +76,7 @@ STATUS: dict[type[e.ArchmaxError], int] = {
     e.InvalidVariableNameError: 422,
     e.InvalidSessionIdError: 400,
     e.PayloadTooLargeError: 413,
+    e.IdempotencyKeyReusedError: 422,
     e.SessionError: 409,
     e.SessionNotFoundError: 404,
     e.SessionNotAwaitingInputError: 409,

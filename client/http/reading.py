@@ -27,6 +27,11 @@ from archmax_temporal.workflows.variables import invalid_names
 IDEMPOTENCY_KEY = re.compile(r"^[\x21-\x7e]{1,200}$")
 """An ``Idempotency-Key``: 1-200 visible ASCII characters (it becomes a Temporal update id)."""
 
+MAX_JSON_DEPTH = 64
+"""How deep a request's JSON may nest (the body itself is level 1): far beyond any event
+payload, and well inside what a session's payloads can carry (their serializer stops near 250
+levels, the session's own models included)."""
+
 T = TypeVar("T", bound=BaseModel)
 
 
@@ -117,12 +122,38 @@ def parse(model: type[T], data: Any) -> T:
 
 
 def json_body(raw: bytes, what: str = "the body") -> Any:
+    """``raw`` parsed as JSON, at most :data:`MAX_JSON_DEPTH` levels deep; otherwise
+    :class:`MalformedRequestError`."""
     if not raw.strip():
         return {}
+    too_deep = MalformedRequestError(f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedRequestError(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:  # deeper than the parser's own recursion limit
+        raise too_deep from None
+    if depth(value) > MAX_JSON_DEPTH:
+        raise too_deep
+    return value
+
+
+def depth(value: Any) -> int:
+    """How many levels of arrays and objects ``value`` nests (a scalar: 0), counted without
+    recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, level + 1)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def is_json(content_type: str) -> bool:

@@ -74,6 +74,8 @@ async def serve(
     gracefully and return (exit 0, as ``archmax worker`` does)."""
     import uvicorn
 
+    from archmax_temporal.client.http.protocol import uvicorn_config
+
     class Server(uvicorn.Server):
         @contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -93,7 +95,7 @@ async def serve(
     settings.check_exposure()
     app = create_app(config=config, settings=settings, worker=worker)
     server = Server(
-        uvicorn.Config(
+        uvicorn_config(
             app,
             host=settings.host,
             port=settings.port,

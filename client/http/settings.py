@@ -5,12 +5,13 @@ tokens and secrets are the deployment's, not the authored workflow's.
 ============================  ==================================================================
 ``ARCHMAX_SERVE_TOKENS``      bearer tokens the API routes accept, comma-separated
 ``ARCHMAX_SERVE_TOKENS_FILE`` a file of tokens, one a line (``#`` comments); added to the above
-``ARCHMAX_SERVE_SECRETS_FILE`` webhook secrets: ``<slug>/<trigger> <secret>`` a line (or ``=``);
-                              a trigger with a secret also takes signed requests (no token)
+``ARCHMAX_SERVE_SECRETS_FILE`` webhook secrets: ``<slug>/<trigger> whsec_...`` a line (or ``=``);
+                              a trigger with a secret also takes requests signed with it
+                              (Standard Webhooks, :mod:`.auth`), no token needed
 ``ARCHMAX_SERVE_MAX_BODY``    request body limit in bytes (default 1 MiB); over it: 413
 ``ARCHMAX_SERVE_SESSION_PATH`` the server's session path (step 3 of the seed's precedence)
 ``ARCHMAX_NOTIFY_URL``        receives a signed POST when a turn the server ran settles
-``ARCHMAX_NOTIFY_SECRET``     signs those POSTs (``X-Archmax-Signature``)
+``ARCHMAX_NOTIFY_SECRET``     signs those POSTs (a ``whsec_`` secret, Standard Webhooks)
 ============================  ==================================================================
 """
 
@@ -18,19 +19,18 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from archmax_temporal.client.http.auth import check_secret
 from archmax_temporal.workflows.errors import ConfigurationError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 DEFAULT_MAX_BODY = 1024 * 1024
 """1 MiB: well under Temporal's 2 MB payload limit, even base64-encoded files included."""
-
-REPLAY_WINDOW_SECONDS = 300
-"""How far a signed request's timestamp may be from the server's clock (five minutes)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,12 @@ class ServeSettings:
     session_path: str | None = None
     notify_url: str | None = None
     notify_secret: str | None = None
-    replay_window: int = REPLAY_WINDOW_SECONDS
+
+    def __post_init__(self) -> None:
+        for key, secret in self.secrets.items():
+            check_secret(secret, f"the webhook secret of {key}")
+        if self.notify_secret:
+            check_secret(self.notify_secret, "ARCHMAX_NOTIFY_SECRET")
 
     @property
     def auth_enabled(self) -> bool:
@@ -114,17 +119,22 @@ def _lines(path: str, variable: str) -> list[str]:
     return [line for line in stripped if line and not line.startswith("#")]
 
 
+_SECRET_LINE = re.compile(r"^([^\s=]+)(?:\s*=\s*|\s+)(\S+)$")
+
+
 def _secrets(path: str) -> dict[str, str]:
-    """``<slug>/<trigger> <secret>`` (or ``<slug>/<trigger>=<secret>``) a line."""
+    """``<slug>/<trigger> <secret>`` (or ``<slug>/<trigger>=<secret>``) a line; the secret's
+    own base64 may end in ``=``."""
     secrets: dict[str, str] = {}
     for number, line in enumerate(_lines(path, "ARCHMAX_SERVE_SECRETS_FILE"), 1):
-        key, _, secret = line.replace("=", " ", 1).partition(" ")
+        found = _SECRET_LINE.match(line)
+        key, secret = found.groups() if found else ("", "")
         slug, slash, trigger = key.partition("/")
         if not (slug and slash and trigger and secret.strip()):
             raise ConfigurationError(
                 f"ARCHMAX_SERVE_SECRETS_FILE line {number}: expected '<slug>/<trigger> <secret>'"
             )
-        secrets[key] = secret.strip()
+        secrets[key] = check_secret(secret.strip(), f"ARCHMAX_SERVE_SECRETS_FILE line {number}")
     return secrets
 
 
