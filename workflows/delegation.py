@@ -341,29 +341,30 @@ class Delegations:
         s = ctx.session
         state = ctx.state_slug()
         slug = target_of(call.name) or ""
-        substituted, problem = governance.substitute_references(arguments, s.variables)
-        if problem is not None:
-            rule = "sub-workflow.unresolved-param"
-            caller.answer(f"{call.name} refused: {problem}", "blocked", rule)
-            return Dispatched()
-        verdict = governance.decide(ctx.spec, state, call.name, substituted, s.variables)
-        if not verdict.allowed:
-            caller.answer(
-                f"Blocked by governance ({verdict.rule}): {verdict.reason}", "blocked", verdict.rule
-            )
+        verdict = governance.govern(
+            ctx.spec,
+            state,
+            call.name,
+            arguments,
+            s.variables,
+            ctx.mocks,
+            origin="agent" if caller.script is None else "script",
+        )
+        if isinstance(verdict, governance.Blocked | governance.Unresolved):
+            caller.answer(verdict.text, "blocked", verdict.rule)
             return Dispatched(terminal=verdict.reason if verdict.terminal else None)
+        substituted = verdict.arguments
         delegate = ctx.input.delegates.get(slug)
         refused = self._target_refusal(slug, delegate, substituted)
-        if refused is not None:
+        if refused is not None:  # the target's refusal (a disabled one) wins over a mock
             rule, reason = refused
             caller.answer(f"Blocked ({rule}): {call.name}: {reason}.", "blocked", rule)
             return Dispatched()
         assert delegate is not None and delegate.spec is not None
         manual = manual_of(delegate)
         assert manual is not None
-        mock = matching.find_mock(ctx.mocks, call.name, substituted)
-        if mock is not None:
-            returned = await self._mocked(manual, mock.result)
+        if isinstance(verdict, governance.Mocked):
+            returned = await self._mocked(manual, verdict.result)
             caller.answer(returned.content, returned.status, None)
             self._trail(state, slug, returned.status, "mocked")
             return Dispatched()

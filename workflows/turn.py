@@ -30,7 +30,6 @@ with workflow.unsafe.imports_passed_through():
         contracts,
         delegation,
         governance,
-        matching,
         projections,
         prompt,
         runtime_calls,
@@ -550,9 +549,10 @@ class TurnEngine:
     async def _governed_call(
         self, call: ToolCall, arguments: dict[str, Any]
     ) -> tuple[ToolAnswer | None, str | None]:
-        """Substitute, govern, then run a tool that is no runtime control.
+        """Decide (:func:`governance.govern`), then run a tool that is no runtime control.
 
-        Every call is decided, disclosed or not. A refusal is answered as blocked with the
+        Every call is decided, disclosed or not. A refusal (an unresolved reference in the
+        arguments included) is answered as blocked with the
         rule that refused it and the model goes on; an unresolvable guard is terminal (the
         second value: the turn-failure reason). A tool that fails is an error result the
         model reads, never a turn failure. No answer (None) for an ``archmax_run`` whose script
@@ -561,20 +561,16 @@ class TurnEngine:
         ctx = self._ctx
         s = ctx.session
         slug = ctx.state_slug()
-        substituted, problem = governance.substitute_references(arguments, s.variables)
-        if problem is not None:
-            return ToolAnswer(f"{call.name} refused: {problem}", "error"), None
-        verdict = governance.decide(ctx.spec, slug, call.name, substituted, s.variables)
-        if not verdict.allowed:
-            answer = ToolAnswer(
-                f"Blocked by governance ({verdict.rule}): {verdict.reason}",
-                "blocked",
-                rule=verdict.rule,
-            )
+        verdict = governance.govern(
+            ctx.spec, slug, call.name, arguments, s.variables, ctx.mocks, origin="agent"
+        )
+        if isinstance(verdict, governance.Blocked | governance.Unresolved):
+            answer = ToolAnswer(verdict.text, "blocked", rule=verdict.rule)
             return answer, (verdict.reason if verdict.terminal else None)
-        mock = matching.find_mock(ctx.mocks, call.name, substituted)
-        if mock is not None:
-            return _mocked_answer(mock.result), None
+        if isinstance(verdict, governance.Mocked):
+            status, content = verdict.answer()
+            return ToolAnswer(content, status), None
+        substituted = verdict.arguments
         handler = tools.handler_of(call.name, [tool.name for tool in ctx.input.host_tools])
         if handler == "todos":
             plan, text = todos.write(substituted)
@@ -775,13 +771,6 @@ class TurnEngine:
         if listed != self._listed and workflow.patched(LISTED_MEMO_PATCH):
             workflow.upsert_memo({contracts.LISTED_MEMO: listed.model_dump(mode="json")})
             self._listed = listed
-
-
-def _mocked_answer(result: Any) -> ToolAnswer:
-    """A mock's answer: its result as text; a mapping with an ``error`` key fails the call."""
-    if isinstance(result, dict) and "error" in result:
-        return ToolAnswer(matching.mock_result_text(result["error"]), "error")
-    return ToolAnswer(matching.mock_result_text(result))
 
 
 def _tool_summary(tool: str, arguments: dict[str, Any]) -> str:
