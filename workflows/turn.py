@@ -552,11 +552,11 @@ class TurnEngine:
         """Decide (:func:`governance.govern`), then run a tool that is no runtime control.
 
         Every call is decided, disclosed or not. A refusal (an unresolved reference in the
-        arguments included) is answered as blocked with the
-        rule that refused it and the model goes on; an unresolvable guard is terminal (the
-        second value: the turn-failure reason). A tool that fails is an error result the
-        model reads, never a turn failure. No answer (None) for an ``archmax_run`` whose script
-        waits on a parked sub-workflow: the session parks, and the answer comes on resume.
+        arguments included) is answered as blocked with the rule that refused it and the model
+        goes on; an unresolvable guard is terminal (the second value: the turn-failure reason).
+        A tool that fails is an error result the model reads, never a turn failure. No answer
+        (None) for an ``archmax_run`` whose script waits on a parked sub-workflow: the session
+        parks, and the answer comes on resume.
         """
         ctx = self._ctx
         s = ctx.session
