@@ -94,6 +94,14 @@ class _DispatchNeeded(Exception):
         self.dispatch = dispatch
 
 
+class _Terminal(Exception):
+    """A call governance refused for good (an unresolvable guard): the run stops here."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class SandboxActivities:
     """The sandbox activity over the worker's workspace (store and authoring root)."""
 
@@ -157,6 +165,8 @@ class SandboxActivities:
         except _DispatchNeeded as needed:
             journal = await asyncio.to_thread(self._store_journal, request.session_id, calls)
             return SandboxRunResult(calls=_slim(calls), dispatch=needed.dispatch, journal=journal)
+        except _Terminal as stop:
+            return SandboxRunResult(calls=_slim(calls), terminal=stop.reason)
         except TimeoutError:
             raise SandboxTimeoutError(
                 f"{request.label}: timed out after {request.limits.timeout_ms} ms "
@@ -285,7 +295,10 @@ class SandboxActivities:
             origin="hook" if request.kind == "hook" else "script",
         )
         if isinstance(verdict, governance.Blocked | governance.Unresolved):
-            return record("blocked", verdict.text)
+            refused = record("blocked", verdict.text)
+            if verdict.terminal:  # the run goes no further: the turn fails, as for the agent
+                raise _Terminal(verdict.reason)
+            return refused
         if isinstance(verdict, governance.Mocked):
             return record(*verdict.answer(), mocked=True)
         if tool == READ_FILE:

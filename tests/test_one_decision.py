@@ -9,6 +9,7 @@ one.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
@@ -57,21 +58,25 @@ states:
     instructions: Say that you took it.
 """
 
-PROBE = (
-    "export default async ({ tools }) => {\n"
-    f"  const paths = {json.dumps([row.file_path for row in table.ROWS])};\n"
-    "  const seen = [];\n"
-    "  for (const file_path of paths) {\n"
-    "    try {\n"
-    "      seen.push({ ok: true, text: await tools.readFile({ file_path }) });\n"
-    "    } catch (error) {\n"
-    "      seen.push({ ok: false, text: String(error.message) });\n"
-    "    }\n"
-    "  }\n"
-    "  return seen;\n"
-    "};\n"
-)
-"""Makes every row's call through the bridge, each answer or refusal kept in order."""
+
+def _probe(bridged: str) -> str:
+    """A script making every row's call through ``tools.<bridged>``, each answer or refusal
+    kept in order."""
+    paths = json.dumps([row.file_path for row in table.ROWS])
+    return (
+        "export default async ({ tools }) => {\n"
+        f"  const paths = {paths};\n"
+        "  const seen = [];\n"
+        "  for (const file_path of paths) {\n"
+        "    try {\n"
+        f"      seen.push({{ ok: true, text: await tools.{bridged}({{ file_path }}) }});\n"
+        "    } catch (error) {\n"
+        "      seen.push({ ok: false, text: String(error.message) });\n"
+        "    }\n"
+        "  }\n"
+        "  return seen;\n"
+        "};\n"
+    )
 
 
 def _said(row: table.Row) -> dict[str, str]:
@@ -98,6 +103,14 @@ PLAYBOOK = json.dumps(
                 "reply": {"tool_calls": [call(SUB_TOOL, **_said(r)) for r in table.ROWS]},
             },
             {
+                "when": {"last_user": "ptc-sub"},
+                "reply": {
+                    "tool_calls": [
+                        call("archmax_run", file_path="skills/probe/scripts/probe-sub.js")
+                    ]
+                },
+            },
+            {
                 "when": {"last_user": "script"},
                 "reply": {
                     "tool_calls": [call("archmax_run", file_path="skills/probe/scripts/probe.js")]
@@ -120,7 +133,8 @@ def root(tmp_path: Path) -> Path:
     (skill / "assets").mkdir(parents=True)
     (skill / "scripts").mkdir()
     (skill / "SKILL.md").write_text("---\nname: probe\ndescription: Probes.\n---\n")
-    (skill / "scripts" / "probe.js").write_text(PROBE, encoding="utf-8")
+    (skill / "scripts" / "probe.js").write_text(_probe("readFile"), encoding="utf-8")
+    (skill / "scripts" / "probe-sub.js").write_text(_probe("archmaxWorkflowSink"), encoding="utf-8")
     for row in table.ROWS:
         name = row.file_path.rpartition("/")[2]
         if "{" not in name:
@@ -252,3 +266,159 @@ async def test_the_same_guards_give_the_same_verdicts_on_every_path(
     [result] = _sandbox_results(script_history)
     assert [c.arguments["file_path"] for c in result.calls] == [r.file_path for r in table.ROWS]
     assert [c.mocked for c in result.calls] == [v == table.MOCK for v in script]
+
+
+async def test_a_scripts_sub_workflow_calls_get_the_agents_verdicts(
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
+    """A script's ``tools.archmaxWorkflowSink`` calls are dispatched by the session workflow
+    through the same decision: a sub-workflow call's arguments are substituted whoever makes
+    it, so every row gets the agent's verdict; each call that runs starts one child."""
+    sid = f"ptc-sub-{uuid.uuid4().hex[:8]}"
+    async with running_agent(client, task_queue, root, "caller", scripted(PLAYBOOK)) as caller:
+        history = await _send(caller, sid, "ptc-sub", SUB_TOOL)
+        view = await caller.sessions.view(sid)
+    [run_answer] = _answers(view.transcript, "archmax_run")
+    assert run_answer.status == "ok", run_answer.content
+    seen = [_verdict(a["ok"], a["text"]) for a in json.loads(run_answer.content or "")]
+    assert seen == _expected("agent")
+    ran = sum(1 for verdict in seen if verdict == table.RUN)
+    assert _children(history) == [f"{sid}.{table.SINK}-{n}" for n in range(1, ran + 1)]
+    # Every call stops the run for the workflow to decide it; none is served twice.
+    assert len(_scheduled(history, SANDBOX_ACTIVITY)) == len(table.ROWS) + 1
+
+
+async def test_an_unresolvable_guard_fails_the_turn_on_every_path(
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
+    """With ``banned`` unset, the state's second denial cannot be governed: the first call
+    that reaches it is a terminal block on every path, a script's included (its run stops
+    there, whatever the script would do with the refusal), and the session is rejected with
+    the same reason."""
+    run = uuid.uuid4().hex[:8]
+    seeds = {"customer": "acme"}
+    server = scripted(PLAYBOOK)
+    outcomes = {}
+    async with running_agent(client, task_queue, root, "reader", server) as reader:
+        for kind in ("turn", "script"):
+            outcomes[kind] = await reader.workflow.send(f"{kind}-{run}", kind, variables=seeds)
+        script_history = await reader.handle(f"script-{run}").fetch_history()
+        script_view = await reader.sessions.view(f"script-{run}")
+    async with running_agent(client, task_queue, root, "caller", server) as caller:
+        outcomes["delegate"] = await caller.workflow.send(f"sub-{run}", "delegate", variables=seeds)
+        delegation_history = await caller.handle(f"sub-{run}").fetch_history()
+        outcomes["script-sub"] = await caller.workflow.send(
+            f"ptc-sub-{run}", "ptc-sub", variables=seeds
+        )
+        script_sub_history = await caller.handle(f"ptc-sub-{run}").fetch_history()
+    reasons = {
+        kind: (outcome.kind, (outcome.rejected or "").replace(SUB_TOOL, "read_file"))
+        for kind, outcome in outcomes.items()
+    }
+    expected = (
+        "rejected",
+        "The `read_file` guard `args.file_path` names a variable that is not set; the call "
+        "cannot be governed and the session cannot go on.",
+    )
+    assert reasons == dict.fromkeys(("turn", "script", "delegate", "script-sub"), expected)
+    assert not _children(delegation_history) and not _children(script_sub_history)
+    assert len(_scheduled(script_sub_history, SANDBOX_ACTIVITY)) == 1  # never run on
+    [result] = _sandbox_results(script_history)
+    assert result.terminal == expected[1] and len(result.calls) == 1  # the run went no further
+    [run_answer] = _answers(script_view.transcript, "archmax_run")
+    assert (run_answer.status, run_answer.rule) == ("blocked", "tool.unresolved-variable")
+
+
+PARKER = """
+title: Parker
+states:
+  work:
+    triggers: { manual: }
+    skills: { allow: [probe] }
+    instructions: Run the park script.
+    tools:
+      allow:
+        - archmax_workflow_confirm
+        - { tool: archmax_run, paths: ["skills/probe/scripts/**"] }
+      forbid:
+        - { tool: read_file, args: { file_path: "**/${{banned}}.json" } }
+"""
+
+CONFIRM = """
+title: Confirm
+states:
+  ask:
+    triggers: { manual: { description: Ask a person for a code. } }
+    instructions: Ask for the code and wait.
+"""
+
+PARK_SCRIPT = """export default async ({ tools }) => {
+  await tools.archmaxWorkflowConfirm({});
+  try {
+    return await tools.readFile({ file_path: "skills/probe/assets/acme-1.json" });
+  } catch (error) {
+    return "caught: " + error.message;
+  }
+};
+"""
+"""Parks on a child, then (run on from its journal) makes a call no guard can decide."""
+
+PARK_PLAYBOOK = json.dumps(
+    {
+        "rules": [
+            {
+                "when": {"state": "ask", "last_tool_result": "/code/"},
+                "reply": {"content": "The code came."},
+            },
+            {
+                "when": {"state": "ask"},
+                "reply": {"tool_calls": [call("archmax_wait", reason="waiting for the code")]},
+            },
+            {"when": {"last_tool": "archmax_run"}, "reply": {"content": "done"}},
+            {  # after a resumption the runtime's note follows the script's answer
+                "when": {"any_message": "/answers the pending call/"},
+                "reply": {"content": "done"},
+            },
+            {
+                "when": {"last_user": "park"},
+                "reply": {
+                    "tool_calls": [call("archmax_run", file_path="skills/probe/scripts/park.js")]
+                },
+            },
+        ]
+    }
+)
+
+
+async def test_a_resumed_scripts_unresolvable_guard_fails_the_turn(
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> None:
+    """The script's first run parks on a child; when the child is answered the script runs
+    on from its journal and its next call meets a guard naming an unset variable: the run
+    stops there and the caller's turn is rejected, as if the agent had made the call."""
+    write_workflow(root, "parker", PARKER)
+    write_workflow(root, "confirm", CONFIRM)
+    (root / "skills" / "probe" / "scripts" / "park.js").write_text(PARK_SCRIPT, encoding="utf-8")
+    sid = f"park-{uuid.uuid4().hex[:8]}"
+    server = scripted(PARK_PLAYBOOK)
+    async with running_agent(client, task_queue, root, "parker", server) as agent:
+        parked = await agent.workflow.send(sid, "park")
+        await agent.workflow.deliver(f"{sid}.confirm-1", trigger="reply", variables={"code": "7"})
+        deadline = asyncio.get_running_loop().time() + 60
+        while True:  # the child's end reaches the caller as a signal: poll for its effect
+            summary = await agent.sessions.get(sid)
+            if summary.status not in ("running", "awaiting_input"):
+                break
+            assert asyncio.get_running_loop().time() < deadline, summary.status
+            await asyncio.sleep(0.05)
+        view = await agent.sessions.view(sid)
+        history = await agent.handle(sid).fetch_history()
+    assert parked.kind == "parked"
+    assert summary.status == "rejected"
+    [run_answer] = _answers(view.transcript, "archmax_run")
+    assert run_answer.status == "blocked"
+    assert (run_answer.content or "").startswith(
+        "archmax_run stopped: Blocked by governance (tool.unresolved-variable): "
+    )
+    results = _sandbox_results(history)
+    assert [r.terminal is not None for r in results] == [False, True]

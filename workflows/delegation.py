@@ -92,6 +92,10 @@ PREFIX: Final = WORKFLOW_PREFIX
 SETTLED_SIGNAL: Final = "archmax.sub_workflow.settled"
 """The signal a delegated child sends its caller after every settled turn."""
 
+SCRIPT_TERMINAL_PATCH: Final = "archmax-script-terminal-block"
+"""A script's sub-workflow call refused for good (an unresolvable guard) fails the turn, as the
+agent's own call does; before it, the script was answered ``blocked`` and ran on."""
+
 MAX_DEPTH: Final = 3
 """Children below children: a call that would start a session deeper than this is refused."""
 
@@ -331,6 +335,8 @@ class Delegations:
         dispatched = await self._dispatch(caller, arguments)
         if dispatched.parked:
             return None
+        if dispatched.terminal is not None and workflow.patched(SCRIPT_TERMINAL_PATCH):
+            raise governance.TerminalBlock(dispatched.terminal)  # as for the agent's own call
         if dispatched.terminal is not None and not answers:
             return f"{tool} refused: {dispatched.terminal}", "blocked"
         return answers[-1] if answers else (f"{tool} did not answer", "error")

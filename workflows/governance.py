@@ -682,9 +682,13 @@ def _describe(entry: ToolGrant) -> str:
     return "; ".join(parts)
 
 
+UNRESOLVED_GUARD: Final = "tool.unresolved-variable"
+"""The rule of a terminal block: a guard names a variable that is not set."""
+
+
 def _unresolved(tool: str, guard: str) -> Verdict:
     return _refuse(
-        "tool.unresolved-variable",
+        UNRESOLVED_GUARD,
         f"The `{tool}` guard `{guard}` names a variable that is not set; the call cannot be "
         "governed and the session cannot go on.",
         terminal=True,
@@ -882,6 +886,16 @@ class Unresolved(_CallVerdict):
 
 CallVerdict = Run | Mocked | Blocked | Unresolved
 """Every answer :func:`govern` gives: run, mocked, blocked (maybe terminal), unresolved."""
+
+
+class TerminalBlock(Exception):
+    """A call inside a script or snippet got a terminal :class:`Blocked` (an unresolvable
+    guard): the run stopped there, and the turn fails with ``reason`` exactly as it does when
+    the agent's own call gets one. Raised and caught in workflow code, never on the wire."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def substitutes(origin: Origin, tool: str) -> bool:

@@ -127,6 +127,8 @@ class TurnEngine:
         """The listing this run last published in the memo (re-published when it changes)."""
         self._calls_this_run = 0
         """The agent's model calls in this run (``model_calls_per_run``)."""
+        self._stopped: str | None = None
+        """A resumed script's terminal block: the turn fails as soon as it goes on."""
         self.may_hand_over: Callable[[], bool] = lambda: True
         """Whether the shell can continue as new now (nothing else queued or waiting)."""
 
@@ -298,6 +300,13 @@ class TurnEngine:
             s.visit_calls = 0
             s.routes = 0
         while True:
+            stopped, self._stopped = self._stopped, None
+            if stopped is not None:  # a resumed script's call was refused for good
+                if self._turn_failure(stopped, s.routes) != "routed":
+                    return
+                s.routes += 1
+                s.visit_calls = 0
+                continue
             if self._should_continue_as_new():
                 raise ContinueMidTurn
             visit_calls, routes = s.visit_calls, s.routes
@@ -578,12 +587,15 @@ class TurnEngine:
                 return ToolAnswer(text, "error"), None
             s.todos = plan
             return ToolAnswer(text), None
-        if handler == "sandbox" and call.name == tools.ARCHMAX_EVAL:
-            return ToolAnswer(*await self._hooks.run_eval(slug, substituted)), None
         if handler == "sandbox":
-            ran = await self._hooks.run_script(
-                slug, substituted, dispatch=self._script_dispatch(call.id, substituted)
-            )
+            try:
+                if call.name == tools.ARCHMAX_EVAL:
+                    return ToolAnswer(*await self._hooks.run_eval(slug, substituted)), None
+                ran = await self._hooks.run_script(
+                    slug, substituted, dispatch=self._script_dispatch(call.id, substituted)
+                )
+            except governance.TerminalBlock as stop:  # one of its calls: as for the agent's
+                return _stopped(call.name, stop.reason), stop.reason
             if ran is None:  # a child it dispatched parked: the call is answered on resume
                 return None, None
             return ToolAnswer(*ran), None
@@ -646,12 +658,16 @@ class TurnEngine:
         journal = script.journal.then(
             journal_entry(script.tool, script.tool_arguments, content, status)
         )
-        return await self._hooks.run_script(
-            waiting.state,
-            script.arguments,
-            dispatch=self._script_dispatch(waiting.tool_call_id, script.arguments),
-            journal=journal,
-        )
+        try:
+            return await self._hooks.run_script(
+                waiting.state,
+                script.arguments,
+                dispatch=self._script_dispatch(waiting.tool_call_id, script.arguments),
+                journal=journal,
+            )
+        except governance.TerminalBlock as stop:  # the turn fails when it goes on (drive)
+            self._stopped = stop.reason
+            return _stopped(waiting.tool, stop.reason).content, "blocked"
 
     # --- lifecycle hooks, parks and failures ----------------------------------------------
 
@@ -771,6 +787,15 @@ class TurnEngine:
         if listed != self._listed and workflow.patched(LISTED_MEMO_PATCH):
             workflow.upsert_memo({contracts.LISTED_MEMO: listed.model_dump(mode="json")})
             self._listed = listed
+
+
+def _stopped(tool: str, reason: str) -> ToolAnswer:
+    """The answer to a script or snippet one of whose calls got a terminal block."""
+    return ToolAnswer(
+        f"{tool} stopped: Blocked by governance ({governance.UNRESOLVED_GUARD}): {reason}",
+        "blocked",
+        rule=governance.UNRESOLVED_GUARD,
+    )
 
 
 def _tool_summary(tool: str, arguments: dict[str, Any]) -> str:
