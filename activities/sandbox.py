@@ -8,8 +8,8 @@ is the unit that can be stopped; an endless loop, a memory bomb or an engine cra
 run with a typed error and never takes the worker down.
 
 The run's ``tools.*`` calls come back to this activity and are served here, in order: the
-governance kernel (on runtime authority for a hook, the agent's for a script), the case's
-mocks, then the workspace tool itself through the same code the tool activities run. The
+one decision (``governance.govern``: the kernel, on runtime authority for a hook, then the
+mocks), then the workspace tool itself through the same code the tool activities run. The
 n-th call of a run is keyed ``<the run's idempotency key>.<n>`` in the effect journal, so a
 run retried after its worker died replays the writes it made rather than applying them again
 (a script that takes another course on the retry is served afresh). The activity heartbeats
@@ -38,7 +38,7 @@ from archmax_temporal.activities.session_store import (
     unexpected,
 )
 from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
-from archmax_temporal.workflows import governance, matching
+from archmax_temporal.workflows import governance
 from archmax_temporal.workflows.contracts.sandbox import (
     SANDBOX_ACTIVITY,
     SandboxDispatch,
@@ -92,6 +92,14 @@ class _DispatchNeeded(Exception):
     def __init__(self, dispatch: SandboxDispatch) -> None:
         super().__init__(dispatch.tool)
         self.dispatch = dispatch
+
+
+class _Terminal(Exception):
+    """A call governance refused for good (an unresolvable guard): the run stops here."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class SandboxActivities:
@@ -157,6 +165,8 @@ class SandboxActivities:
         except _DispatchNeeded as needed:
             journal = await asyncio.to_thread(self._store_journal, request.session_id, calls)
             return SandboxRunResult(calls=_slim(calls), dispatch=needed.dispatch, journal=journal)
+        except _Terminal as stop:
+            return SandboxRunResult(calls=_slim(calls), terminal=stop.reason)
         except TimeoutError:
             raise SandboxTimeoutError(
                 f"{request.label}: timed out after {request.limits.timeout_ms} ms "
@@ -275,29 +285,29 @@ class SandboxActivities:
             raise _DispatchNeeded(SandboxDispatch(tool=tool, arguments=arguments))
         if tool not in BRIDGE_TOOLS:
             return record("blocked", f"tools.{call.get('tool')} is not on the sandbox bridge")
-        verdict = governance.decide(
+        verdict = governance.govern(
             request.spec,
             request.state,
             tool,
             arguments,
             request.variables,
-            authority="runtime" if request.kind == "hook" else "agent",
+            request.mocks,
+            origin="hook" if request.kind == "hook" else "script",
         )
-        if not verdict.allowed:
-            return record("blocked", f"Blocked by governance ({verdict.rule}): {verdict.reason}")
-        mock = matching.find_mock(request.mocks, tool, arguments)
-        if mock is not None:
-            result = mock.result
-            if isinstance(result, dict) and "error" in result:
-                return record("error", matching.mock_result_text(result["error"]), True)
-            return record("ok", matching.mock_result_text(result), True)
+        if isinstance(verdict, governance.Blocked | governance.Unresolved):
+            refused = record("blocked", verdict.text)
+            if verdict.terminal:  # the run goes no further: the turn fails, as for the agent
+                raise _Terminal(verdict.reason)
+            return refused
+        if isinstance(verdict, governance.Mocked):
+            return record(*verdict.answer(), mocked=True)
         if tool == READ_FILE:
-            return record(*self._read_raw(request, arguments))
+            return record(*self._read_raw(request, verdict.arguments))
         answer = self._workspace.run_tool(
             WorkspaceToolInput(
                 session_id=request.session_id,
                 tool=tool,
-                arguments=arguments,
+                arguments=verdict.arguments,
                 max_result_chars=request.limits.max_result_chars,
                 visible_skills=request.visible_skills,
             ),

@@ -17,15 +17,16 @@ Errors (all :class:`WorkspaceError`) carry the offending ``path``, always sessio
 (``scratchpad/notes.md``), never a host path; their class name is the type of the
 ``ApplicationError`` they travel as (:meth:`WorkspaceError.to_application_error`)::
 
-    WorkspaceError                 a refused operation (the agent reads it; never retried)
-    ├── PathEscapeError            ``..``, absolute, or leaving the session folder
-    │   └── SymlinkPathError       the path passes through a symlink: never followed
-    ├── ReadOnlyPathError          a write outside ``scratchpad/``
-    ├── BinaryFileError            text asked for, bytes found
-    ├── StoreCapabilityError       the store cannot (raw bytes, delete)
-    ├── FileNotFoundInWorkspaceError
-    ├── NameTooLongError           a name longer than the file system takes
-    └── StoreIOError               the store itself failed (disk full, I/O): retried
+    ArchmaxError                       (workflows/errors.py: every error a host can see)
+    └── WorkspaceError                 a refused operation (the agent reads it; never retried)
+        ├── PathEscapeError            ``..``, absolute, or leaving the session folder
+        │   └── SymlinkPathError       the path passes through a symlink: never followed
+        ├── ReadOnlyPathError          a write outside ``scratchpad/``
+        ├── BinaryFileError            text asked for, bytes found
+        ├── StoreCapabilityError       the store cannot (raw bytes, delete)
+        ├── FileNotFoundInWorkspaceError
+        ├── NameTooLongError           a name longer than the file system takes
+        └── StoreIOError               the store itself failed (disk full, I/O): retried
 
 An ``OSError`` never leaves a store: :func:`os_error` translates it, at this one boundary, into
 one of these in the session's own path vocabulary (its message carries neither the store's
@@ -48,10 +49,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Protocol, runtime_checkable
+from typing import ClassVar, Final, Protocol, runtime_checkable
 
 from temporalio.exceptions import ApplicationError
 
+from archmax_temporal.workflows.errors import ArchmaxError
 from archmax_temporal.workflows.identity import (
     SHORTENED,
     check_session_id,
@@ -68,16 +70,22 @@ search and no read of the agent ever meets one)."""
 # --- errors -------------------------------------------------------------------------------
 
 
-class WorkspaceError(Exception):
-    """Base of every refusal of a workspace or session-store operation; names the path."""
+class WorkspaceError(ArchmaxError):
+    """Base of every refusal of a workspace or session-store operation; names the path.
+
+    An :class:`ArchmaxError` like every error a host can see: ``except ArchmaxError`` catches
+    a refused ``sessions.seed`` too."""
 
     def __init__(self, message: str, path: str = "") -> None:
         super().__init__(message)
         self.path = path
 
     def to_application_error(self) -> ApplicationError:
-        """The error as it travels over the wire: non-retryable, typed with the class name."""
-        return ApplicationError(str(self), self.path, type=type(self).__name__, non_retryable=True)
+        """The error as it travels over the wire: typed with the class name, the path as its
+        detail, non-retryable unless the class says a retry may succeed."""
+        return ApplicationError(
+            str(self), self.path, type=type(self).__name__, non_retryable=not self.retryable
+        )
 
 
 class PathEscapeError(WorkspaceError):
@@ -114,8 +122,7 @@ class StoreIOError(WorkspaceError):
     infrastructure fault, so the activity fails and Temporal retries it. Its message names
     the session-relative path and the error, never the host path."""
 
-    def to_application_error(self) -> ApplicationError:
-        return ApplicationError(str(self), self.path, type=type(self).__name__)
+    retryable: ClassVar[bool] = True
 
 
 _REFUSED_ERRNOS: Final = {

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from archmax_temporal.activities.session_store import ReadOnlyPathError
+from archmax_temporal.workflows.errors import ArchmaxError
 from tests.conftest import Scripted, running_agent, write_workflow
 
 SPEC = """
@@ -73,3 +75,21 @@ async def test_files_are_placed_seeded_locked_and_readable_by_reference(
     assert seeded == ["trigger.json"]
     assert (store / "files-1" / "trigger.json").read_text() == '{"a": 1}'
     assert "trigger.json" not in second.variables
+
+
+async def test_a_refused_seed_is_an_archmax_error(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """``except ArchmaxError`` catches ``sessions.seed``'s refusal: a typed ``WorkspaceError``
+    naming the refused path, like every error a host can see."""
+    write_workflow(tmp_path, "inbox", SPEC)
+    server = scripted(PLAYBOOK)
+    async with running_agent(client, task_queue, tmp_path, "inbox", server, worker=False) as agent:
+        try:
+            await agent.sessions.seed("files-2", {"skills/x/notes.md": "no"})
+        except ArchmaxError as exc:
+            refused: ArchmaxError | None = exc
+        else:
+            refused = None
+    assert isinstance(refused, ReadOnlyPathError)
+    assert refused.path == "skills/x/notes.md"

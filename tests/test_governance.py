@@ -7,12 +7,19 @@ import re
 from typing import Any
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
 from archmax_temporal.workflows.governance import (
     ALWAYS_ON,
     PATH_ARGS,
+    UNRESOLVED_REFERENCE,
+    Blocked,
+    CallVerdict,
+    Mocked,
+    Run,
+    Unresolved,
     Verdict,
     decide,
     disclosed_tools,
@@ -20,14 +27,16 @@ from archmax_temporal.workflows.governance import (
     forbidden_outright,
     glob_escape,
     glob_match,
+    govern,
     listed,
     normalise_path,
     resolve_guard,
     substitute_references,
 )
-from archmax_temporal.workflows.models import Variable
+from archmax_temporal.workflows.models import ToolMock, Variable
 from archmax_temporal.workflows.runtime_tools import RUNTIME_TOOLS
 from archmax_temporal.workflows.spec import WorkflowSpec
+from tests import decision_table as table
 
 STATE = "work"
 BUILTINS = [
@@ -801,3 +810,118 @@ class TestTransfers:
         verdict = run(guarded, "copy_file", source="AGENTS.md", destination="scratchpad/b")
         refused(verdict, "tool.not-allowed")
         assert "path 'AGENTS.md', 'scratchpad/b' is outside paths scratchpad/**" in verdict.reason
+
+
+class TestGovern:
+    """``govern``: the one decision on a call (substitution, the pipeline, mocks), for the
+    agent's, a script's and a hook's calls alike; the rows are the end-to-end table's
+    (tests/decision_table.py, run through all three paths in tests/test_one_decision.py)."""
+
+    @staticmethod
+    def spec(tool: str) -> WorkflowSpec:
+        document = f"states:\n  {table.STATE}:\n    triggers: {{ manual: }}\n"
+        return WorkflowSpec.model_validate(yaml.safe_load(document + table.spec_block(tool)))
+
+    @staticmethod
+    def seen(verdict: CallVerdict) -> table.Expected:
+        if isinstance(verdict, Run):
+            return table.RUN
+        if isinstance(verdict, Mocked):
+            return table.MOCK
+        return table.blocked(verdict.rule)
+
+    @pytest.mark.parametrize("tool", ["read_file", "archmax_workflow_sink"])
+    @pytest.mark.parametrize("row", table.ROWS, ids=[row.name for row in table.ROWS])
+    def test_the_table(self, row: table.Row, tool: str) -> None:
+        spec = self.spec(tool)
+        for origin in ("agent", "script"):
+            verdict = govern(
+                spec,
+                table.STATE,
+                tool,
+                table.arguments(row),
+                table.variables(),
+                table.mocks(tool),
+                origin=origin,
+            )
+            # A sub-workflow call's arguments are the child's seeds: substituted whoever calls.
+            expected = row.expected("agent" if tool != "read_file" else origin)
+            assert self.seen(verdict) == expected, (origin, verdict)
+
+    def test_run_carries_the_substituted_arguments(self) -> None:
+        verdict = govern(
+            self.spec("read_file"),
+            table.STATE,
+            "read_file",
+            {"file_path": "skills/probe/assets/${{customer}}-1.json", "limit": "${{n}}"},
+            {**table.variables(), "n": Variable(value=5)},
+        )
+        assert verdict == Run(
+            tool="read_file",
+            arguments={"file_path": "skills/probe/assets/acme-1.json", "limit": 5},
+        )
+
+    def test_a_script_call_is_taken_as_written(self) -> None:
+        spec = make_spec()
+        args = {"file_path": "scratchpad/${{nope}}.md", "content": "${{customer}}"}
+        for origin in ("script", "hook"):
+            verdict = govern(spec, STATE, "write_file", args, variables(), origin=origin)
+            assert verdict == Run(tool="write_file", arguments=args)
+
+    def test_an_unresolved_reference_is_one_correctable_refusal(self) -> None:
+        verdict = govern(
+            make_spec(), STATE, "write_file", {"file_path": "scratchpad/${{nope}}.md"}, {}
+        )
+        assert isinstance(verdict, Unresolved)
+        assert (verdict.rule, verdict.terminal) == (UNRESOLVED_REFERENCE, False)
+        assert verdict.text.startswith("write_file refused: Unresolved variable reference")
+        assert "$${{" in verdict.text  # says how to write the literal text
+
+    def test_an_unresolved_guard_is_a_terminal_block_for_every_origin(self) -> None:
+        spec = make_spec(
+            tools={"forbid_always": [{"tool": "write_file", "args": {"content": "${{gone}}"}}]}
+        )
+        for origin in ("agent", "script", "hook"):
+            verdict = govern(
+                spec,
+                STATE,
+                "write_file",
+                {"file_path": "scratchpad/a.md", "content": "x"},
+                {},
+                origin=origin,
+            )
+            assert isinstance(verdict, Blocked)
+            assert (verdict.rule, verdict.terminal) == ("tool.unresolved-variable", True)
+            assert verdict.text.startswith("Blocked by governance (tool.unresolved-variable): ")
+
+    def test_a_hook_is_on_runtime_authority(self) -> None:
+        """A state's denial binds the agent and its scripts, not a hook."""
+        spec = make_spec(state_tools={"forbid": ["write_file"]})
+        args = {"file_path": "scratchpad/a.md", "content": "x"}
+        script = govern(spec, STATE, "write_file", args, {}, origin="script")
+        hook = govern(spec, STATE, "write_file", args, {}, origin="hook")
+        assert isinstance(script, Blocked) and script.rule == "tool.forbidden-here"
+        assert isinstance(hook, Run)
+
+    def test_a_mock_answers_with_its_result_or_fails_with_its_error(self) -> None:
+        mocks = [
+            ToolMock(tool="read_file", when_input={"file_path": "scratchpad/a"}, result={"n": 1}),
+            ToolMock(tool="read_file", result={"error": "disk on fire"}),
+        ]
+        first = govern(make_spec(), STATE, "read_file", {"file_path": "scratchpad/a"}, {}, mocks)
+        other = govern(make_spec(), STATE, "read_file", {"file_path": "scratchpad/b"}, {}, mocks)
+        assert isinstance(first, Mocked) and first.answer() == ("ok", '{"n": 1}')
+        assert isinstance(other, Mocked) and other.answer() == ("error", "disk on fire")
+
+    def test_the_mock_matches_the_substituted_arguments(self) -> None:
+        mocks = [ToolMock(tool="read_file", when_input={"file_path": "scratchpad/z.md"})]
+        verdict = govern(
+            make_spec(),
+            STATE,
+            "read_file",
+            {"file_path": "scratchpad/${{a}}.md"},
+            variables(a="z"),
+            mocks,
+        )
+        assert isinstance(verdict, Mocked)
+        assert verdict.arguments == {"file_path": "scratchpad/z.md"}

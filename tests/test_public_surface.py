@@ -212,6 +212,33 @@ class TestErrorTree:
             back = errors.error_from_type(wired.type, wired.message)
             assert type(back) is cls
 
+    def test_the_workspace_errors_are_archmax_errors_and_travel_with_their_path(self) -> None:
+        """Every workspace refusal is an ``ArchmaxError``; its wire type is its class name,
+        the path rides along, and the client maps it back to the class (path included).
+        Only a failing store is retryable."""
+        from temporalio.exceptions import ApplicationError
+
+        from archmax_temporal.activities import regex, session_store
+        from archmax_temporal.client.host import workspace_error
+
+        def tree(cls: type[session_store.WorkspaceError]) -> list[type[Exception]]:
+            return [cls, *(c for sub in cls.__subclasses__() for c in tree(sub))]
+
+        classes = tree(session_store.WorkspaceError)
+        assert regex.UnsupportedPatternError in classes
+        for cls in classes:
+            assert issubclass(cls, errors.ArchmaxError), cls
+            wired = cls("refused", "scratchpad/a.md").to_application_error()
+            assert (wired.type, wired.details) == (cls.__name__, ("scratchpad/a.md",))
+            assert wired.non_retryable is (cls is not session_store.StoreIOError), cls
+            if cls.__module__ == session_store.__name__:
+                back = workspace_error(
+                    ApplicationError(wired.message, *wired.details, type=wired.type)
+                )
+                assert type(back) is cls
+                assert isinstance(back, session_store.WorkspaceError)
+                assert back.path == "scratchpad/a.md"
+
 
 class TestStepKinds:
     def test_each_kind_is_one_class_carrying_its_key(self) -> None:

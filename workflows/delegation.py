@@ -92,6 +92,10 @@ PREFIX: Final = WORKFLOW_PREFIX
 SETTLED_SIGNAL: Final = "archmax.sub_workflow.settled"
 """The signal a delegated child sends its caller after every settled turn."""
 
+SCRIPT_TERMINAL_PATCH: Final = "archmax-script-terminal-block"
+"""A script's sub-workflow call refused for good (an unresolvable guard) fails the turn, as the
+agent's own call does; before it, the script was answered ``blocked`` and ran on."""
+
 MAX_DEPTH: Final = 3
 """Children below children: a call that would start a session deeper than this is refused."""
 
@@ -331,6 +335,8 @@ class Delegations:
         dispatched = await self._dispatch(caller, arguments)
         if dispatched.parked:
             return None
+        if dispatched.terminal is not None and workflow.patched(SCRIPT_TERMINAL_PATCH):
+            raise governance.TerminalBlock(dispatched.terminal)  # as for the agent's own call
         if dispatched.terminal is not None and not answers:
             return f"{tool} refused: {dispatched.terminal}", "blocked"
         return answers[-1] if answers else (f"{tool} did not answer", "error")
@@ -341,29 +347,30 @@ class Delegations:
         s = ctx.session
         state = ctx.state_slug()
         slug = target_of(call.name) or ""
-        substituted, problem = governance.substitute_references(arguments, s.variables)
-        if problem is not None:
-            rule = "sub-workflow.unresolved-param"
-            caller.answer(f"{call.name} refused: {problem}", "blocked", rule)
-            return Dispatched()
-        verdict = governance.decide(ctx.spec, state, call.name, substituted, s.variables)
-        if not verdict.allowed:
-            caller.answer(
-                f"Blocked by governance ({verdict.rule}): {verdict.reason}", "blocked", verdict.rule
-            )
+        verdict = governance.govern(
+            ctx.spec,
+            state,
+            call.name,
+            arguments,
+            s.variables,
+            ctx.mocks,
+            origin="agent" if caller.script is None else "script",
+        )
+        if isinstance(verdict, governance.Blocked | governance.Unresolved):
+            caller.answer(verdict.text, "blocked", verdict.rule)
             return Dispatched(terminal=verdict.reason if verdict.terminal else None)
+        substituted = verdict.arguments
         delegate = ctx.input.delegates.get(slug)
         refused = self._target_refusal(slug, delegate, substituted)
-        if refused is not None:
+        if refused is not None:  # the target's refusal (a disabled one) wins over a mock
             rule, reason = refused
             caller.answer(f"Blocked ({rule}): {call.name}: {reason}.", "blocked", rule)
             return Dispatched()
         assert delegate is not None and delegate.spec is not None
         manual = manual_of(delegate)
         assert manual is not None
-        mock = matching.find_mock(ctx.mocks, call.name, substituted)
-        if mock is not None:
-            returned = await self._mocked(manual, mock.result)
+        if isinstance(verdict, governance.Mocked):
+            returned = await self._mocked(manual, verdict.result)
             caller.answer(returned.content, returned.status, None)
             self._trail(state, slug, returned.status, "mocked")
             return Dispatched()

@@ -45,6 +45,10 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
         ├── UnsupportedConcurrencyError    tests.maxConcurrency above 1
         └── InvalidTargetError         create_target gave no governed agent of the workflow
 
+The workspace's refusals (``WorkspaceError``: ``ReadOnlyPathError``, ``PathEscapeError``, …)
+derive from ``ArchmaxError`` too; they live with the store in ``activities.session_store``,
+carry the refused path, and the client maps their wire type back there.
+
 This module is pure (no I/O) so workflow code, activities and the client all import it.
 """
 

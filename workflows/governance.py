@@ -16,6 +16,11 @@ to try again.
 Pure (no I/O, clock or randomness): it runs inside the Temporal workflow, and replays must
 decide every call the same way. The real symlink check lives on disk, in the workspace layer;
 this module only sees the agent-visible path text.
+
+:func:`govern` is the one decision on a tool call, wherever it comes from (the agent's turn, a
+sub-workflow dispatch, a script's or hook's ``tools.*`` call through the sandbox bridge):
+substitution, the pipeline of :func:`decide`, then the case's mocks. It answers with one of a
+closed set of verdicts (:data:`CallVerdict`), and every path renders that verdict the same way.
 """
 
 from __future__ import annotations
@@ -28,11 +33,19 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from archmax_temporal.workflows.models import Variable
+from archmax_temporal.workflows.matching import find_mock, mock_result_text
+from archmax_temporal.workflows.models import ToolMock, Variable
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, resolve_path
 from archmax_temporal.workflows.spec import SLUG, WILDCARD, ToolEntry, ToolGrant, WorkflowSpec
 from archmax_temporal.workflows.tools import ALWAYS_ON as ALWAYS_ON
-from archmax_temporal.workflows.tools import ARCHMAX_RUN, NOTE, RUNTIME_TOOLS, TASK, PathUse
+from archmax_temporal.workflows.tools import (
+    ARCHMAX_RUN,
+    NOTE,
+    RUNTIME_TOOLS,
+    TASK,
+    PathUse,
+    workflow_target,
+)
 from archmax_temporal.workflows.tools import EVAL as EVAL
 from archmax_temporal.workflows.tools import OPTIONAL_PATH_ARGS as OPTIONAL_PATH_ARGS
 from archmax_temporal.workflows.tools import PATH_ARGS as PATH_ARGS
@@ -503,7 +516,8 @@ def _guards(
         if globs is None:
             result.unresolved = f"args.{name}"
             return result
-        value: Any = path_of[name] if name in path_of else _argument(args, name)
+        raw_value = _argument(args, name)
+        value: Any = path_of.get(name, raw_value)
         if value is MISSING:
             result.matched = False
             result.failures.append(f"argument `{name}` is absent (guard: {', '.join(globs)})")
@@ -516,8 +530,9 @@ def _guards(
             result.covered.add(name)
         if not ok:
             result.matched = False
+            shown = values[0] if len(values) == 1 and not isinstance(raw_value, list) else value
             result.failures.append(
-                f"argument `{name}` = {json.dumps(value)} does not match {', '.join(globs)}"
+                f"argument `{name}` = {json.dumps(shown)} does not match {', '.join(globs)}"
             )
     if entry.paths is not None:
         globs = _resolved(entry.paths, variables)
@@ -667,9 +682,13 @@ def _describe(entry: ToolGrant) -> str:
     return "; ".join(parts)
 
 
+UNRESOLVED_GUARD: Final = "tool.unresolved-variable"
+"""The rule of a terminal block: a guard names a variable that is not set."""
+
+
 def _unresolved(tool: str, guard: str) -> Verdict:
     return _refuse(
-        "tool.unresolved-variable",
+        UNRESOLVED_GUARD,
         f"The `{tool}` guard `{guard}` names a variable that is not set; the call cannot be "
         "governed and the session cannot go on.",
         terminal=True,
@@ -791,3 +810,140 @@ def decide(
     if tool in ALWAYS_ON and places and all(p.zone == "scratchpad" for p in places):
         return _allow("tool.scratchpad", "scratchpad/ is always readable and writable.")
     return _grant_verdict(spec, state, tool, args, places, variables)
+
+
+# --- the decision on one call -------------------------------------------------------------
+
+Origin = Literal["agent", "script", "hook"]
+"""Who wrote the call: the model (its own call, or a sub-workflow call it made), a script or
+snippet the agent ran (``archmax_run``, ``archmax_eval``: the agent's authority), or a
+lifecycle hook (runtime authority)."""
+
+UNRESOLVED_REFERENCE: Final = "tool.unresolved-reference"
+"""The rule of a call refused because a ``${{…}}`` reference in its arguments names nothing."""
+
+
+class _CallVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: str
+
+
+class Run(_CallVerdict):
+    """Run the tool with ``arguments`` (substituted where the call's origin substitutes)."""
+
+    kind: Literal["run"] = "run"
+    arguments: dict[str, Any]
+
+
+class Mocked(_CallVerdict):
+    """A declared mock answers the call with ``result``; the tool does not run.
+
+    ``arguments`` are the governed ones (a sub-workflow mock is still held to its target)."""
+
+    kind: Literal["mock"] = "mock"
+    arguments: dict[str, Any]
+    result: Any = None
+
+    def answer(self) -> tuple[Literal["ok", "error"], str]:
+        """The status and text a tool call answers with: a mapping with an ``error`` key
+        fails the call, anything else is the result (a string verbatim, else JSON)."""
+        if isinstance(self.result, dict) and "error" in self.result:
+            return "error", mock_result_text(self.result["error"])
+        return "ok", mock_result_text(self.result)
+
+
+class Blocked(_CallVerdict):
+    """Governance refused the call (``rule``, ``reason``). ``terminal``: the refusal cannot be
+    corrected (an unresolvable guard); the turn fails, the session is rejected or routed."""
+
+    kind: Literal["blocked"] = "blocked"
+    rule: str
+    reason: str
+    terminal: bool = False
+
+    @property
+    def text(self) -> str:
+        """What the caller reads."""
+        return f"Blocked by governance ({self.rule}): {self.reason}"
+
+
+class Unresolved(_CallVerdict):
+    """A ``${{…}}`` reference in the arguments names nothing: a correctable refusal, answered
+    as a blocked call (rule :data:`UNRESOLVED_REFERENCE`); the caller may set the variable or
+    write ``$${{…}}`` and call again. Never terminal."""
+
+    kind: Literal["unresolved"] = "unresolved"
+    reason: str
+    rule: Literal["tool.unresolved-reference"] = "tool.unresolved-reference"
+    terminal: Literal[False] = False
+
+    @property
+    def text(self) -> str:
+        """What the caller reads."""
+        return f"{self.tool} refused: {self.reason}"
+
+
+CallVerdict = Run | Mocked | Blocked | Unresolved
+"""Every answer :func:`govern` gives: run, mocked, blocked (maybe terminal), unresolved."""
+
+
+class TerminalBlock(Exception):
+    """A call inside a script or snippet got a terminal :class:`Blocked` (an unresolvable
+    guard): the run stopped there, and the turn fails with ``reason`` exactly as it does when
+    the agent's own call gets one. Raised and caught in workflow code, never on the wire."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def substitutes(origin: Origin, tool: str) -> bool:
+    """Whether a call's ``${{…}}`` references are substituted: the agent's calls, and every
+    sub-workflow call (its arguments are the child's seeds). A script's or hook's own calls
+    are taken as written (archmax: "Script and hook calls are not substituted"): their code
+    reads the variables from ``args.variables``, and the text they move (a template, a copied
+    file) must reach the tool unchanged."""
+    return origin == "agent" or workflow_target(tool) is not None
+
+
+def govern(
+    spec: WorkflowSpec,
+    state: str,
+    tool: str,
+    args: dict[str, Any],
+    variables: dict[str, Variable],
+    mocks: Sequence[ToolMock] = (),
+    *,
+    origin: Origin = "agent",
+) -> CallVerdict:
+    """The decision on one tool call, in order: substitute the arguments' references (see
+    :func:`substitutes`; an unresolved one is :class:`Unresolved`), govern the substituted
+    call (:func:`decide`, on runtime authority for a hook; a refusal is :class:`Blocked`), then
+    the first declared mock that matches (:class:`Mocked`), else :class:`Run`.
+
+    A mock never masks a refusal. Pure and deterministic: the turn engine, the sub-workflow
+    dispatcher and the sandbox bridge all call it, in workflow code or in an activity.
+    """
+    arguments = args
+    if substitutes(origin, tool):
+        substituted, problem = substitute_references(args, variables)
+        if problem is not None:
+            return Unresolved(tool=tool, reason=problem)
+        arguments = substituted
+    verdict = decide(
+        spec,
+        state,
+        tool,
+        arguments,
+        variables,
+        authority="runtime" if origin == "hook" else "agent",
+    )
+    if not verdict.allowed:
+        return Blocked(
+            tool=tool, rule=verdict.rule, reason=verdict.reason, terminal=verdict.terminal
+        )
+    mock = find_mock(list(mocks), tool, arguments)
+    if mock is not None:
+        return Mocked(tool=tool, arguments=arguments, result=mock.result)
+    return Run(tool=tool, arguments=arguments)

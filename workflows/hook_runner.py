@@ -432,7 +432,7 @@ class HookRunner:
         journal: ScriptJournal | None = None,
     ) -> SandboxRunResult:
         limits = SandboxLimits.from_settings(self._spec.settings)
-        return await contracts.sandbox.run(
+        result = await contracts.sandbox.run(
             SandboxRunInput(
                 session_id=self._input.session_id,
                 label=label,
@@ -451,6 +451,9 @@ class HookRunner:
             ),
             summary=summary,
         )
+        if result.terminal is not None and kind != "hook":  # a hook's failed call vetoes
+            raise governance.TerminalBlock(result.terminal)
+        return result
 
 
 def _agent_run_args(s: SessionState, slug: str) -> dict[str, Any]:

@@ -30,7 +30,6 @@ with workflow.unsafe.imports_passed_through():
         contracts,
         delegation,
         governance,
-        matching,
         projections,
         prompt,
         runtime_calls,
@@ -128,6 +127,8 @@ class TurnEngine:
         """The listing this run last published in the memo (re-published when it changes)."""
         self._calls_this_run = 0
         """The agent's model calls in this run (``model_calls_per_run``)."""
+        self._stopped: str | None = None
+        """A resumed script's terminal block: the turn fails as soon as it goes on."""
         self.may_hand_over: Callable[[], bool] = lambda: True
         """Whether the shell can continue as new now (nothing else queued or waiting)."""
 
@@ -299,6 +300,13 @@ class TurnEngine:
             s.visit_calls = 0
             s.routes = 0
         while True:
+            stopped, self._stopped = self._stopped, None
+            if stopped is not None:  # a resumed script's call was refused for good
+                if self._turn_failure(stopped, s.routes) != "routed":
+                    return
+                s.routes += 1
+                s.visit_calls = 0
+                continue
             if self._should_continue_as_new():
                 raise ContinueMidTurn
             visit_calls, routes = s.visit_calls, s.routes
@@ -550,31 +558,28 @@ class TurnEngine:
     async def _governed_call(
         self, call: ToolCall, arguments: dict[str, Any]
     ) -> tuple[ToolAnswer | None, str | None]:
-        """Substitute, govern, then run a tool that is no runtime control.
+        """Decide (:func:`governance.govern`), then run a tool that is no runtime control.
 
-        Every call is decided, disclosed or not. A refusal is answered as blocked with the
-        rule that refused it and the model goes on; an unresolvable guard is terminal (the
-        second value: the turn-failure reason). A tool that fails is an error result the
-        model reads, never a turn failure. No answer (None) for an ``archmax_run`` whose script
-        waits on a parked sub-workflow: the session parks, and the answer comes on resume.
+        Every call is decided, disclosed or not. A refusal (an unresolved reference in the
+        arguments included) is answered as blocked with the rule that refused it and the model
+        goes on; an unresolvable guard is terminal (the second value: the turn-failure reason).
+        A tool that fails is an error result the model reads, never a turn failure. No answer
+        (None) for an ``archmax_run`` whose script waits on a parked sub-workflow: the session
+        parks, and the answer comes on resume.
         """
         ctx = self._ctx
         s = ctx.session
         slug = ctx.state_slug()
-        substituted, problem = governance.substitute_references(arguments, s.variables)
-        if problem is not None:
-            return ToolAnswer(f"{call.name} refused: {problem}", "error"), None
-        verdict = governance.decide(ctx.spec, slug, call.name, substituted, s.variables)
-        if not verdict.allowed:
-            answer = ToolAnswer(
-                f"Blocked by governance ({verdict.rule}): {verdict.reason}",
-                "blocked",
-                rule=verdict.rule,
-            )
+        verdict = governance.govern(
+            ctx.spec, slug, call.name, arguments, s.variables, ctx.mocks, origin="agent"
+        )
+        if isinstance(verdict, governance.Blocked | governance.Unresolved):
+            answer = ToolAnswer(verdict.text, "blocked", rule=verdict.rule)
             return answer, (verdict.reason if verdict.terminal else None)
-        mock = matching.find_mock(ctx.mocks, call.name, substituted)
-        if mock is not None:
-            return _mocked_answer(mock.result), None
+        if isinstance(verdict, governance.Mocked):
+            status, content = verdict.answer()
+            return ToolAnswer(content, status), None
+        substituted = verdict.arguments
         handler = tools.handler_of(call.name, [tool.name for tool in ctx.input.host_tools])
         if handler == "todos":
             plan, text = todos.write(substituted)
@@ -582,12 +587,15 @@ class TurnEngine:
                 return ToolAnswer(text, "error"), None
             s.todos = plan
             return ToolAnswer(text), None
-        if handler == "sandbox" and call.name == tools.ARCHMAX_EVAL:
-            return ToolAnswer(*await self._hooks.run_eval(slug, substituted)), None
         if handler == "sandbox":
-            ran = await self._hooks.run_script(
-                slug, substituted, dispatch=self._script_dispatch(call.id, substituted)
-            )
+            try:
+                if call.name == tools.ARCHMAX_EVAL:
+                    return ToolAnswer(*await self._hooks.run_eval(slug, substituted)), None
+                ran = await self._hooks.run_script(
+                    slug, substituted, dispatch=self._script_dispatch(call.id, substituted)
+                )
+            except governance.TerminalBlock as stop:  # one of its calls: as for the agent's
+                return _stopped(call.name, stop.reason), stop.reason
             if ran is None:  # a child it dispatched parked: the call is answered on resume
                 return None, None
             return ToolAnswer(*ran), None
@@ -650,12 +658,16 @@ class TurnEngine:
         journal = script.journal.then(
             journal_entry(script.tool, script.tool_arguments, content, status)
         )
-        return await self._hooks.run_script(
-            waiting.state,
-            script.arguments,
-            dispatch=self._script_dispatch(waiting.tool_call_id, script.arguments),
-            journal=journal,
-        )
+        try:
+            return await self._hooks.run_script(
+                waiting.state,
+                script.arguments,
+                dispatch=self._script_dispatch(waiting.tool_call_id, script.arguments),
+                journal=journal,
+            )
+        except governance.TerminalBlock as stop:  # the turn fails when it goes on (drive)
+            self._stopped = stop.reason
+            return _stopped(waiting.tool, stop.reason).content, "blocked"
 
     # --- lifecycle hooks, parks and failures ----------------------------------------------
 
@@ -777,11 +789,13 @@ class TurnEngine:
             self._listed = listed
 
 
-def _mocked_answer(result: Any) -> ToolAnswer:
-    """A mock's answer: its result as text; a mapping with an ``error`` key fails the call."""
-    if isinstance(result, dict) and "error" in result:
-        return ToolAnswer(matching.mock_result_text(result["error"]), "error")
-    return ToolAnswer(matching.mock_result_text(result))
+def _stopped(tool: str, reason: str) -> ToolAnswer:
+    """The answer to a script or snippet one of whose calls got a terminal block."""
+    return ToolAnswer(
+        f"{tool} stopped: Blocked by governance ({governance.UNRESOLVED_GUARD}): {reason}",
+        "blocked",
+        rule=governance.UNRESOLVED_GUARD,
+    )
 
 
 def _tool_summary(tool: str, arguments: dict[str, Any]) -> str:

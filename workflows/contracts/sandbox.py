@@ -161,6 +161,10 @@ class SandboxRunResult(_Model):
     script again with ``journal`` and the dispatch's answer at its end."""
     journal: ScriptJournal | None = None
     """With ``dispatch``: every call of this run, answered, as stored for the next run."""
+    terminal: str | None = None
+    """Set when the run stopped at a call governance refused for good (an unresolvable
+    guard, ``tool.unresolved-variable``): the value is not final, and the turn fails with this
+    reason as it would for the agent's own call."""
 
     @property
     def failed_calls(self) -> list[SandboxToolCall]:
