@@ -653,6 +653,16 @@ class SessionsSurface:
         waiting = _retrying(described) if summary.status == "running" else None
         return summary.model_copy(update={"waiting_on": waiting}) if waiting else summary
 
+    async def read(self, session_id: str) -> SessionSummary:
+        """The session's summary as a reader sees it: :meth:`get` (the session's own answer)
+        when a worker answers, else :meth:`describe` (what visibility knows, ``waiting_on``
+        saying no worker polls). What ``archmax sessions <id>`` and ``GET
+        /v1/sessions/{id}`` show: like the listing, it needs no worker."""
+        try:
+            return await self.get(session_id)
+        except SessionUnavailableError:
+            return await self.describe(session_id)
+
     async def view(self, session_id: str) -> SessionView:
         """The whole recorded session: summary, transcript and trail. The session holds only
         its newest messages; the rest is read from the store's log of the conversation (this

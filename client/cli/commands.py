@@ -30,7 +30,6 @@ from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     SessionNotFoundError,
-    SessionUnavailableError,
 )
 from archmax_temporal.workflows.models import SessionSummary, Usage
 
@@ -234,10 +233,7 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
                 return None
 
         if args.session:
-            try:
-                summary = await agent.sessions.get(args.session)
-            except SessionUnavailableError:  # no worker to ask: what visibility knows
-                summary = await agent.sessions.describe(args.session)
+            summary = await agent.sessions.read(args.session)
             if args.json:
                 print(json.dumps(camel_json(summary), indent=2, ensure_ascii=False))
             else:
