@@ -50,6 +50,7 @@ from archmax_temporal.connection import SERVICE_IDENTITY_PREFIX as SERVICE_IDENT
 from archmax_temporal.connection import SafeTextPayloadConverter as SafeTextPayloadConverter
 from archmax_temporal.connection import TemporalConnection as TemporalConnection
 from archmax_temporal.connection import connect as connect
+from archmax_temporal.connection import core_logging
 from archmax_temporal.connection import worker_identity as worker_identity
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -269,9 +270,10 @@ def metrics_runtime(address: str) -> Runtime:
     seconds). Connect the worker's client with it (:func:`connect`)."""
     return Runtime(
         telemetry=TelemetryConfig(
+            logging=core_logging(),
             metrics=PrometheusConfig(
                 bind_address=address, counters_total_suffix=True, durations_as_seconds=True
-            )
+            ),
         )
     )
 

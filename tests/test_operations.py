@@ -3,10 +3,22 @@ stdout carrying the program's output alone, a host's stderr after a server outag
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
 import httpx
+from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.http import ServeSettings, create_app
+from tests.conftest import copy_example
 from tests.http_harness import serving
 from tests.test_cli import Cli, _park, cli
 
@@ -32,3 +44,74 @@ class TestReadingWithNoWorker:
         assert "no worker is polling" in summary["waitingOn"]
         [same] = [s for s in listed.json()["sessions"] if s["sessionId"] == "ops-read-1"]
         assert (same["status"], same["state"]) == (summary["status"], summary["state"])
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _ready(health: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Poll the worker's /readyz until it answers 200."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the worker exited"
+        try:
+            if httpx.get(f"http://{health}/readyz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError("the worker never became ready")
+
+
+class TestJsonLogs:
+    def test_the_worker_writes_only_json_lines_and_nothing_on_stdout(
+        self, env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    ) -> None:
+        """With ``ARCHMAX_LOG_FORMAT=json`` every line ``archmax worker`` writes, from start to
+        a SIGTERM drain, is one JSON object (its banner too), all on stderr; the Temporal
+        core's own log lines come through the same chain (logger ``temporalio.core``), never
+        as the core's plain text on stdout."""
+        root = copy_example("support-inbox", tmp_path)
+        health = f"127.0.0.1:{_free_port()}"
+        child_env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("ARCHMAX_", "TEMPORAL_"))},
+            "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+            "ARCHMAX_TASK_QUEUE": task_queue,
+            "ARCHMAX_ROOT": str(root),
+            "ARCHMAX_API_BASE_URL": "http://127.0.0.1:9/v1",
+            "ARCHMAX_API_KEY": "sk-test-not-a-secret",
+            "ARCHMAX_MODEL": "scripted",
+            "ARCHMAX_HEALTH_ADDRESS": health,
+            "ARCHMAX_METRICS_ADDRESS": f"127.0.0.1:{_free_port()}",
+            "ARCHMAX_LOG_FORMAT": "json",
+            "ARCHMAX_LOG_LEVEL": "info",
+        }
+        out, err = tmp_path / "stdout", tmp_path / "stderr"
+        with out.open("wb") as stdout, err.open("wb") as stderr:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "archmax_temporal", "worker"],
+                env=child_env,
+                stdout=stdout,
+                stderr=stderr,
+            )
+            try:
+                _ready(health, proc)
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                code = proc.wait(timeout=60)
+        assert code == 0, err.read_text()
+        assert out.read_text() == ""
+        lines = err.read_text().splitlines()
+        parsed: list[dict[str, Any]] = []
+        for line in lines:
+            try:
+                parsed.append(json.loads(line))
+            except ValueError:
+                raise AssertionError(f"not a JSON line: {line!r}") from None
+        events = [str(p.get("event", "")) for p in parsed]
+        assert any(e.startswith("worker queue") for e in events), events  # the banner
+        assert any(e.startswith("worker stopped") for e in events), events
+        assert any(str(p.get("logger", "")).startswith("temporalio.core") for p in parsed), events

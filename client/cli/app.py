@@ -66,6 +66,9 @@ def _run_command(args: argparse.Namespace) -> int:
 
     try:
         configure_logging(verbose=args.verbose or args.command in ("worker", "dev"))
+        from archmax_temporal.connection import forward_core_logs
+
+        forward_core_logs()  # the core's lines through the chain above: never on stdout
         from archmax_temporal.activities.tracing import configure_tracing
 
         configure_tracing()
