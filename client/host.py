@@ -364,14 +364,17 @@ class WorkflowSurface:
                 if agent.config.search_attributes
                 else None,
             )
-            return await agent.client.start_update_with_start_workflow(
-                "send",
-                carrying,
-                start_workflow_operation=operation,
-                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
-                id=key,
-                result_type=Outcome,
-            )
+            try:
+                return await agent.client.start_update_with_start_workflow(
+                    "send",
+                    carrying,
+                    start_workflow_operation=operation,
+                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                    id=key,
+                    result_type=Outcome,
+                )
+            finally:
+                _collect_start(operation)
 
         carrying = firing
         for _ in range(CLOSED_RETRIES):
@@ -562,6 +565,19 @@ class WorkflowSurface:
             await handle.signal(ArchmaxSession.deliver_signal, delivery)
         except Exception as exc:
             raise translate(exc, session_id=session_id) from exc
+
+
+def _collect_start(operation: WithStartWorkflowOperation[Any, Any]) -> None:
+    """Collect the start half of an update-with-start. The SDK settles the operation's
+    workflow-handle future with the call's error when the call fails (a server outage, say);
+    unread, each failed attempt printed "Future exception was never retrieved" when
+    collected. Nothing here needs the handle: the firing's outcome is the update's."""
+    future = operation._workflow_handle  # the SDK's own: workflow_handle() would wait on it
+    if future.done():
+        if not future.cancelled():
+            future.exception()
+    else:  # settled later, or never: read it then
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 def workspace_error(refused: ApplicationError) -> Exception:

@@ -17,6 +17,7 @@ import httpx
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.http import ServeSettings, create_app
 from tests.conftest import copy_example
 from tests.http_harness import serving
@@ -115,3 +116,87 @@ class TestJsonLogs:
         assert any(e.startswith("worker queue") for e in events), events  # the banner
         assert any(e.startswith("worker stopped") for e in events), events
         assert any(str(p.get("logger", "")).startswith("temporalio.core") for p in parsed), events
+
+
+OUTAGE_HOST = """
+import asyncio, gc, sys
+from datetime import timedelta
+from pathlib import Path
+
+from archmax_temporal.client import firing
+from archmax_temporal.client.agent import create_agent
+from archmax_temporal.client.config import RuntimeConfig
+
+firing.SERVER_PATIENCE = timedelta(seconds=2)  # give up on the server soon
+
+
+async def main() -> None:
+    root = Path(sys.argv[2])
+    config = RuntimeConfig(
+        root=root, store=root / "sessions", address=sys.argv[1], task_queue="outage",
+        address_configured=True,
+    )
+    async with create_agent("support-inbox", config=config, worker="external") as agent:
+        print("connected", flush=True)
+        sys.stdin.readline()  # the server is stopped now
+        try:
+            await agent.workflow.send(None, "hello")
+        except Exception as exc:
+            print(type(exc).__name__, flush=True)
+        gc.collect()
+
+
+asyncio.run(main())
+gc.collect()
+"""
+
+
+class TestServerOutage:
+    def test_a_host_call_during_an_outage_leaves_no_unretrieved_future(
+        self, tmp_path: Path
+    ) -> None:
+        """A host whose server goes away under it gets the typed error, and its stderr holds
+        no "Future exception was never retrieved" traceback (the start half of each
+        update-with-start attempt is collected, not left to the garbage collector)."""
+        root = copy_example("support-inbox", tmp_path)
+        port = _free_port()
+        server = subprocess.Popen(
+            [
+                str(find_temporal_cli()),
+                "server",
+                "start-dev",
+                "--headless",
+                "--ip",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--http-port",
+                str(_free_port()),
+                "--metrics-port",
+                str(_free_port()),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            host = subprocess.Popen(
+                [sys.executable, "-c", OUTAGE_HOST, f"127.0.0.1:{port}", str(root)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            assert host.stdin is not None and host.stdout is not None
+            deadline = time.monotonic() + 60
+            connected = ""
+            while not connected and time.monotonic() < deadline and host.poll() is None:
+                connected = host.stdout.readline()  # the host retries until the server is up
+            assert connected.strip() == "connected", host.stderr and host.stderr.read()
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        stdout, stderr = host.communicate("\n", timeout=120)
+        assert host.returncode == 0, stderr
+        # (the core's retry warnings precede it: a library host keeps the SDK's log set-up)
+        assert stdout.splitlines()[-1] == "TemporalUnavailableError"
+        assert "never retrieved" not in stderr, stderr
