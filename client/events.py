@@ -409,9 +409,10 @@ class _Reader:
         return self._event(event, "tool-result", data, "info" if status == "ok" else "warn")
 
     def _update_accepted(self, event: HistoryEvent) -> list[SessionEvent]:
-        """An update the session accepted: a turn starts (``turn-start``, ``delivered`` for a
-        ``deliver`` or a ``send`` to a session parked for input, ``decided``), or a person's message to a session parked at a human state
-        (``park-message`` inbound, carrying the text)."""
+        """An update the session accepted: a turn starts (``turn-start``; ``delivered`` for
+        a ``deliver`` or a ``send`` to a session parked for input; ``decided``), or a person's
+        message to a session parked at a human state (``park-message`` inbound, carrying the
+        text)."""
         request = event.workflow_execution_update_accepted_event_attributes.accepted_request
         update, update_id = request.input.name, request.meta.update_id
         self._updates[update_id] = update

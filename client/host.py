@@ -99,7 +99,6 @@ from archmax_temporal.workflows.models import (
     DelegateSpec,
     DeliverInput,
     FileUpload,
-    ListedSession,
     Outcome,
     ReplyInput,
     SendInput,
@@ -931,13 +930,15 @@ def _is_due(summary: SessionSummary, now: datetime) -> bool:
 async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> SessionSummary:
     """A session's summary from visibility alone: the listing the session publishes in its
     memo at every settled turn, and its ``Archmax*`` search attributes (``source=
-    "visibility"``; each variable by name, with no value). With no worker polling,
+    "visibility"``; each variable by name and lock, with no value). With no worker polling,
     ``waiting_on`` says so, and how overdue a timed wake is: ``due 12 min ago — no worker is
     polling; …``."""
     attributes = execution.typed_search_attributes
     # Decoded straight into the model (one pass over the JSON), not to a dict validated after.
-    published = await execution.memo_value(LISTED_MEMO, None, type_hint=ListedSession)
-    listed = published or ListedSession()
+    published = await execution.memo_value(
+        LISTED_MEMO, None, type_hint=projections.PublishedListing
+    )
+    listed = published or projections.PublishedListing()
     status: str = listed.status if published else attributes.get(sa.STATUS) or "running"
     if status not in get_args(SessionStatus):
         status = "running"
@@ -968,7 +969,11 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
         exit=listed.exit,
         rejected=listed.rejected,
         trigger=listed.trigger,
-        variables={name: Variable(value=None) for name in listed.variable_names},
+        # names and locks; values never (a value of None here means "not read")
+        variables={
+            name: Variable(value=None, locked=name in listed.locked_names)
+            for name in listed.variable_names
+        },
         usage=listed.usage,
         turns=listed.turns,
         delegation=delegation,
