@@ -10,10 +10,13 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.config import RuntimeConfig
@@ -200,3 +203,22 @@ class TestServerOutage:
         # (the core's retry warnings precede it: a library host keeps the SDK's log set-up)
         assert stdout.splitlines()[-1] == "TemporalUnavailableError"
         assert "never retrieved" not in stderr, stderr
+
+
+class TestDemo:
+    async def test_the_demos_session_ends_completed_for_the_ui_link(
+        self, env: WorkflowEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``archmax demo`` leaves its session Completed (its run closed idle, the state
+        checkpointed), so the UI link it prints never opens on a Running workflow whose queue
+        no worker polls once the demo has gone."""
+        from archmax_temporal.client.cli.demo import run_demo
+
+        root = copy_example("support-inbox", tmp_path)
+        monkeypatch.setenv("TEMPORAL_ADDRESS", env.client.service_client.config.target_host)
+        for name in ("ARCHMAX_STORE", "ARCHMAX_ROOT", "ARCHMAX_TASK_QUEUE", "ARCHMAX_IDLE_CLOSE"):
+            monkeypatch.delenv(name, raising=False)
+        conversation = f"demo-ops-{uuid.uuid4().hex[:6]}"
+        assert await run_demo(root=root, conversation=conversation) == 0
+        described = await env.client.get_workflow_handle(conversation).describe()
+        assert described.status == WorkflowExecutionStatus.COMPLETED
