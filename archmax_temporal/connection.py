@@ -225,6 +225,23 @@ def forward_core_logs() -> None:
     )
 
 
+async def poller_listed(client: Client, task_queue: str, identity: str) -> bool:
+    """Whether Temporal lists a poller of ``identity`` on ``task_queue``'s workflow tasks: what
+    commands read to tell whether a worker serves the queue (``DescribeTaskQueue``)."""
+    from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return any(poller.identity == identity for poller in response.pollers)
+
+
 def worker_identity(prefix: str) -> str:
     """``<prefix><pid>@<host>``: lets a later command tell a dead local worker from a live one."""
     return f"{prefix}{os.getpid()}@{socket.gethostname()}"

@@ -3,6 +3,7 @@ stdout carrying the program's output alone, a host's stderr after a server outag
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -222,3 +223,42 @@ class TestDemo:
         assert await run_demo(root=root, conversation=conversation) == 0
         described = await env.client.get_workflow_handle(conversation).describe()
         assert described.status == WorkflowExecutionStatus.COMPLETED
+
+
+class TestWorkerStart:
+    async def test_once_the_worker_says_it_serves_the_queue_a_poller_is_seen(
+        self, env: WorkflowEnvironment, task_queue: str, tmp_path: Path
+    ) -> None:
+        """``archmax worker`` announces its queue (and /readyz turns 200) only once Temporal
+        lists its poller: a command run right after the banner never says no worker polls."""
+        from archmax_temporal.client.runtime import worker_polling
+
+        root = copy_example("support-inbox", tmp_path)
+        child_env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("ARCHMAX_", "TEMPORAL_"))},
+            "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
+            "ARCHMAX_TASK_QUEUE": task_queue,
+            "ARCHMAX_ROOT": str(root),
+            "ARCHMAX_API_BASE_URL": "http://127.0.0.1:9/v1",
+            "ARCHMAX_API_KEY": "sk-test-not-a-secret",
+            "ARCHMAX_MODEL": "scripted",
+        }
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "archmax_temporal", "worker"],
+            env=child_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stderr is not None
+        try:
+            seen: list[str] = []
+            while not any(line.startswith("worker    queue") for line in seen):
+                line = await asyncio.to_thread(proc.stderr.readline)
+                assert line, f"the worker exited: {seen}"
+                seen.append(line)
+            # at once, no waiting: what a command run right after the banner asks
+            assert await worker_polling(env.client, task_queue)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=60)
