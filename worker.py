@@ -284,8 +284,8 @@ class HealthServer:
 
     ``/healthz`` is 200 while the worker runs (or is still starting), 503 once it stopped or
     failed; ``/readyz`` is 200 only while it runs, Temporal lists its poller (``polling``), it
-    is not draining, and Temporal answered a
-    health check within :data:`READY_CHECK_TIMEOUT`. Bodies are one JSON object.
+    is not draining, and Temporal answered a health check within :data:`READY_CHECK_TIMEOUT`.
+    Bodies are one JSON object.
     """
 
     READY_CHECK_TIMEOUT: ClassVar[float] = 2.0
