@@ -15,10 +15,10 @@ import hashlib
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.client import Client
@@ -390,7 +390,7 @@ async def run_until_signalled(
     *,
     on_drain: Callable[[], None] | None = None,
     announce: Callable[[str], None] | None = None,
-    on_running: Callable[[], Awaitable[None]] | None = None,
+    on_running: Callable[[], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
     """Run ``worker`` until SIGTERM or SIGINT, then drain it: new work stops at once, running
     activities get the worker's grace period. A second signal exits at once. ``on_running``
@@ -411,7 +411,9 @@ async def run_until_signalled(
         loop.add_signal_handler(sig, first, sig)
     try:
         async with worker:
-            started = asyncio.create_task(on_running()) if on_running is not None else None
+            started: asyncio.Task[None] | None = (
+                asyncio.create_task(on_running()) if on_running is not None else None
+            )
             try:
                 await stop.wait()
             finally:

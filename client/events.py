@@ -427,15 +427,15 @@ class _Reader:
             return [self._event(event, "park-message", {"direction": "inbound", "text": text})]
         parked, self._parked = self._parked, None
         data: dict[str, Any] = {}
-        kind = _TURN_EVENTS.get(update, "turn-start")
+        started = _TURN_EVENTS.get(update, "turn-start")
         if update == "deliver":
             delivery = self._decode(request.input.args.payloads, DeliverInput)
             data = {"trigger": getattr(delivery, "trigger", None)}
         elif update == "send" and parked == "input":
             # the send rule: a send to a session parked for input delivers its trigger
             sent = self._decode(request.input.args.payloads, SendInput)
-            kind, data = "delivered", {"trigger": getattr(sent, "trigger", None)}
-        return [self._event(event, kind, data)]
+            started, data = "delivered", {"trigger": getattr(sent, "trigger", None)}
+        return [self._event(event, started, data)]
 
     def _refused_signal(self, event: HistoryEvent) -> list[SessionEvent]:
         """A ``deliver`` signal the session refused (it records the signal's number, the
