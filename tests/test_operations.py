@@ -132,6 +132,12 @@ from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
 
 firing.SERVER_PATIENCE = timedelta(seconds=2)  # give up on the server soon
+if sys.argv[3] == "cli":  # the set-up every archmax command makes before it connects
+    from archmax_temporal.client.logs import configure_logging
+    from archmax_temporal.connection import forward_core_logs
+
+    configure_logging()
+    forward_core_logs()
 
 
 async def main() -> None:
@@ -140,7 +146,13 @@ async def main() -> None:
         root=root, store=root / "sessions", address=sys.argv[1], task_queue="outage",
         address_configured=True,
     )
-    async with create_agent("support-inbox", config=config, worker="external") as agent:
+    for _ in range(600):  # until the server is up
+        try:
+            agent = await create_agent("support-inbox", config=config, worker="external")
+            break
+        except Exception:
+            await asyncio.sleep(0.1)
+    async with agent:
         print("connected", flush=True)
         sys.stdin.readline()  # the server is stopped now
         try:
@@ -155,6 +167,48 @@ gc.collect()
 """
 
 
+def _host_through_an_outage(tmp_path: Path, setup: str) -> tuple[str, str]:
+    """Run a host (``setup``: ``library``, or ``cli`` for an archmax command's logging set-up)
+    against its own dev server, stop the server, then fire: the host's stdout and stderr."""
+    root = copy_example("support-inbox", tmp_path)
+    port = _free_port()
+    server = subprocess.Popen(
+        [
+            str(find_temporal_cli()),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--http-port",
+            str(_free_port()),
+            "--metrics-port",
+            str(_free_port()),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        host = subprocess.Popen(
+            [sys.executable, "-c", OUTAGE_HOST, f"127.0.0.1:{port}", str(root), setup],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert host.stdout is not None
+        connected = host.stdout.readline()
+        assert connected == "connected\n", host.communicate(timeout=30)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    stdout, stderr = host.communicate("\n", timeout=120)
+    assert host.returncode == 0, stderr
+    return connected + stdout, stderr
+
+
 class TestServerOutage:
     def test_a_host_call_during_an_outage_leaves_no_unretrieved_future(
         self, tmp_path: Path
@@ -162,48 +216,19 @@ class TestServerOutage:
         """A host whose server goes away under it gets the typed error, and its stderr holds
         no "Future exception was never retrieved" traceback (the start half of each
         update-with-start attempt is collected, not left to the garbage collector)."""
-        root = copy_example("support-inbox", tmp_path)
-        port = _free_port()
-        server = subprocess.Popen(
-            [
-                str(find_temporal_cli()),
-                "server",
-                "start-dev",
-                "--headless",
-                "--ip",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--http-port",
-                str(_free_port()),
-                "--metrics-port",
-                str(_free_port()),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            host = subprocess.Popen(
-                [sys.executable, "-c", OUTAGE_HOST, f"127.0.0.1:{port}", str(root)],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            assert host.stdin is not None and host.stdout is not None
-            deadline = time.monotonic() + 60
-            connected = ""
-            while not connected and time.monotonic() < deadline and host.poll() is None:
-                connected = host.stdout.readline()  # the host retries until the server is up
-            assert connected.strip() == "connected", host.stderr and host.stderr.read()
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-        stdout, stderr = host.communicate("\n", timeout=120)
-        assert host.returncode == 0, stderr
-        # (the core's retry warnings precede it: a library host keeps the SDK's log set-up)
+        stdout, stderr = _host_through_an_outage(tmp_path, "library")
+        # (the core's retry warnings may precede it: a library keeps the SDK's log set-up)
         assert stdout.splitlines()[-1] == "TemporalUnavailableError"
         assert "never retrieved" not in stderr, stderr
+
+    def test_the_cores_warnings_go_to_stderr_never_stdout(self, tmp_path: Path) -> None:
+        """Under an archmax command's set-up, the Temporal core's own warnings (its client
+        retrying the unreachable server) are log lines on stderr, through Python's logging;
+        stdout carries the program's output alone. (Without it, as a bare library host
+        shows, the core prints them on stdout.)"""
+        stdout, stderr = _host_through_an_outage(tmp_path, "cli")
+        assert stdout.splitlines() == ["connected", "TemporalUnavailableError"]
+        assert "temporalio.core" in stderr and "retried" in stderr, stderr
 
 
 class TestDemo:
