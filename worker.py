@@ -10,14 +10,15 @@ once instead of leaving them for the ~10 s sticky timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from temporalio.client import Client
@@ -50,6 +51,7 @@ from archmax_temporal.connection import SERVICE_IDENTITY_PREFIX as SERVICE_IDENT
 from archmax_temporal.connection import SafeTextPayloadConverter as SafeTextPayloadConverter
 from archmax_temporal.connection import TemporalConnection as TemporalConnection
 from archmax_temporal.connection import connect as connect
+from archmax_temporal.connection import core_logging, poller_listed
 from archmax_temporal.connection import worker_identity as worker_identity
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -269,9 +271,10 @@ def metrics_runtime(address: str) -> Runtime:
     seconds). Connect the worker's client with it (:func:`connect`)."""
     return Runtime(
         telemetry=TelemetryConfig(
+            logging=core_logging(),
             metrics=PrometheusConfig(
                 bind_address=address, counters_total_suffix=True, durations_as_seconds=True
-            )
+            ),
         )
     )
 
@@ -280,8 +283,9 @@ class HealthServer:
     """``/healthz`` and ``/readyz`` for an orchestrator, on a plain asyncio HTTP server.
 
     ``/healthz`` is 200 while the worker runs (or is still starting), 503 once it stopped or
-    failed; ``/readyz`` is 200 only while it runs, is not draining, and Temporal answered a
-    health check within :data:`READY_CHECK_TIMEOUT`. Bodies are one JSON object.
+    failed; ``/readyz`` is 200 only while it runs, Temporal lists its poller (``polling``), it
+    is not draining, and Temporal answered a health check within :data:`READY_CHECK_TIMEOUT`.
+    Bodies are one JSON object.
     """
 
     READY_CHECK_TIMEOUT: ClassVar[float] = 2.0
@@ -294,6 +298,8 @@ class HealthServer:
         self._server: asyncio.Server | None = None
         self.draining = False
         """Set when the worker drains: not ready any more, still alive."""
+        self.polling = False
+        """Set once Temporal lists the worker's poller: not ready before."""
 
     @property
     def port(self) -> int:
@@ -316,6 +322,8 @@ class HealthServer:
             return False, "draining"
         if not self._worker.is_running:
             return False, "stopped" if self._worker.is_shutdown else "starting"
+        if not self.polling:
+            return False, "starting"
         try:
             await asyncio.wait_for(
                 self._client.service_client.check_health(), self.READY_CHECK_TIMEOUT
@@ -351,14 +359,42 @@ class HealthServer:
             writer.close()
 
 
+POLLER_WAIT_SECONDS = 30.0
+"""How long a starting worker waits to see its poller listed before it announces itself
+anyway (saying it was not seen)."""
+
+
+async def await_poller(
+    client: Client, task_queue: str, identity: str, timeout: float = POLLER_WAIT_SECONDS
+) -> bool:
+    """Wait (polling ``DescribeTaskQueue``) until Temporal lists this worker's poller on
+    ``task_queue``; whether it did within ``timeout``. A worker runs a while (validation,
+    the first poll's round trip; seconds on a loaded host) before commands can see it."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    delay = 0.05
+    while True:
+        try:
+            if await poller_listed(client, task_queue, identity):
+                return True
+        except Exception:  # a server that cannot describe queues: nothing to wait for
+            return True
+        if loop.time() + delay > deadline:
+            return False
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
+
+
 async def run_until_signalled(
     worker: Worker,
     *,
     on_drain: Callable[[], None] | None = None,
     announce: Callable[[str], None] | None = None,
+    on_running: Callable[[], Coroutine[Any, Any, None]] | None = None,
 ) -> None:
     """Run ``worker`` until SIGTERM or SIGINT, then drain it: new work stops at once, running
-    activities get the worker's grace period. A second signal exits at once."""
+    activities get the worker's grace period. A second signal exits at once. ``on_running``
+    runs once the worker runs (cut short by a signal)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
 
@@ -375,7 +411,16 @@ async def run_until_signalled(
         loop.add_signal_handler(sig, first, sig)
     try:
         async with worker:
-            await stop.wait()
+            started: asyncio.Task[None] | None = (
+                asyncio.create_task(on_running()) if on_running is not None else None
+            )
+            try:
+                await stop.wait()
+            finally:
+                if started is not None:
+                    started.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await started
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
@@ -399,12 +444,13 @@ async def serve(
     health endpoints ``options`` ask for. (Metrics are the client's runtime's: connect it
     with :func:`metrics_runtime`.)"""
     options = options or WorkerOptions()
+    identity = worker_identity(SERVICE_IDENTITY_PREFIX)
     worker = build_worker(
         client,
         task_queue=task_queue,
         model=model,
         store_dir=store_dir,
-        identity=worker_identity(SERVICE_IDENTITY_PREFIX),
+        identity=identity,
         authoring_root=authoring_root,
         host_tools=host_tools,
         hook_executors=hook_executors,
@@ -418,13 +464,23 @@ async def serve(
     if options.health_address:
         health = HealthServer(options.health_address, worker, client)
         await health.start()
-    if announce is not None:
+
+    async def running() -> None:
+        # Announced (and ready) once Temporal lists the poller, so a command run right after
+        # the banner sees this worker serving the queue.
+        seen = await await_poller(client, task_queue, identity)
+        if health is not None:
+            health.polling = True
+        if announce is None:
+            return
         version = (
             f"  ·  deployment {deployment.deployment_name} build {deployment.build_id}"
             if deployment
             else ""
         )
         announce(f"worker    queue {task_queue}{version}  ·  SIGTERM or Ctrl-C stops it")
+        if not seen:
+            announce(f"worker    its poller is not listed on {task_queue} yet")
         if options.metrics_address:
             announce(f"metrics   http://{options.metrics_address}/metrics")
         if health is not None:
@@ -435,7 +491,7 @@ async def serve(
             health.draining = True
 
     try:
-        await run_until_signalled(worker, on_drain=draining, announce=announce)
+        await run_until_signalled(worker, on_drain=draining, announce=announce, on_running=running)
     finally:
         if health is not None:
             await health.stop()

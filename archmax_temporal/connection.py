@@ -7,6 +7,7 @@ connects through this module without loading the worker, its activities or its s
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,13 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import PydanticPayloadConverter
 from temporalio.converter import DataConverter
 from temporalio.envconfig import ClientConfigProfile
-from temporalio.runtime import Runtime
+from temporalio.runtime import (
+    LogForwardingConfig,
+    LoggingConfig,
+    Runtime,
+    TelemetryConfig,
+    TelemetryFilter,
+)
 from temporalio.service import TLSConfig
 
 from archmax_temporal.activities.tracing import tracing_interceptors
@@ -191,6 +198,48 @@ async def connect(connection: TemporalConnection, *, runtime: Runtime | None = N
         runtime=runtime,
         interceptors=tracing_interceptors(),
     )
+
+
+CORE_LOGGER: Final = "temporalio.core"
+"""The Python logger the Temporal core's (Rust) log lines are forwarded to."""
+
+
+def core_logging() -> LoggingConfig:
+    """The Temporal core's logging: forwarded to Python's ``logging`` (:data:`CORE_LOGGER`,
+    the target appended to its name), so the entry point's set-up formats them like every
+    other line, on stderr. Left to itself the core prints plain text on stdout, where a
+    command's output goes. Warnings and up; INFO too when Python's root logger shows info."""
+    info = logging.getLogger().getEffectiveLevel() <= logging.INFO
+    return LoggingConfig(
+        filter=TelemetryFilter(core_level="INFO" if info else "WARN", other_level="ERROR"),
+        forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER)),
+    )
+
+
+def forward_core_logs() -> None:
+    """Make the default Temporal runtime one whose core logs go through Python's logging
+    (:func:`core_logging`). For an entry point, after its logging set-up and before its first
+    client connects; a library leaves the runtime to its host."""
+    Runtime.set_default(
+        Runtime(telemetry=TelemetryConfig(logging=core_logging())), error_if_already_set=False
+    )
+
+
+async def poller_listed(client: Client, task_queue: str, identity: str) -> bool:
+    """Whether Temporal lists a poller of ``identity`` on ``task_queue``'s workflow tasks: what
+    commands read to tell whether a worker serves the queue (``DescribeTaskQueue``)."""
+    from temporalio.api.enums.v1 import TaskQueueKind, TaskQueueType
+    from temporalio.api.taskqueue.v1 import TaskQueue
+    from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue, kind=TaskQueueKind.TASK_QUEUE_KIND_NORMAL),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    return any(poller.identity == identity for poller in response.pollers)
 
 
 def worker_identity(prefix: str) -> str:

@@ -409,9 +409,10 @@ class _Reader:
         return self._event(event, "tool-result", data, "info" if status == "ok" else "warn")
 
     def _update_accepted(self, event: HistoryEvent) -> list[SessionEvent]:
-        """An update the session accepted: a turn starts (``turn-start``, ``delivered``,
-        ``decided``), or a person's message to a session parked at a human state
-        (``park-message`` inbound, carrying the text)."""
+        """An update the session accepted: a turn starts (``turn-start``; ``delivered`` for
+        a ``deliver`` or a ``send`` to a session parked for input; ``decided``), or a person's
+        message to a session parked at a human state (``park-message`` inbound, carrying the
+        text)."""
         request = event.workflow_execution_update_accepted_event_attributes.accepted_request
         update, update_id = request.input.name, request.meta.update_id
         self._updates[update_id] = update
@@ -424,12 +425,17 @@ class _Reader:
             text = getattr(body, "message", None) or ""
             self._replies[update_id] = ""
             return [self._event(event, "park-message", {"direction": "inbound", "text": text})]
-        self._parked = None
+        parked, self._parked = self._parked, None
         data: dict[str, Any] = {}
+        started = _TURN_EVENTS.get(update, "turn-start")
         if update == "deliver":
             delivery = self._decode(request.input.args.payloads, DeliverInput)
             data = {"trigger": getattr(delivery, "trigger", None)}
-        return [self._event(event, _TURN_EVENTS.get(update, "turn-start"), data)]
+        elif update == "send" and parked == "input":
+            # the send rule: a send to a session parked for input delivers its trigger
+            sent = self._decode(request.input.args.payloads, SendInput)
+            started, data = "delivered", {"trigger": getattr(sent, "trigger", None)}
+        return [self._event(event, started, data)]
 
     def _refused_signal(self, event: HistoryEvent) -> list[SessionEvent]:
         """A ``deliver`` signal the session refused (it records the signal's number, the

@@ -105,7 +105,6 @@ from archmax_temporal.workflows.models import (
     DelegateSpec,
     DeliverInput,
     FileUpload,
-    ListedSession,
     Outcome,
     ReplyInput,
     SendInput,
@@ -370,14 +369,17 @@ class WorkflowSurface:
                 if agent.config.search_attributes
                 else None,
             )
-            return await agent.client.start_update_with_start_workflow(
-                "send",
-                carrying,
-                start_workflow_operation=operation,
-                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
-                id=key,
-                result_type=Outcome,
-            )
+            try:
+                return await agent.client.start_update_with_start_workflow(
+                    "send",
+                    carrying,
+                    start_workflow_operation=operation,
+                    wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+                    id=key,
+                    result_type=Outcome,
+                )
+            finally:
+                _collect_start(operation)
 
         carrying = firing
         for _ in range(CLOSED_RETRIES):
@@ -570,6 +572,19 @@ class WorkflowSurface:
             raise translate(exc, session_id=session_id) from exc
 
 
+def _collect_start(operation: WithStartWorkflowOperation[Any, Any]) -> None:
+    """Collect the start half of an update-with-start. The SDK settles the operation's
+    workflow-handle future with the call's error when the call fails (a server outage, say);
+    unread, each failed attempt printed "Future exception was never retrieved" when
+    collected. Nothing here needs the handle: the firing's outcome is the update's."""
+    future = operation._workflow_handle  # the SDK's own: workflow_handle() would wait on it
+    if future.done():
+        if not future.cancelled():
+            future.exception()
+    else:  # settled later, or never: read it then
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
 def workspace_error(refused: ApplicationError) -> Exception:
     """The typed :class:`~archmax_temporal.activities.session_store.WorkspaceError` (its
     ``path`` included) an activity's refusal stands for; any other error as it is."""
@@ -658,6 +673,16 @@ class SessionsSurface:
             raise await self._typed(exc, session_id) from exc
         waiting = _retrying(described) if summary.status == "running" else None
         return summary.model_copy(update={"waiting_on": waiting}) if waiting else summary
+
+    async def read(self, session_id: str) -> SessionSummary:
+        """The session's summary as a reader sees it: :meth:`get` (the session's own answer)
+        when a worker answers, else :meth:`describe` (what visibility knows, ``waiting_on``
+        saying no worker polls). What ``archmax sessions <id>`` and ``GET
+        /v1/sessions/{id}`` show: like the listing, it needs no worker."""
+        try:
+            return await self.get(session_id)
+        except SessionUnavailableError:
+            return await self.describe(session_id)
 
     async def view(self, session_id: str) -> SessionView:
         """The whole recorded session: summary, transcript and trail. The session holds only
@@ -941,13 +966,15 @@ def _is_due(summary: SessionSummary, now: datetime) -> bool:
 async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> SessionSummary:
     """A session's summary from visibility alone: the listing the session publishes in its
     memo at every settled turn, and its ``Archmax*`` search attributes (``source=
-    "visibility"``; each variable by name, with no value). With no worker polling,
+    "visibility"``; each variable by name and lock, with no value). With no worker polling,
     ``waiting_on`` says so, and how overdue a timed wake is: ``due 12 min ago — no worker is
     polling; …``."""
     attributes = execution.typed_search_attributes
     # Decoded straight into the model (one pass over the JSON), not to a dict validated after.
-    published = await execution.memo_value(LISTED_MEMO, None, type_hint=ListedSession)
-    listed = published or ListedSession()
+    published = await execution.memo_value(
+        LISTED_MEMO, None, type_hint=projections.PublishedListing
+    )
+    listed = published or projections.PublishedListing()
     status: str = listed.status if published else attributes.get(sa.STATUS) or "running"
     if status not in get_args(SessionStatus):
         status = "running"
@@ -978,7 +1005,11 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
         exit=listed.exit,
         rejected=listed.rejected,
         trigger=listed.trigger,
-        variables={name: Variable(value=None) for name in listed.variable_names},
+        # names and locks; values never (a value of None here means "not read")
+        variables={
+            name: Variable(value=None, locked=name in listed.locked_names)
+            for name in listed.variable_names
+        },
         usage=listed.usage,
         turns=listed.turns,
         delegation=delegation,

@@ -122,7 +122,7 @@ def lift_temporal_context(logger: WrappedLogger, method: str, event: EventDict) 
 
 
 def _drop_noise(logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
-    for key in ("_record", "_from_structlog", "color_message"):
+    for key in ("_record", "_from_structlog", "color_message", "temporal_log"):
         event.pop(key, None)
     return event
 

@@ -38,6 +38,7 @@ class Cli(Protocol):
     """The ``cli`` fixture: runs ``archmax`` with its arguments; ``root`` is the authoring root."""
 
     root: Path
+    env: dict[str, str]
 
     def __call__(
         self,
@@ -82,6 +83,7 @@ def cli(client: Client, scripted: Scripted, tmp_path: Path) -> Iterator[Cli]:
         return Result(done.returncode, done.stdout, done.stderr)
 
     run.root = root  # type: ignore[attr-defined]
+    run.env = environment  # type: ignore[attr-defined]
     yield cast(Cli, run)
     stop_background_worker(root)
 
@@ -602,6 +604,23 @@ class TestNoTracebacks:
         assert "--debug" in err and "Traceback" not in err
         assert main.run_cli(["--debug", "sessions"]) == 1
         assert "Traceback" in capsys.readouterr().err
+
+
+def test_events_into_a_reader_that_closed_ends_quietly(cli: Cli) -> None:
+    """`archmax events … | head`: when the reader of stdout has gone, the command stops as a
+    tool ended by SIGPIPE does (exit 141), with nothing on stderr (no BrokenPipeError)."""
+    assert _park(cli, "cli-pipe-1").code == 0
+    events = subprocess.Popen(
+        [sys.executable, "-m", "archmax_temporal", "events", "cli-pipe-1"],
+        env=cli.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert events.stdout is not None and events.stderr is not None
+    events.stdout.close()  # the reader is gone before the first line
+    stderr = events.stderr.read().decode()
+    assert events.wait(timeout=120) == 141, stderr
+    assert stderr == ""
 
 
 def test_a_reply_narrates_no_trail_and_sessions_shows_the_decision_context(

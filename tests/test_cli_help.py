@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,3 +141,18 @@ class TestMessagesNameWhatExists:
             if flag not in flags
         ]
         assert wrong == []
+
+
+class TestVersion:
+    def test_version_prints_the_installed_package_version(self) -> None:
+        """``archmax --version`` prints the distribution's version on stdout, exit 0."""
+        from importlib.metadata import version
+
+        done = subprocess.run(
+            [sys.executable, "-m", "archmax_temporal", "--version"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        assert done.stdout == f"archmax {version('archmax-temporal')}\n"

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from archmax_temporal.client.cli.parser import build_parser
+from archmax_temporal.client.http import ServeSettings
 from archmax_temporal.workflows import search_attributes as sa
 
 REPO = Path(__file__).resolve().parents[1]
@@ -127,6 +128,72 @@ class TestComposeFile:
             argv = services[name]["command"]
             assert argv[0] == "archmax"
             assert parser.parse_args(argv[1:]).command == command
+
+    def test_serve_starts_with_the_token_from_the_environment(self) -> None:
+        """serve binds 0.0.0.0, so the stack passes ARCHMAX_SERVE_TOKENS through from the
+        host: with it set, serve's settings (its compose environment, its command's host and
+        port) pass the exposure check it runs at start."""
+        services = _interpolated({"ARCHMAX_SERVE_TOKENS": "tok-a,tok-b"})["services"]
+        serve = services["serve"]
+        args = build_parser().parse_args(serve["command"][1:])
+        settings = ServeSettings.from_env(serve["environment"], host=args.host, port=args.port)
+        assert settings.host == "0.0.0.0" and settings.tokens == {"tok-a", "tok-b"}
+        settings.check_exposure()  # raises ConfigurationError when serve would crash-loop
+
+    @pytest.mark.parametrize("token", [None, ""])
+    def test_without_a_token_compose_stops_with_a_message(self, token: str | None) -> None:
+        """Unset or empty, the token stops ``docker compose up`` before anything starts,
+        naming the variable (Compose's ``${VAR:?message}``)."""
+        env = {} if token is None else {"ARCHMAX_SERVE_TOKENS": token}
+        with pytest.raises(ValueError, match="ARCHMAX_SERVE_TOKENS"):
+            _interpolated(env)
+
+
+_VARIABLE = re.compile(r"\$(?:(\$)|\{(\w+)(?:(:?[-?])([^}]*))?\})")
+
+
+def _interpolate(text: str, env: dict[str, str]) -> str:
+    """Compose's interpolation of one string: ``$$``, ``${V}``, ``${V:-d}``/``${V-d}``,
+    ``${V:?err}``/``${V?err}``."""
+
+    def one(match: re.Match[str]) -> str:
+        if match[1]:
+            return "$"
+        name, operator, argument = match[2], match[3], match[4]
+        value = env.get(name)
+        unset = value is None or (operator is not None and operator.startswith(":") and not value)
+        if operator is not None and operator.endswith("?") and unset:
+            raise ValueError(f"required variable {name} is missing a value: {argument}")
+        if operator is not None and operator.endswith("-") and unset:
+            return argument
+        return value or ""
+
+    return _VARIABLE.sub(one, text)
+
+
+def _interpolated(env: dict[str, str]) -> dict[str, Any]:
+    """The compose document as ``docker compose config`` resolves it against ``env``: every
+    string interpolated, a bare ``NAME:`` environment entry taken from ``env`` (or dropped)."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return _interpolate(node, env)
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if isinstance(node, dict):
+            return {key: walk(value) for key, value in node.items()}
+        return node
+
+    document: dict[str, Any] = walk(yaml.safe_load((REPO / "docker-compose.yml").read_text()))
+    for service in document["services"].values():
+        environment = service.get("environment")
+        if isinstance(environment, dict):
+            service["environment"] = {
+                name: str(value) if value is not None else env[name]
+                for name, value in environment.items()
+                if value is not None or name in env
+            }
+    return document
 
 
 @pytest.fixture(scope="module")

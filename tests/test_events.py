@@ -203,6 +203,28 @@ async def test_on_event_streams_each_turn_while_send_and_deliver_run(
     assert not {e.seq for e in first} & {e.seq for e in second}  # each turn's own events
 
 
+async def test_a_send_to_a_session_parked_for_input_reads_as_delivered(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """Seed: send to a session parked with archmax_wait delivers the trigger into it: the
+    stream says ``delivered`` (with the trigger), as for ``deliver``, not ``turn-start``."""
+    write_workflow(tmp_path, "notes", NOTES)
+    live: list[SessionEvent] = []
+    async with running_agent(client, task_queue, tmp_path, "notes", scripted(PLAYBOOK)) as agent:
+        parked = await agent.workflow.send("events-send-1", "Write it.")
+        done = await agent.workflow.send(
+            "events-send-1", None, trigger="go_ahead", on_event=live.append
+        )
+        read = [e async for e in agent.sessions.events("events-send-1")]
+    assert (parked.kind, done.kind, done.disposition) == ("parked", "completed", "deliver")
+    assert live[0].type == "delivered" and live[0].data == {"trigger": "go_ahead"}
+    starts = [(e.type, e.data.get("trigger")) for e in read if e.type in _STARTS]
+    assert starts == [("turn-start", None), ("delivered", "go_ahead")]
+
+
+_STARTS = ("turn-start", "delivered", "decided")
+
+
 async def test_an_error_in_on_event_reaches_the_caller(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:

@@ -99,6 +99,9 @@ async def test_the_listing_is_the_same_with_no_worker_and_pages_and_filters(
     )
     assert sorted(listed.variables) == ["customer"]  # names, never values
     assert listed.variables["customer"].value is None
+    # the host seeded it, so it is locked: the listing says so, as the query does
+    assert queried.variables["customer"].locked and listed.variables["customer"].locked
+    assert described.variables["customer"].locked
     assert by_id[answered].status == "completed" and by_id[answered].exit is not None
     assert [s.session_id for s in waiting] == [parked]
     assert [s.session_id for s in finished] == [answered]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
@@ -73,6 +73,22 @@ async def test_each_examples_suite_passes_against_its_playbook(
     assert all(c.verdict.status == "passed" for c in result.results)
     assert all(c.session_id and c.session_id.startswith("test-") for c in result.results)
     assert all(r.status == "passed" for c in result.results for r in c.records)
+
+
+async def test_a_passing_cases_session_ends_cancelled_never_terminated(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """Once its case passed, the session the runner named is ended through Temporal's
+    cancellation, which the session takes cleanly: the UI shows it Canceled, never
+    Terminated (an operator's act), and its history ends with the cancellation."""
+    root = copy_example("support-inbox", tmp_path)
+    playbook = root / "workflows" / "support-inbox" / "playbook.yaml"
+    result, _ = await _suite(client, task_queue, scripted, root, "support-inbox", playbook)
+    assert result.exit_code == 0 and result.results
+    for case in result.results:
+        assert case.verdict.status == "passed" and case.session_id
+        described = await client.get_workflow_handle(case.session_id).describe()
+        assert described.status == WorkflowExecutionStatus.CANCELED, case.id
 
 
 async def test_the_suites_own_worker_is_shut_down_when_the_run_ends(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
 from temporalio.common import SearchAttributeUpdate
 
 from archmax_temporal.workflows import search_attributes as sa
@@ -157,9 +158,20 @@ def handoff(s: SessionState) -> str | None:
     return _cut(lines[0], HANDOFF_CHARS) if lines else None
 
 
+class PublishedListing(ListedSession):
+    """The listing as the session publishes it (memo ``archmax.summary``): :class:`ListedSession`
+    and which of the named variables are locked (seeded by the host), so a listing read from
+    visibility shows the locks ``sessions.get`` shows. Values are never published. A host
+    reading a memo written before this field sees no locks until the session's next settled
+    turn; one that does not know the field ignores it (wire models ignore unknown fields)."""
+
+    locked_names: list[str] = Field(default_factory=list)
+    """The locked ones of ``variable_names`` (a subset: the same cut)."""
+
+
 def listed(
     s: SessionState, input: SessionInput, waiting: PendingDelegation | None
-) -> ListedSession:
+) -> PublishedListing:
     """What the session publishes in its memo for a host that lists it from visibility."""
     brief = summary(s, input, waiting, busy=False)
     pending_input = brief.pending_input
@@ -179,7 +191,8 @@ def listed(
     exit = brief.exit
     if exit is not None:
         exit = exit.model_copy(update={"reason": _cut(exit.reason)})
-    return ListedSession(
+    names = sorted(n for n in s.variables if n != "trigger")[:LISTED_VARIABLES]
+    return PublishedListing(
         status=brief.status,
         state=brief.state,
         spec_hash=input.spec_hash,
@@ -191,7 +204,8 @@ def listed(
         handoff=brief.handoff,
         exit=exit,
         rejected=_cut(s.rejected),
-        variable_names=sorted(n for n in s.variables if n != "trigger")[:LISTED_VARIABLES],
+        variable_names=names,
+        locked_names=[n for n in names if s.variables[n].locked],
         usage=s.usage,
         parent_session_id=brief.parent_session_id,
     )

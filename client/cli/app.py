@@ -3,7 +3,8 @@
 stdout carries results only (a reply, a listing, JSON); stderr narrates (session header, state
 flow, park reports with the resume command, verdicts). Exit codes: 0 when the command did its
 job (a park counts: waiting is success), 1 for a failure (failed or rejected session, a refused
-delivery, an invalid workflow), 2 for a usage error.
+delivery, an invalid workflow), 2 for a usage error; 141 when the reader of stdout went away
+(``archmax events … | head``), quietly, as a tool ended by SIGPIPE.
 
 Imports are lazy: parsing and ``archmax help`` load only :mod:`.parser` (the standard
 library); a command loads the runtime when it runs.
@@ -41,6 +42,18 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``archmax events … | head``): stop quietly, as a tool
+    ended by SIGPIPE does (exit 141), with stdout pointed at /dev/null so the final flush
+    cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + 13  # SIGPIPE
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -53,6 +66,9 @@ def _run_command(args: argparse.Namespace) -> int:
 
     try:
         configure_logging(verbose=args.verbose or args.command in ("worker", "dev"))
+        from archmax_temporal.connection import forward_core_logs
+
+        forward_core_logs()  # the core's lines through the chain above: never on stdout
         from archmax_temporal.activities.tracing import configure_tracing
 
         configure_tracing()
@@ -62,7 +78,7 @@ def _run_command(args: argparse.Namespace) -> int:
         if args.debug:
             traceback.print_exc()
         return 1
-    except (KeyboardInterrupt, UsageError):
+    except (KeyboardInterrupt, UsageError, BrokenPipeError):
         raise
     except Exception as exc:  # never a traceback unless asked for
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

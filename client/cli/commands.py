@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -30,7 +31,6 @@ from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     SessionNotFoundError,
-    SessionUnavailableError,
 )
 from archmax_temporal.workflows.models import SessionSummary, Usage
 
@@ -234,10 +234,7 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
                 return None
 
         if args.session:
-            try:
-                summary = await agent.sessions.get(args.session)
-            except SessionUnavailableError:  # no worker to ask: what visibility knows
-                summary = await agent.sessions.describe(args.session)
+            summary = await agent.sessions.read(args.session)
             if args.json:
                 print(json.dumps(camel_json(summary), indent=2, ensure_ascii=False))
             else:
@@ -299,6 +296,19 @@ async def _repair(args: argparse.Namespace, config: RuntimeConfig) -> int:
     return 0
 
 
+def _announcer() -> Callable[[str], None]:
+    """Where a long-lived command (``worker``, ``dev``, ``serve``) writes its banner: stderr
+    as it is, or with ``ARCHMAX_LOG_FORMAT=json`` a log line (logger ``archmax.cli``, info,
+    shown at any level) like every other line of the stream, so a pipeline reads JSON only."""
+    from archmax_temporal.client.logs import log_format
+
+    if log_format() != "json":
+        return err
+    logger = logging.getLogger("archmax.cli")
+    logger.setLevel(logging.INFO)
+    return lambda line: logger.info(" ".join(line.split()))
+
+
 def _worker_options(args: argparse.Namespace) -> WorkerOptions:
     """The worker's options: the environment's, the flags winning."""
     from datetime import timedelta
@@ -323,14 +333,15 @@ async def _worker(args: argparse.Namespace, config: RuntimeConfig) -> int:
     options = _worker_options(args)
     runtime = metrics_runtime(options.metrics_address) if options.metrics_address else None
     client = await connect(config.connection, runtime=runtime)
-    err(f"temporal  {config.connection.describe()}")
+    announce = _announcer()
+    announce(f"temporal  {config.connection.describe()}")
     await serve(
         client,
         task_queue=config.task_queue,
         model=ModelConfig.from_env(),
         store_dir=config.store,
         authoring_root=config.root,
-        announce=err,
+        announce=announce,
         options=options,
         deployment=deployment_from_env(),
     )
@@ -347,14 +358,15 @@ async def _dev(args: argparse.Namespace, config: RuntimeConfig) -> int:
     async with ForegroundDevServer(config.root, address=config.address) as dev:
         server = dev.server
         client = await connect(replace(config.connection, address=server.address), runtime=runtime)
-        err(f"temporal  {server.address}  ·  UI {server.ui_url or 'disabled'}")
+        announce = _announcer()
+        announce(f"temporal  {server.address}  ·  UI {server.ui_url or 'disabled'}")
         await serve(
             client,
             task_queue=config.task_queue,
             model=ModelConfig.from_env(),
             store_dir=config.store,
             authoring_root=config.root,
-            announce=err,
+            announce=announce,
             options=options,
         )
     return 0
@@ -364,7 +376,7 @@ async def _serve(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.client.http import ServeSettings, serve
 
     settings = ServeSettings.from_env(host=args.host, port=args.port)
-    await serve(config, settings, worker=_turn_worker(), announce=err)
+    await serve(config, settings, worker=_turn_worker(), announce=_announcer())
     return 0
 
 

@@ -5,18 +5,28 @@ An email arrives (``email_received``); the session asks which order it is about 
 ``clarify``, advances to ``answer`` and names the order. It runs on the embedded dev server with
 an in-process worker, and the model is the scripted one from the example's playbook, reached
 through the same ``openai`` client code as any real endpoint.
+
+The finished session then releases its run at once (the idle close, :data:`DEMO_IDLE_CLOSE`):
+its state is checkpointed and the run completes, so the Temporal UI link the demo prints opens
+on a Completed workflow, not on a Running one whose queue no worker polls once the demo's
+in-process worker has gone. A next firing on the id reopens it from the checkpoint.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 import uuid
+from datetime import timedelta
 from pathlib import Path
+
+from temporalio.client import WorkflowExecutionStatus
 
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PendingInput
@@ -24,6 +34,14 @@ from archmax_temporal.workflows.models import PendingInput
 WORKFLOW = "support-inbox"
 DEMO_TASK_QUEUE = "archmax-demo"
 """Its own queue, so the demo's scripted-model worker never serves real sessions."""
+
+
+DEMO_IDLE_CLOSE = timedelta(seconds=1)
+"""How long the demo's finished session keeps its run open: a moment, so it closes (Completed)
+while the demo's worker still runs."""
+
+CLOSE_WAIT_SECONDS = 30.0
+"""How long the demo waits for its finished session's run to close before saying it did not."""
 
 
 INSTALLED_COPY = "archmax-demo"
@@ -58,7 +76,9 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
     """Run the demo; 0 when the session parked, resumed and answered naming the order."""
     root = (root or default_root()).resolve()
     playbook = Playbook.load(root / "workflows" / WORKFLOW / "playbook.yaml")
-    config = RuntimeConfig.from_env(root=root).with_overrides(task_queue=DEMO_TASK_QUEUE)
+    config = RuntimeConfig.from_env(root=root).with_overrides(
+        task_queue=DEMO_TASK_QUEUE, idle_close=DEMO_IDLE_CLOSE
+    )
     conversation_id = conversation or f"demo-{uuid.uuid4().hex[:8]}"
     with ScriptedModelServer(playbook) as model:
         model_config = ModelConfig(base_url=model.url, api_key="scripted", default_model="scripted")
@@ -94,6 +114,13 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
             flow = " → ".join(f"{s.to}" for s in whole)
             _say(f"   → {resumed.kind} in {resumed.state} (trail: {flow})")
             print(resumed.reply, flush=True)
+            closed = await _run_closed(agent, conversation_id)
+            _say(
+                "4. finished and idle: its run closed (Completed), its state checkpointed; a "
+                "next firing reopens it"
+                if closed
+                else "4. its run is still open (a finished session closes once idle)"
+            )
             ui = server.ui_url if server and server.ui_url else "http://localhost:8233"
             _say()
             _say(
@@ -107,3 +134,16 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
             )
             ok = resumed.kind == "completed" and "ORD-1001" in resumed.reply
             return 0 if ok else 1
+
+
+async def _run_closed(agent: Agent, session_id: str) -> bool:
+    """Wait (polling) until the session's run has closed through the idle close; whether it
+    did within :data:`CLOSE_WAIT_SECONDS`."""
+    handle = agent.handle(session_id)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CLOSE_WAIT_SECONDS
+    while loop.time() < deadline:
+        if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+            return True
+        await asyncio.sleep(0.1)
+    return False

@@ -138,9 +138,25 @@ def _add_worker_flags(parser: argparse.ArgumentParser) -> None:
 _VARIABLES_HELP = 'JSON object of variables, seeded locked (e.g. \'{"order_id":"A-1"}\')'
 
 
+def package_version() -> str:
+    """The installed distribution's version (``unknown`` when run from an uninstalled tree)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("archmax-temporal")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command."""
     parser = _Parser(prog="archmax", description="Run archmax workflows on Temporal.")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"archmax {package_version()}",
+        help="print the installed archmax-temporal version and exit",
+    )
     parser.add_argument("--root", help="authoring root (default: ARCHMAX_ROOT or the cwd)")
     parser.add_argument(
         "--verbose", action="store_true", help="narrate the turn's events and model calls on stderr"

@@ -473,12 +473,13 @@ async def list_sessions(request: Request) -> Response:
 
 @_endpoint
 async def get_session(request: Request) -> Response:
-    """``GET /v1/sessions/{id}``: the session's summary."""
+    """``GET /v1/sessions/{id}``: the session's summary; with no worker to answer, what
+    visibility knows (as the listing), never a 503."""
     service = _service(request)
     service.authorize(request)
     session_id = _session_id(request, whole=True)
     agent = await service.agent(None)
-    return _json(to_wire(await agent.sessions.get(session_id)))
+    return _json(to_wire(await agent.sessions.read(session_id)))
 
 
 @_endpoint

@@ -16,6 +16,7 @@ assertion that never ran is reported ``not-executed``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import tempfile
 import time
@@ -26,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Final, Protocol
 
 import openai
+from temporalio.client import WorkflowExecutionStatus
 
 from archmax_temporal.activities.model import ModelConfig, openai_client
 from archmax_temporal.activities.session_store import WorkspaceError
@@ -383,14 +385,38 @@ def materialize_suite(backend: AuthoringBackend, workflow: str, into: Path) -> P
     return into
 
 
+DISPOSE_GRACE_SECONDS = 10.0
+"""How long an ended case's session has to take its cancellation before it is terminated."""
+
+
 async def dispose_case_session(agent: Agent, session_id: str) -> None:
     """End a case's session workflow once its case ended, so a suite leaves no running
     sessions beside production ones. Its history and artifacts stay; one already closed, or
-    never started, is left as it is."""
+    never started, is left as it is.
+
+    The session is cancelled (Temporal's request to end; a settled session, waiting for its
+    next firing, ends at once, shown as Canceled), and only one that has not closed within
+    :data:`DISPOSE_GRACE_SECONDS` (no worker to take the request, a turn that went on) is
+    terminated, the act the UI reserves for an operator's."""
+    handle = agent.handle(session_id)
     try:
-        await agent.handle(session_id).terminate(reason="archmax test: the case ended")
+        await handle.cancel()
     except Exception:  # already closed, never started: nothing to end
         return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DISPOSE_GRACE_SECONDS
+    delay = 0.05
+    while loop.time() < deadline:
+        try:
+            described = await handle.describe()
+        except Exception:
+            return
+        if described.status != WorkflowExecutionStatus.RUNNING:
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 1.0)
+    with contextlib.suppress(Exception):  # closed meanwhile
+        await handle.terminate(reason="archmax test: the case ended (cancellation not taken)")
 
 
 async def run_tests(
