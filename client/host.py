@@ -760,7 +760,9 @@ class SessionsSurface:
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
         if described.status == WorkflowExecutionStatus.RUNNING:
-            listed = await described.memo_value(LISTED_MEMO, None, type_hint=ListedSession)
+            listed = await described.memo_value(
+                LISTED_MEMO, None, type_hint=projections.PublishedListing
+            )
             pending = described.raw_description.pending_activities
             if pending or (listed is not None and listed.status == "running"):
                 raise SessionNotResumableError(
