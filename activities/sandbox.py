@@ -56,7 +56,16 @@ from archmax_temporal.workflows.errors import (
     SandboxTimeoutError,
 )
 from archmax_temporal.workflows.models import SandboxToolCall, ScriptJournal
-from archmax_temporal.workflows.sandbox_source import EVAL_RUNNER, RUNNER, camel, prelude, prepare
+from archmax_temporal.workflows.sandbox_source import (
+    ASYNC_LOAD,
+    EVAL_RUNNER,
+    PLAIN_LOAD,
+    RUNNER,
+    camel,
+    prelude,
+    prepare,
+)
+from archmax_temporal.workflows.script_body import loading
 from archmax_temporal.workflows.tools import BRIDGE_TOOLS, READ_FILE
 from archmax_temporal.workflows.zones import CHECKPOINTS
 
@@ -131,9 +140,13 @@ class SandboxActivities:
             if request.kind == "script"
             else [*BRIDGE_TOOLS]
         )
+        load = loading(program)
         payload = {
             "prelude": prelude([camel(t) for t in bridge], arguments),
             "source": program,
+            "candidates": load.candidates,
+            "probe": load.probe,
+            "load": ASYNC_LOAD if load.candidates else PLAIN_LOAD,
             "runner": EVAL_RUNNER if request.kind == "eval" else RUNNER,
             "memory_limit": request.limits.memory_limit_bytes,
             "stack_limit": STACK_LIMIT,

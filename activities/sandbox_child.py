@@ -5,7 +5,9 @@ project, only ``quickjs`` and the standard library.
 
 Protocol (one JSON object per line):
 
-- parent → child, first: ``{prelude, source, runner, memory_limit, stack_limit}``;
+- parent → child, first: ``{prelude, source, candidates, probe, load, runner, memory_limit,
+  stack_limit}`` (``load`` evaluates ``source`` as a plain script, or compiles the first of
+  ``candidates``, async function bodies, that parses: a script with top-level ``await``);
 - child → parent: ``{"call": {"tool", "args"}}`` for each ``tools.*`` call, answered by the
   parent's ``{"ok": true, "content"}`` or ``{"ok": false, "error"}``;
 - child → parent, last: ``{"done": {ok, value?, undefined?, error?, kind?, logs}}``.
@@ -95,7 +97,10 @@ def main() -> None:
     try:
         context.eval(request["prelude"])
         context.set("__archmax_source", request["source"])
-        context.eval("globalThis.__archmax_completion = (0, eval)(globalThis.__archmax_source);")
+        context.set("__archmax_candidates", json.dumps(request.get("candidates") or []))
+        context.eval("globalThis.__archmax_candidates = JSON.parse(__archmax_candidates);")
+        context.set("__archmax_probe", bool(request.get("probe")))
+        context.eval(request["load"])
         context.eval(request["runner"])
         while context.execute_pending_job():
             pass
