@@ -33,6 +33,7 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.workflows import contracts
+from archmax_temporal.workflows.contracts.sandbox import MAX_OUTPUT_LINES
 from archmax_temporal.workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
 from archmax_temporal.workflows.models import (
     DeliverInput,
@@ -284,13 +285,14 @@ class _Reader:
             run: SandboxRunResult | None = self._decode(result, SandboxRunResult)
             if run is None:
                 return []
+            output = self._output(event, scheduled, hook, run.logs, run.output_dropped)
             if hook is not None:
                 value = run.value if isinstance(run.value, dict) else {}
                 data = {**hook, "verdict": value.get("verdict"), "reason": value.get("reason")}
-                return [self._event(event, "hook-verdict", data)]
+                return [*output, self._event(event, "hook-verdict", data)]
             label = scheduled.input.label if isinstance(scheduled.input, SandboxRunInput) else ""
             data = {"script": label, "dispatch": run.dispatch.tool if run.dispatch else None}
-            return [self._event(event, "script-result", data)]
+            return [*output, self._event(event, "script-result", data)]
         if activity == CUSTOM_HOOK_ACTIVITY and hook is not None:
             custom: CustomHookResult | None = self._decode(result, CustomHookResult)
             if custom is None:
@@ -322,10 +324,53 @@ class _Reader:
         failure = attributes.failure
         reason = failure.cause.message if failure.HasField("cause") else failure.message
         hook = _hook_of(scheduled.summary)
+        output: list[SessionEvent] = []
+        if scheduled.activity == SANDBOX_ACTIVITY:  # a failed run carries what it wrote
+            application = failure.cause if failure.HasField("cause") else failure
+            details = application.application_failure_info.details.payloads
+            written = self._decode(details, dict) if details else None
+            logs = written.get("logs") if isinstance(written, dict) else None
+            if isinstance(logs, list):
+                output = self._output(event, scheduled, hook, [str(line) for line in logs], 0)
         if hook is not None:
-            return [self._event(event, "hook-rejected", {**hook, "error": reason}, "error")]
+            rejected = self._event(event, "hook-rejected", {**hook, "error": reason}, "error")
+            return [*output, rejected]
         data = {"activity": scheduled.activity, "summary": scheduled.summary, "error": reason}
-        return [self._event(event, "warning", data, "warn")]
+        return [*output, self._event(event, "warning", data, "warn")]
+
+    def _output(
+        self,
+        event: HistoryEvent,
+        scheduled: _Scheduled,
+        hook: dict[str, Any] | None,
+        lines: list[str],
+        dropped: int,
+    ) -> list[SessionEvent]:
+        """A sandbox run's console lines, one ``hook-output`` event each (``method``: log,
+        info, warn, error or debug; ``text``), naming the hook or the script that wrote
+        them; then, when the run wrote more than it may keep, one that says how many
+        lines were dropped."""
+        if hook is not None:
+            source: dict[str, Any] = dict(hook)
+        else:
+            label = scheduled.input.label if isinstance(scheduled.input, SandboxRunInput) else ""
+            source = {"script": label}
+        found = []
+        for line in lines:
+            method, _, text = line.partition(" ")
+            level: Level = "warn" if method == "warn" else "error" if method == "error" else "info"
+            data = {**source, "method": method, "text": text}
+            found.append(self._event(event, "hook-output", data, level))
+        if dropped:
+            data = {
+                **source,
+                "method": "warn",
+                "text": f"… {dropped} more console line(s) not kept (a run keeps "
+                f"{MAX_OUTPUT_LINES})",
+                "dropped": dropped,
+            }
+            found.append(self._event(event, "hook-output", data, "warn"))
+        return found
 
     def _answered(self, event: HistoryEvent, messages: list[Message]) -> list[SessionEvent]:
         """The answers of open calls that ran no activity, as the model is about to read
