@@ -32,7 +32,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
-from archmax_temporal.workflows import contracts
+from archmax_temporal.workflows import contracts, hooks
 from archmax_temporal.workflows.contracts.sandbox import MAX_OUTPUT_LINES
 from archmax_temporal.workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
 from archmax_temporal.workflows.models import (
@@ -279,7 +279,9 @@ class _Reader:
             if answer is None:
                 return []
             if hook is not None:
-                return [self._event(event, "rubric-result", {**hook, **_verdict_of(answer)})]
+                verdict = _verdict_of(answer)
+                level: Level = "warn" if "failure" in verdict else "info"
+                return [self._event(event, "rubric-result", {**hook, **verdict}, level)]
             return self._model_answer(event, answer)
         if activity == SANDBOX_ACTIVITY:
             run: SandboxRunResult | None = self._decode(result, SandboxRunResult)
@@ -640,16 +642,15 @@ def _hook_of(summary: str) -> dict[str, Any] | None:
 
 
 def _verdict_of(answer: ModelCallResult) -> dict[str, Any]:
-    """A rubric's verdict as the grading model wrote it (``{"verdict", "reason"}`` JSON)."""
-    text = answer.content or ""
-    start, end = text.find("{"), text.rfind("}")
-    try:
-        body = json.loads(text[start : end + 1]) if 0 <= start < end else {}
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    return {"verdict": body.get("verdict"), "reason": body.get("reason")}
+    """A rubric's verdict as the session read the grading model's answer (the same parser):
+    ``verdict`` and ``reason``; a reply with no ``{"verdict", "reason"}`` JSON is the veto
+    the session took, with ``failure: "unreadable-verdict"`` and the reply's snippet in the
+    reason."""
+    verdict = hooks.rubric_verdict(answer.content)
+    data: dict[str, Any] = {"verdict": verdict.verdict, "reason": verdict.reason}
+    if verdict.unreadable:
+        data["failure"] = hooks.UNREADABLE_VERDICT
+    return data
 
 
 def read_history(
