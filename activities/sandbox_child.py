@@ -29,6 +29,11 @@ import sys
 from typing import Any
 
 
+UNREADABLE_ERROR = "(Failed obtaining QuickJS error string. Concurrency issue?)"
+"""What the binding says when it cannot even read the error's text: on an exhausted heap,
+that is the out-of-memory error itself."""
+
+
 def _send(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
     sys.stdout.flush()
@@ -59,14 +64,15 @@ def _peak_rss_bytes() -> int:
 
 
 def _null_from_exhaustion(text: str, grown: int, limit: int) -> bool:
-    """Whether a bare ``null`` exception came from an exhausted heap.
+    """Whether a bare ``null`` exception (or one whose text could not be read) came from an
+    exhausted heap.
 
     When QuickJS cannot allocate even its own "out of memory" error it throws ``null``; the
     process's peak resident size having grown by half the limit tells that apart from a
     script's own ``throw null``.
     """
     bare = text.strip().removeprefix("Uncaught ").strip()
-    return bare == "null" and grown >= limit // 2
+    return bare in ("null", UNREADABLE_ERROR) and grown >= limit // 2
 
 
 def main() -> None:
