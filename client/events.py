@@ -81,6 +81,16 @@ _COMMANDS = frozenset(
 the signal started the turn (a refused signal starts none: the session records its refusal,
 read as a ``refused`` event)."""
 
+EVENT_TYPES: Final = (
+    "turn-start", "delivered", "decided", "refused", "park-message", "state-enter",
+    "model-usage", "agent-text", "tool-called", "tool-result", "tool-blocked",
+    "variables-set", "title-set", "hook-start", "hook-output", "hook-verdict",
+    "hook-rejected", "rubric-start", "rubric-result", "script-result", "sub-workflow-start",
+    "sub-workflow-result", "parked", "raised", "turn-end", "warning",
+)  # fmt: skip
+"""Every event ``type`` the stream emits: the reader emits no other and the README's Events
+section names each (``tests/test_registries.py``)."""
+
 _WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
 
@@ -262,8 +272,8 @@ class _Reader:
             found.append(self._event(event, "state-enter", {"state": decoded.state}))
         hook = _hook_of(summary)
         if hook is not None:
-            kind = "rubric-start" if activity == contracts.MODEL_ACTIVITY else "hook-start"
-            found.append(self._event(event, kind, hook))
+            rubric = activity == contracts.MODEL_ACTIVITY
+            found.append(self._event(event, "rubric-start" if rubric else "hook-start", hook))
         return found
 
     def _completed_activity(self, event: HistoryEvent) -> list[SessionEvent]:
@@ -822,6 +832,7 @@ async def while_watching(
 
 
 __all__ = [
+    "EVENT_TYPES",
     "PREVIEW_CHARS",
     "EventCallback",
     "SessionEvent",

@@ -56,10 +56,20 @@ def _archmax(client: Client, root: Path, *argv: str) -> subprocess.CompletedProc
 def test_the_suite_passes_and_its_verbose_view_shows_the_hooks_lines(
     client: Client, root: Path
 ) -> None:
-    """Both cases pass; ``--verbose`` prints every console line under its case."""
-    done = _archmax(client, root, "test", "grade-desk", "--verbose")
+    """Both cases pass; ``--verbose`` prints every console line under its case, and
+    ``archmax events`` prints them as ``hook-output`` events."""
+    done = _archmax(client, root, "test", "grade-desk", "--verbose", "--json")
     assert done.returncode == 0, done.stderr
     assert "2 passed" in done.stderr
+    results = {r["id"]: r for r in json.loads(done.stdout)["results"]}
+    assert {r["verdict"]["status"] for r in results.values()} == {"passed"}
+    listed = _archmax(client, root, "events", results["fan-out"]["sessionId"])
+    assert listed.returncode == 0, listed.stderr
+    output = [e for e in map(json.loads, listed.stdout.splitlines()) if e["type"] == "hook-output"]
+    assert [e["data"]["text"] for e in output][:2] == [
+        "Allowed: grading_requested for IT-1, IT-2",
+        "grading 2 item(s)",
+    ]
     err = done.stderr
     assert "· hooks/audit-request.js: Allowed: grading_requested for IT-1, IT-2" in err
     assert "· skills/batch-grading/scripts/grade-all.js: grading 2 item(s)" in err
