@@ -28,7 +28,6 @@ import json
 import sys
 from typing import Any
 
-
 UNREADABLE_ERROR = "(Failed obtaining QuickJS error string. Concurrency issue?)"
 """What the binding says when it cannot even read the error's text: on an exhausted heap,
 that is the out-of-memory error itself."""

@@ -24,6 +24,7 @@ from temporalio.client import Client
 from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
 from tests.conftest import running_agent
+from tests.http_harness import http_api, read_events
 from tests.test_cli_test import MODEL_VARIABLES
 
 FIXTURE = Path(__file__).parent / "fixtures" / "grade-desk"
@@ -148,3 +149,25 @@ async def test_a_vetoing_hook_logs_a_warning_event(
     assert (line.level, line.data["method"]) == ("warn", "warn")
     assert line.data["text"] == "Vetoed: grading_requested carried no items"
     assert verdict.data["verdict"] == "veto"
+
+
+async def test_the_sse_stream_carries_the_hooks_lines(
+    client: Client, task_queue: str, root: Path
+) -> None:
+    """``GET /v1/sessions/{id}/events`` streams the same ``hook-output`` events."""
+    playbook = Playbook.load(root / "workflows" / "grade-desk" / "playbook.yaml")
+    with ScriptedModelServer(playbook) as server:
+        async with http_api(
+            client, task_queue, root, "grade-desk", server, store=root / "sessions"
+        ) as api:
+            await api.agent.workflow.send(
+                "forms-3", "Grade.", trigger="grading_requested", variables={"items": []}
+            )
+            async with api.http.stream(
+                "GET", "/v1/sessions/forms-3/events", params={"follow": "false"}
+            ) as response:
+                assert response.status_code == 200
+                streamed = await read_events(response)
+    [line] = [e.data for e in streamed if e.data["type"] == "hook-output"]
+    assert (line["level"], line["data"]["hook"]) == ("warn", "hooks/audit-request.js")
+    assert line["data"]["text"] == "Vetoed: grading_requested carried no items"

@@ -9,7 +9,7 @@ activity and the real QuickJS process.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from temporalio.exceptions import ApplicationError
@@ -38,13 +38,16 @@ def sandbox(tmp_path: Path) -> SandboxActivities:
     return SandboxActivities(WorkspaceActivities(FilesystemSessionStore(tmp_path / "s"), tmp_path))
 
 
+Kind = Literal["hook", "script", "eval"]
+
+
 async def run(
-    sandbox: SandboxActivities, source: str, kind: str = "script", **args: Any
+    sandbox: SandboxActivities, source: str, kind: Kind = "script", **args: Any
 ) -> SandboxRunResult:
     request = SandboxRunInput(
         session_id="tla-1",
         label="skills/orders/scripts/x.js",
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         source=source,
         args=args,
         spec=SPEC,
@@ -55,7 +58,7 @@ async def run(
     return await ActivityEnvironment().run(sandbox.run, request)
 
 
-async def failure(sandbox: SandboxActivities, source: str, kind: str = "script") -> str:
+async def failure(sandbox: SandboxActivities, source: str, kind: Kind = "script") -> str:
     with pytest.raises(ApplicationError) as caught:
         await run(sandbox, source, kind)
     assert caught.value.type == "SandboxScriptError"
@@ -179,7 +182,7 @@ class TestTheForms:
 
     @pytest.mark.parametrize("kind", ["script", "eval"])
     async def test_a_syntax_error_names_the_scripts_own_line(
-        self, sandbox: SandboxActivities, kind: str
+        self, sandbox: SandboxActivities, kind: Kind
     ) -> None:
         """A syntax error in a script that awaits is reported at its own line, not the
         wrapper's, and so is one in a script that does not."""

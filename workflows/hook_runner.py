@@ -420,7 +420,12 @@ class HookRunner:
         except ActivityError as failure:
             return _failed(sandbox.ARCHMAX_EVAL, failure), "error"
         value = "undefined" if result.returned_nothing else matching.mock_result_text(result.value)
-        return "\n".join([*result.logs, f"=> {value}"]), "ok"
+        dropped = (
+            [f"… {result.output_dropped} more console line(s) not kept"]
+            if result.output_dropped
+            else []
+        )
+        return "\n".join([*result.logs, *dropped, f"=> {value}"]), "ok"
 
     async def _sandbox(
         self,
