@@ -9,7 +9,10 @@ QuickJS runs the file as a plain script (there is no module loader in the sandbo
 - any other import is :class:`ForbiddenSandboxImportError` (here, in ``validate`` and at run);
 - ``export default <expr>`` becomes ``globalThis.__archmax_default = <expr>``; other ``export``
   keywords are dropped. A file with no default export is a plain script: its completion value
-  is the entry (a function is called with ``args``, anything else is the result).
+  is the entry (a function is called with ``args``, anything else is the result);
+- a script that awaits (or returns) at its top level runs as an async function body instead
+  (:mod:`workflows.script_body` prepares it, :data:`ASYNC_LOAD` compiles it): its entry is the
+  awaited value of its last expression statement, or what it returns.
 
 Pure text processing (no I/O): the workflow side, ``validate`` and the sandbox activity share it.
 """
