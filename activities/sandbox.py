@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.effects import idempotency_key
 from archmax_temporal.activities.heartbeat import heartbeating
@@ -40,6 +41,9 @@ from archmax_temporal.activities.session_store import (
 from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
 from archmax_temporal.workflows import governance
 from archmax_temporal.workflows.contracts.sandbox import (
+    MAX_OUTPUT_LINE_CHARS,
+    MAX_OUTPUT_LINES,
+    OUTPUT_CUT,
     SANDBOX_ACTIVITY,
     SandboxDispatch,
     SandboxRunInput,
@@ -56,7 +60,16 @@ from archmax_temporal.workflows.errors import (
     SandboxTimeoutError,
 )
 from archmax_temporal.workflows.models import SandboxToolCall, ScriptJournal
-from archmax_temporal.workflows.sandbox_source import EVAL_RUNNER, RUNNER, camel, prelude, prepare
+from archmax_temporal.workflows.sandbox_source import (
+    ASYNC_LOAD,
+    EVAL_RUNNER,
+    PLAIN_LOAD,
+    RUNNER,
+    camel,
+    prelude,
+    prepare,
+)
+from archmax_temporal.workflows.script_body import loading
 from archmax_temporal.workflows.tools import BRIDGE_TOOLS, READ_FILE
 from archmax_temporal.workflows.zones import CHECKPOINTS
 
@@ -116,21 +129,28 @@ class SandboxActivities:
     async def run(self, request: SandboxRunInput) -> SandboxRunResult:
         """Evaluate the run (heartbeating); a script's failure is a typed, non-retryable
         error, a failing store a retryable one."""
+        output: list[str] = []
         try:
             await asyncio.to_thread(self._workspace.sweep_after_crash, request.session_id)
-            return await heartbeating(self.evaluate(request, key=idempotency_key()))
+            return await heartbeating(self.evaluate(request, key=idempotency_key(), output=output))
         except ArchmaxError as exc:
-            raise exc.to_application_error() from exc
+            raise _with_output(exc.to_application_error(), output) from exc
         except WorkspaceError as exc:
             raise exc.to_application_error() from None
         except Exception as exc:  # a process that could not start, a bug: retried
             raise unexpected(exc) from None
 
     async def evaluate(
-        self, request: SandboxRunInput, *, key: str | None = None
+        self,
+        request: SandboxRunInput,
+        *,
+        key: str | None = None,
+        output: list[str] | None = None,
     ) -> SandboxRunResult:
         """The run itself, raising the typed :class:`SandboxError` subclasses. ``key`` is the
-        run's idempotency key (its ``tools.*`` writes are journaled under it)."""
+        run's idempotency key (its ``tools.*`` writes are journaled under it); ``output``
+        receives its console lines as they are written (a failed run's included)."""
+        output = [] if output is None else output
         source = await self._source(request)
         program = prepare(source, request.label)
         arguments = dict(request.args)
@@ -139,15 +159,25 @@ class SandboxActivities:
             if request.kind == "script"
             else [*BRIDGE_TOOLS]
         )
+        load = loading(program)
+        replay = await asyncio.to_thread(self._load_journal, request)
         payload = {
             "prelude": prelude([camel(t) for t in bridge], arguments),
             "source": program,
+            "candidates": load.candidates,
+            "probe": load.probe,
+            "load": ASYNC_LOAD if load.candidates else PLAIN_LOAD,
             "runner": EVAL_RUNNER if request.kind == "eval" else RUNNER,
             "memory_limit": request.limits.memory_limit_bytes,
             "stack_limit": STACK_LIMIT,
+            "output": {
+                "lines": MAX_OUTPUT_LINES,
+                "line_chars": MAX_OUTPUT_LINE_CHARS,
+                "cut": OUTPUT_CUT,
+                "skip_before_calls": len(replay),
+            },
         }
         calls: list[SandboxToolCall] = []
-        replay = await asyncio.to_thread(self._load_journal, request)
         process = await asyncio.create_subprocess_exec(
             *self._command,
             stdin=asyncio.subprocess.PIPE,
@@ -158,15 +188,24 @@ class SandboxActivities:
         try:
             done = await asyncio.wait_for(
                 self._converse(
-                    process, payload, request, calls, {camel(t): t for t in bridge}, replay, key
+                    process,
+                    payload,
+                    request,
+                    calls,
+                    {camel(t): t for t in bridge},
+                    replay,
+                    key,
+                    output,
                 ),
                 timeout=request.limits.timeout_ms / 1000,
             )
         except _DispatchNeeded as needed:
             journal = await asyncio.to_thread(self._store_journal, request.session_id, calls)
-            return SandboxRunResult(calls=_slim(calls), dispatch=needed.dispatch, journal=journal)
+            return SandboxRunResult(
+                calls=_slim(calls), dispatch=needed.dispatch, journal=journal, logs=output
+            )
         except _Terminal as stop:
-            return SandboxRunResult(calls=_slim(calls), terminal=stop.reason)
+            return SandboxRunResult(calls=_slim(calls), terminal=stop.reason, logs=output)
         except TimeoutError:
             raise SandboxTimeoutError(
                 f"{request.label}: timed out after {request.limits.timeout_ms} ms "
@@ -176,7 +215,7 @@ class SandboxActivities:
             if process.returncode is None:
                 process.kill()
             await process.wait()
-        return self._result(request, done, calls)
+        return self._result(request, done, calls, output)
 
     async def _source(self, request: SandboxRunInput) -> str:
         if request.source is not None:
@@ -202,6 +241,7 @@ class SandboxActivities:
         names: dict[str, str],
         replay: list[SandboxToolCall],
         key: str | None,
+        output: list[str],
     ) -> dict[str, Any]:
         assert process.stdin is not None and process.stdout is not None
         process.stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
@@ -221,6 +261,9 @@ class SandboxActivities:
             message = json.loads(line)
             if "done" in message:
                 return dict(message["done"])
+            if "log" in message:
+                output.append(str(message["log"]))
+                continue
             call = message.get("call") or {}
             reply = await asyncio.to_thread(self._serve, request, call, calls, names, replay, key)
             process.stdin.write((json.dumps(reply, ensure_ascii=False) + "\n").encode())
@@ -369,9 +412,11 @@ class SandboxActivities:
 
     @staticmethod
     def _result(
-        request: SandboxRunInput, done: dict[str, Any], calls: list[SandboxToolCall]
+        request: SandboxRunInput,
+        done: dict[str, Any],
+        calls: list[SandboxToolCall],
+        output: list[str],
     ) -> SandboxRunResult:
-        logs = [str(line) for line in done.get("logs") or []]
         if not done.get("ok"):
             error = str(done.get("error") or "the script failed")
             kind = done.get("kind")
@@ -395,9 +440,20 @@ class SandboxActivities:
         return SandboxRunResult(
             value=value,
             returned_nothing=bool(done.get("undefined")),
-            logs=logs,
+            logs=output,
+            output_dropped=int(done.get("dropped") or 0),
             calls=_slim(calls),
         )
+
+
+def _with_output(error: ApplicationError, output: list[str]) -> ApplicationError:
+    """A failed run's error carrying the console lines it wrote before it failed (its
+    ``details``: ``{"logs": [...]}``), so they reach the ``hook-output`` events too."""
+    if not output:
+        return error
+    return ApplicationError(
+        error.message, {"logs": output}, type=error.type, non_retryable=error.non_retryable
+    )
 
 
 __all__ = ["ForbiddenSandboxImportError", "SandboxActivities"]

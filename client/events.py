@@ -32,7 +32,8 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
-from archmax_temporal.workflows import contracts
+from archmax_temporal.workflows import contracts, hooks
+from archmax_temporal.workflows.contracts.sandbox import MAX_OUTPUT_LINES
 from archmax_temporal.workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
 from archmax_temporal.workflows.models import (
     DeliverInput,
@@ -79,6 +80,16 @@ _COMMANDS = frozenset(
 """History events only a running turn writes: the first one after a ``deliver`` signal shows
 the signal started the turn (a refused signal starts none: the session records its refusal,
 read as a ``refused`` event)."""
+
+EVENT_TYPES: Final = (
+    "turn-start", "delivered", "decided", "refused", "park-message", "state-enter",
+    "model-usage", "agent-text", "tool-called", "tool-result", "tool-blocked",
+    "variables-set", "title-set", "hook-start", "hook-output", "hook-verdict",
+    "hook-rejected", "rubric-start", "rubric-result", "script-result", "sub-workflow-start",
+    "sub-workflow-result", "parked", "raised", "turn-end", "warning",
+)  # fmt: skip
+"""Every event ``type`` the stream emits: the reader emits no other and the README's Events
+section names each (``tests/test_registries.py``)."""
 
 _WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
@@ -261,8 +272,8 @@ class _Reader:
             found.append(self._event(event, "state-enter", {"state": decoded.state}))
         hook = _hook_of(summary)
         if hook is not None:
-            kind = "rubric-start" if activity == contracts.MODEL_ACTIVITY else "hook-start"
-            found.append(self._event(event, kind, hook))
+            rubric = activity == contracts.MODEL_ACTIVITY
+            found.append(self._event(event, "rubric-start" if rubric else "hook-start", hook))
         return found
 
     def _completed_activity(self, event: HistoryEvent) -> list[SessionEvent]:
@@ -278,19 +289,22 @@ class _Reader:
             if answer is None:
                 return []
             if hook is not None:
-                return [self._event(event, "rubric-result", {**hook, **_verdict_of(answer)})]
+                verdict = _verdict_of(answer)
+                level: Level = "warn" if "failure" in verdict else "info"
+                return [self._event(event, "rubric-result", {**hook, **verdict}, level)]
             return self._model_answer(event, answer)
         if activity == SANDBOX_ACTIVITY:
             run: SandboxRunResult | None = self._decode(result, SandboxRunResult)
             if run is None:
                 return []
+            output = self._output(event, scheduled, hook, run.logs, run.output_dropped)
             if hook is not None:
                 value = run.value if isinstance(run.value, dict) else {}
                 data = {**hook, "verdict": value.get("verdict"), "reason": value.get("reason")}
-                return [self._event(event, "hook-verdict", data)]
+                return [*output, self._event(event, "hook-verdict", data)]
             label = scheduled.input.label if isinstance(scheduled.input, SandboxRunInput) else ""
             data = {"script": label, "dispatch": run.dispatch.tool if run.dispatch else None}
-            return [self._event(event, "script-result", data)]
+            return [*output, self._event(event, "script-result", data)]
         if activity == CUSTOM_HOOK_ACTIVITY and hook is not None:
             custom: CustomHookResult | None = self._decode(result, CustomHookResult)
             if custom is None:
@@ -322,10 +336,53 @@ class _Reader:
         failure = attributes.failure
         reason = failure.cause.message if failure.HasField("cause") else failure.message
         hook = _hook_of(scheduled.summary)
+        output: list[SessionEvent] = []
+        if scheduled.activity == SANDBOX_ACTIVITY:  # a failed run carries what it wrote
+            application = failure.cause if failure.HasField("cause") else failure
+            details = application.application_failure_info.details.payloads
+            written = self._decode(details, dict) if details else None
+            logs = written.get("logs") if isinstance(written, dict) else None
+            if isinstance(logs, list):
+                output = self._output(event, scheduled, hook, [str(line) for line in logs], 0)
         if hook is not None:
-            return [self._event(event, "hook-rejected", {**hook, "error": reason}, "error")]
+            rejected = self._event(event, "hook-rejected", {**hook, "error": reason}, "error")
+            return [*output, rejected]
         data = {"activity": scheduled.activity, "summary": scheduled.summary, "error": reason}
-        return [self._event(event, "warning", data, "warn")]
+        return [*output, self._event(event, "warning", data, "warn")]
+
+    def _output(
+        self,
+        event: HistoryEvent,
+        scheduled: _Scheduled,
+        hook: dict[str, Any] | None,
+        lines: list[str],
+        dropped: int,
+    ) -> list[SessionEvent]:
+        """A sandbox run's console lines, one ``hook-output`` event each (``method``: log,
+        info, warn, error or debug; ``text``), naming the hook or the script that wrote
+        them; then, when the run wrote more than it may keep, one that says how many
+        lines were dropped."""
+        if hook is not None:
+            source: dict[str, Any] = dict(hook)
+        else:
+            label = scheduled.input.label if isinstance(scheduled.input, SandboxRunInput) else ""
+            source = {"script": label}
+        found = []
+        for line in lines:
+            method, _, text = line.partition(" ")
+            level: Level = "warn" if method == "warn" else "error" if method == "error" else "info"
+            data = {**source, "method": method, "text": text}
+            found.append(self._event(event, "hook-output", data, level))
+        if dropped:
+            data = {
+                **source,
+                "method": "warn",
+                "text": f"… {dropped} more console line(s) not kept (a run keeps "
+                f"{MAX_OUTPUT_LINES})",
+                "dropped": dropped,
+            }
+            found.append(self._event(event, "hook-output", data, "warn"))
+        return found
 
     def _answered(self, event: HistoryEvent, messages: list[Message]) -> list[SessionEvent]:
         """The answers of open calls that ran no activity, as the model is about to read
@@ -601,16 +658,15 @@ def _hook_of(summary: str) -> dict[str, Any] | None:
 
 
 def _verdict_of(answer: ModelCallResult) -> dict[str, Any]:
-    """A rubric's verdict as the grading model wrote it (``{"verdict", "reason"}`` JSON)."""
-    text = answer.content or ""
-    start, end = text.find("{"), text.rfind("}")
-    try:
-        body = json.loads(text[start : end + 1]) if 0 <= start < end else {}
-    except ValueError:
-        body = {}
-    if not isinstance(body, dict):
-        body = {}
-    return {"verdict": body.get("verdict"), "reason": body.get("reason")}
+    """A rubric's verdict as the session read the grading model's answer (the same parser):
+    ``verdict`` and ``reason``; a reply with no ``{"verdict", "reason"}`` JSON is the veto
+    the session took, with ``failure: "unreadable-verdict"`` and the reply's snippet in the
+    reason."""
+    verdict = hooks.rubric_verdict(answer.content)
+    data: dict[str, Any] = {"verdict": verdict.verdict, "reason": verdict.reason}
+    if verdict.unreadable:
+        data["failure"] = hooks.UNREADABLE_VERDICT
+    return data
 
 
 def read_history(
@@ -782,6 +838,7 @@ async def while_watching(
 
 
 __all__ = [
+    "EVENT_TYPES",
     "PREVIEW_CHARS",
     "EventCallback",
     "SessionEvent",

@@ -116,6 +116,7 @@ from archmax_temporal.workflows.models import (
     ToolSchema,
     TurnSpec,
     Variable,
+    is_finished,
 )
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -969,8 +970,9 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
     """A session's summary from visibility alone: the listing the session publishes in its
     memo at every settled turn, and its ``Archmax*`` search attributes (``source=
     "visibility"``; each variable by name and lock, with no value). With no worker polling,
-    ``waiting_on`` says so, and how overdue a timed wake is: ``due 12 min ago — no worker is
-    polling; …``."""
+    an open session's ``waiting_on`` says so, and how overdue a timed wake is: ``due 12 min
+    ago — no worker is polling; …``; a finished one (completed, failed, rejected) waits on
+    nothing."""
     attributes = execution.typed_search_attributes
     # Decoded straight into the model (one pass over the JSON), not to a dict validated after.
     published = await execution.memo_value(
@@ -983,7 +985,7 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
     pending = listed.pending_input
     resume_at = pending.resume_at if pending else attributes.get(sa.RESUME_AT)
     waiting_on: str | None = None
-    if not polled:
+    if not polled and not is_finished(status):  # a finished session waits on nothing
         waiting_on = NO_WORKER
         if resume_at is not None and status == "awaiting_input":
             late = datetime.now(UTC) - resume_at

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from archmax_temporal.client.cli.render import StatusLine
+from temporalio.client import WorkflowExecution
+from temporalio.common import TypedSearchAttributes
+
+from archmax_temporal.client.cli.render import StatusLine, summary_detail, summary_line
 from archmax_temporal.client.events import SessionEvent
+from archmax_temporal.client.host import NO_WORKER, listed_summary
 from archmax_temporal.client.times import span, when
+from archmax_temporal.workflows.models import ListedSession
 
 ERASE = "\r\x1b[2K"
 
@@ -72,3 +77,35 @@ def test_times_read_relative_then_local() -> None:
         "2 h",
         "2 d",
     ]
+
+
+class _Listed:
+    """A workflow execution as visibility lists it, no worker answering: its id, the listing
+    the session published in its memo, and no search attributes."""
+
+    def __init__(self, session_id: str, listed: ListedSession) -> None:
+        self.id = session_id
+        self.typed_search_attributes = TypedSearchAttributes.empty
+        self._listed = listed
+
+    async def memo_value(self, key: str, default: Any = None, *, type_hint: Any = None) -> Any:
+        return self._listed
+
+
+class TestNoWorkerPolling:
+    async def _shown(self, status: str) -> str:
+        execution = cast(WorkflowExecution, _Listed(f"s-{status}", ListedSession(status=status)))
+        summary = await listed_summary(execution, polled=False)
+        return summary_detail(summary) + "\n" + summary_line(summary)
+
+    async def test_a_finished_session_waits_on_no_worker(self) -> None:
+        """A completed, failed or rejected session says nothing of workers: none is needed."""
+        for status in ("completed", "failed", "rejected"):
+            shown = await self._shown(status)
+            assert f"status    {status} (finished)" in shown
+            assert "no worker is polling" not in shown
+
+    async def test_an_open_session_says_no_worker_polls(self) -> None:
+        """A parked or running one still says so: its wake or its turn waits for a worker."""
+        for status in ("running", "awaiting_input", "awaiting_decision"):
+            assert NO_WORKER in await self._shown(status)

@@ -143,7 +143,8 @@ def test_each_case_and_the_suite_report_the_tokens_their_sessions_spent(archmax:
     unanswered = archmax("sessions", sid)
     assert unanswered.returncode == 0, unanswered.stderr
     assert f"session   {sid}" in unanswered.stdout
-    assert "waiting   no worker is polling; start one with archmax worker" in unanswered.stdout
+    assert "status    completed (finished)" in unanswered.stdout
+    assert "no worker is polling" not in unanswered.stdout  # a finished session waits on none
     events = archmax("events", sid)
     assert events.returncode == 0
     types = [json.loads(line)["type"] for line in events.stdout.splitlines()]

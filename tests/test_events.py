@@ -39,15 +39,21 @@ def test_a_park_and_delivery_reads_as_turns_states_and_calls() -> None:
     assert [e.seq for e in events] == sorted(e.seq for e in events)
 
 
-def test_a_before_hook_veto_reads_as_hook_start_and_verdict() -> None:
+def test_a_before_hook_veto_reads_as_hook_start_output_and_verdict() -> None:
     events = _golden("order-lookup-cross-company-veto")
     hooks = [(e.type, e.data["hook"], e.data.get("verdict")) for e in events if "hook" in e.data]
     assert hooks == [
         ("hook-start", "hooks/check-requester.js", None),
+        ("hook-output", "hooks/check-requester.js", None),
         ("hook-verdict", "hooks/check-requester.js", "ok"),
         ("hook-start", "hooks/check-tenancy.js", None),
         ("hook-verdict", "hooks/check-tenancy.js", "veto"),
     ]
+    [line] = [e.data for e in events if e.type == "hook-output"]
+    assert (line["method"], line["text"]) == (
+        "log",
+        "requester support@acmecorp.com may see orders of Acme Corp",
+    )
     assert events[-1].type == "turn-end" and events[-1].level == "error"
 
 

@@ -21,6 +21,7 @@ from archmax_temporal.activities.session_store import (
 )
 from archmax_temporal.activities.store import PACKAGE_VERSION
 from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.client import events
 from archmax_temporal.client.testing import cases
 from archmax_temporal.workflows import (
     contracts,
@@ -324,3 +325,38 @@ class TestActivityContracts:
         assert {
             tool: f"archmax.workspace.{tool}" for tool in tools.WORKSPACE_TOOLS
         } == workspace_tools.TOOL_ACTIVITIES
+
+
+class TestEventTypes:
+    """The stream's event types are listed once (``client.events.EVENT_TYPES``): the reader
+    emits exactly those, and the README's Events section names each."""
+
+    @staticmethod
+    def _emitted() -> set[str]:
+        """The types ``client/events.py`` passes to ``_event`` (constants anywhere in the
+        argument, a conditional's branches included) and its update-to-event table."""
+        found: set[str] = set(events._TURN_EVENTS.values())
+        tree = ast.parse((REPO / "client" / "events.py").read_text())
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "_event"
+                and len(node.args) >= 2
+            ):
+                found |= {
+                    c.value
+                    for c in ast.walk(node.args[1])
+                    if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                }
+        return found
+
+    def test_the_reader_emits_exactly_the_registered_types(self) -> None:
+        assert self._emitted() == set(events.EVENT_TYPES)
+        assert len(set(events.EVENT_TYPES)) == len(events.EVENT_TYPES)
+
+    def test_the_readme_names_every_type(self) -> None:
+        readme = (REPO / "README.md").read_text(encoding="utf-8")
+        section = readme.split("\n## Events\n", 1)[1].split("\n## ", 1)[0]
+        missing = [kind for kind in events.EVENT_TYPES if f"`{kind}`" not in section]
+        assert missing == []

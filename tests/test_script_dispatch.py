@@ -78,6 +78,13 @@ SCRIPTS = {
   return { verdicts };
 };
 """,
+    # The same fan-out as a plain script awaiting at its top level, every child at once.
+    "await-fan-out.js": """const edit = { old_string: "n=0", new_string: "n=1" };
+await tools.editFile({ file_path: "scratchpad/count.txt", ...edit });
+const answers = await Promise.all(args.docs.map((doc) => tools.archmaxWorkflowEnrich({ doc })));
+const verdicts = answers.map((answer) => JSON.parse(answer).returns.verdict);
+({ verdicts })
+""",
     "random.js": """export default async ({ tools }) => {
   await tools.writeFile({ file_path: `scratchpad/r-${Math.random()}.txt`, content: "x" });
   await tools.archmaxWorkflowEnrich({ doc: "a" });
@@ -141,6 +148,10 @@ PLAYBOOK = json.dumps(
             {
                 "when": {"last_user": "fan"},
                 "reply": {"tool_calls": [_run("fan-out.js", docs=["a", "b"])]},
+            },
+            {
+                "when": {"last_user": "await"},
+                "reply": {"tool_calls": [_run("await-fan-out.js", docs=["a", "b"])]},
             },
             {"when": {"last_user": "random"}, "reply": {"tool_calls": [_run("random.js")]}},
             {"when": {"last_user": "park"}, "reply": {"tool_calls": [_run("park.js")]}},
@@ -223,6 +234,26 @@ async def test_a_script_fans_out_to_child_workflows_and_runs_each_earlier_call_o
     ]
     stops = [e.data["dispatch"] for e in events if e.type == "script-result"]
     assert stops == ["archmax_workflow_enrich", "archmax_workflow_enrich", None]
+
+
+async def test_a_top_level_await_fan_out_dispatches_each_child_and_runs_each_call_once(
+    client: Client, task_queue: str, scripted: Scripted, root: Path, sid: str
+) -> None:
+    """A plain script awaiting ``Promise.all`` over one child per item at its top level: the
+    children run in turn, the edit before them once, and its last expression answers."""
+    store = root / "sessions"
+    (store / sid / "scratchpad").mkdir(parents=True)
+    (store / sid / "scratchpad" / "count.txt").write_text("n=0")
+    async with running_agent(client, task_queue, root, "batch", scripted(PLAYBOOK)) as agent:
+        outcome = await agent.workflow.send(sid, "await them")
+        view = await agent.sessions.view(sid)
+        children = [await agent.sessions.get(f"{sid}.enrich-{n}") for n in (1, 2)]
+    assert outcome.kind == "completed" and outcome.reply == "Script finished."
+    answer = _script_answer(view)
+    assert answer.status == "ok"
+    assert json.loads(answer.content or "") == {"verdicts": ["ok-a", "ok-b"]}
+    assert (store / sid / "scratchpad" / "count.txt").read_text() == "n=1"
+    assert [c.status for c in children] == ["completed", "completed"]
 
 
 async def test_a_script_that_changes_course_on_resumption_fails_with_a_clear_error(

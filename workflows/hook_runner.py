@@ -130,10 +130,11 @@ class HookRunner:
                 return Gate(failure=f"after hook {label} of '{slug}' failed: {verdict.reason}")
             if verdict.verdict == "ok":
                 continue
-            if verdict.verdict == "correct":
+            if verdict.verdict == "correct" or _bounded(verdict):
                 exhausted = take_correction(s, slug, hook, "after", index)
                 if exhausted is not None:
                     return Gate(failure=f"{exhausted}: {verdict.reason}")
+            if verdict.verdict == "correct":
                 return Gate(
                     refusal=Refusal(
                         f"archmax_advance rejected by after hook {label} (correct): "
@@ -164,6 +165,10 @@ class HookRunner:
             )
             if verdict.error:
                 return Gate(failure=f"before hook {label} of '{target}' failed: {verdict.reason}")
+            if verdict.verdict != "ok" and _bounded(verdict):
+                exhausted = take_correction(s, target, hook, "before", index)
+                if exhausted is not None:
+                    return Gate(failure=f"{exhausted}: {verdict.reason}")
             if verdict.verdict != "ok":
                 return Gate(
                     refusal=Refusal(
@@ -205,7 +210,7 @@ class HookRunner:
                 )
             if verdict.verdict == "ok":
                 continue
-            if verdict.verdict == "correct":
+            if verdict.verdict == "correct" or _bounded(verdict):
                 exhausted = take_correction(s, slug, hook, "after", index)
                 if exhausted is not None:
                     return Completion(failure=f"{exhausted}: {verdict.reason}")
@@ -415,7 +420,12 @@ class HookRunner:
         except ActivityError as failure:
             return _failed(sandbox.ARCHMAX_EVAL, failure), "error"
         value = "undefined" if result.returned_nothing else matching.mock_result_text(result.value)
-        return "\n".join([*result.logs, f"=> {value}"]), "ok"
+        dropped = (
+            [f"… {result.output_dropped} more console line(s) not kept"]
+            if result.output_dropped
+            else []
+        )
+        return "\n".join([*result.logs, *dropped, f"=> {value}"]), "ok"
 
     async def _sandbox(
         self,
@@ -454,6 +464,17 @@ class HookRunner:
         if result.terminal is not None and kind != "hook":  # a hook's failed call vetoes
             raise governance.TerminalBlock(result.terminal)
         return result
+
+
+UNREADABLE_VERDICT_PATCH = "archmax-rubric-unreadable-bounded"
+"""``workflow.patched`` id: a rubric grader's unreadable reply spends the rubric's
+``max_iterations`` like a correct (past them the turn fails), where it was a plain veto the
+agent could answer forever."""
+
+
+def _bounded(verdict: HookVerdict) -> bool:
+    """Whether ``verdict`` is a grader's unreadable reply that spends the rubric's budget."""
+    return verdict.unreadable and workflow.patched(UNREADABLE_VERDICT_PATCH)
 
 
 def _agent_run_args(s: SessionState, slug: str) -> dict[str, Any]:

@@ -46,6 +46,10 @@ class HookVerdict(BaseModel):
     verdict: VerdictName
     reason: str = ""
     error: bool = False
+    unreadable: bool = False
+    """A rubric's grader answered no ``{verdict, reason}`` JSON (:data:`UNREADABLE_VERDICT`):
+    a veto that spends the rubric's ``max_iterations`` like a correct, so the agent's retries
+    are bounded by what the rubric allows."""
 
 
 OK: Final = HookVerdict(verdict="ok")
@@ -234,10 +238,14 @@ def custom_verdict(value: Any) -> HookVerdict:
 
 _FENCE = re.compile(r"^```[A-Za-z]*\s*|\s*```$")
 
+UNREADABLE_VERDICT: Final = "unreadable-verdict"
+"""The name of a rubric's grader reply that holds no ``{"verdict", "reason"}`` JSON: it
+opens the veto's reason and is the ``failure`` of its ``rubric-result`` event."""
+
 
 def rubric_verdict(text: str | None) -> HookVerdict:
     """The grader's answer, ``{"verdict": ok|correct|veto, "reason"}``; anything else vetoes
-    with a snippet of what it said."""
+    with a snippet of what it said, marked ``unreadable``."""
     raw = (text or "").strip()
     candidates = [_FENCE.sub("", raw).strip()]
     start, end = raw.find("{"), raw.rfind("}")
@@ -251,7 +259,12 @@ def rubric_verdict(text: str | None) -> HookVerdict:
         if isinstance(parsed, dict) and parsed.get("verdict") in _VERDICTS:
             reason = parsed.get("reason")
             return HookVerdict(verdict=parsed["verdict"], reason=str(reason) if reason else "")
-    return veto(f"the rubric's grader gave no verdict: {_snippet(raw) or '(empty)'}")
+    return HookVerdict(
+        verdict="veto",
+        reason=f"{UNREADABLE_VERDICT}: the rubric's grader gave no verdict: "
+        f"{_snippet(raw) or '(empty)'}",
+        unreadable=True,
+    )
 
 
 def on_entry(verdict: HookVerdict) -> HookVerdict:

@@ -73,7 +73,8 @@ def archmax_run_schema() -> ToolSchema:
             "Run a JavaScript file from an enabled skill bundle (skills/<slug>/scripts/…) in a "
             "sandbox and return its result as text (JSON unless it returns a string). The "
             "script reads `args` (your arguments plus the session's variables) and may call "
-            "the workspace tools through `tools.*`."
+            "the workspace tools through `tools.*`; it may `await` at its top level, and its "
+            "result is its last expression (awaited) or what it returns."
         ),
         parameters={
             "type": "object",
@@ -98,9 +99,9 @@ def archmax_eval_schema() -> ToolSchema:
             "Evaluate JavaScript in a sandbox and return the value of its last expression "
             "(as JSON unless it is a string), after any console output. Each call starts "
             "afresh: nothing carries over between calls. `tools.*` calls the workspace tools "
-            "(readFile, writeFile, glob, ...) under your own permissions; to await them, "
-            "end with an async expression, e.g. "
-            "`(async () => JSON.parse(await tools.readFile({file_path: 'scratchpad/a.json'})))()`."
+            "(readFile, writeFile, glob, ...) under your own permissions, and `await` works at "
+            "the top level, e.g. `const a = JSON.parse(await tools.readFile({file_path: "
+            "'scratchpad/a.json'})); a.total`. The value is the last expression's, awaited."
         ),
         parameters={
             "type": "object",

@@ -9,7 +9,10 @@ QuickJS runs the file as a plain script (there is no module loader in the sandbo
 - any other import is :class:`ForbiddenSandboxImportError` (here, in ``validate`` and at run);
 - ``export default <expr>`` becomes ``globalThis.__archmax_default = <expr>``; other ``export``
   keywords are dropped. A file with no default export is a plain script: its completion value
-  is the entry (a function is called with ``args``, anything else is the result).
+  is the entry (a function is called with ``args``, anything else is the result);
+- a script that awaits (or returns) at its top level runs as an async function body instead
+  (:mod:`workflows.script_body` prepares it, :data:`ASYNC_LOAD` compiles it): its entry is the
+  awaited value of its last expression statement, or what it returns.
 
 Pure text processing (no I/O): the workflow side, ``validate`` and the sandbox activity share it.
 """
@@ -114,8 +117,10 @@ globalThis.args = Object.freeze(Object.assign(__ARCHMAX_ARGS__, { tools: globalT
 
 RUNNER: Final = r"""
 (async () => {
+  const completion = globalThis.__archmax_async
+    ? await globalThis.__archmax_completion : globalThis.__archmax_completion;
   const entry = globalThis.__archmax_default !== undefined
-    ? globalThis.__archmax_default : globalThis.__archmax_completion;
+    ? globalThis.__archmax_default : completion;
   return typeof entry === "function" ? await entry(globalThis.args) : await entry;
 })().then(
   (value) => { globalThis.__archmax_outcome = { ok: true, undefined: value === undefined,
@@ -125,7 +130,48 @@ RUNNER: Final = r"""
       : `Uncaught ${String(error)}` }; },
 );
 """
-"""Calls the entry and records its settled outcome in ``__archmax_outcome``."""
+"""Calls the entry and records its settled outcome in ``__archmax_outcome``. A script run as
+an async function body (top-level ``await``, :mod:`workflows.script_body`) is awaited first:
+its ``export default`` may be assigned after an ``await``."""
+
+PLAIN_LOAD: Final = "globalThis.__archmax_completion = (0, eval)(globalThis.__archmax_source);"
+"""Evaluates a plain script: its completion value is the entry."""
+
+ASYNC_LOAD: Final = r"""
+globalThis.__archmax_completion = (() => {
+  if (globalThis.__archmax_probe) {
+    let plain = true;
+    try {
+      new Function(globalThis.__archmax_source);  // compiles, never runs
+    } catch (error) {
+      plain = false;
+    }
+    if (plain) return (0, eval)(globalThis.__archmax_source);
+  }
+  let refused;
+  for (const text of globalThis.__archmax_candidates) {
+    let body;
+    try {
+      body = (0, eval)(text);
+    } catch (error) {
+      if (!(error instanceof SyntaxError)) throw error;
+      refused = error;
+      continue;
+    }
+    globalThis.__archmax_async = true;
+    return body();
+  }
+  throw refused;
+})();
+"""
+"""Evaluates a script with top-level ``await`` or ``return``: compiles each candidate async
+function body (:func:`workflows.script_body.async_candidates`) in turn, calls the first that
+parses, and keeps its promise as the completion. When none parses, the last one's
+SyntaxError (the script's own text, unrewritten) is raised, at the script's own line.
+
+With ``__archmax_probe`` (a script the tokenizer could not read through, a syntax error most
+likely), a script that compiles as a plain one runs as one, and only one that does not is
+tried as an async body, so its error names the line an ``await`` would not mask."""
 
 EVAL_RUNNER: Final = RUNNER.replace(
     'return typeof entry === "function" ? await entry(globalThis.args) : await entry;',

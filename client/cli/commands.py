@@ -416,6 +416,7 @@ async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
         as_json=args.json,
         err=sys.stderr,
         out=sys.stdout,
+        verbose=bool(getattr(args, "verbose", False)),
     )
 
 

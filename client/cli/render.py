@@ -190,6 +190,8 @@ def narrate_event(event: SessionEvent) -> None:
     elif event.type in ("hook-verdict", "rubric-result"):
         reason = f": {data['reason']}" if data.get("reason") else ""
         err(f"  · {data['phase']} hook {data['hook']} → {data.get('verdict')}{reason}")
+    elif event.type == "hook-output":
+        err(f"  · {data.get('hook') or data.get('script')}: {data.get('text')}")
     elif event.type == "model-usage":
         err(f"  · model {data['model']}: in {data['inputTokens']} · out {data['outputTokens']}")
     elif event.type == "sub-workflow-start":

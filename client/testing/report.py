@@ -341,6 +341,14 @@ class TestView:
             return
         self._narrate(flow_line(from_state, to_state, kind, self._style, reason))
 
+    def on_output(self, case_id: str, data: Mapping[str, Any]) -> None:
+        """A hook's or script's console line (a ``hook-output`` event's data), under the
+        current case: ``· hooks/check.js: Allowed: …``."""
+        if case_id != self._current:
+            return
+        who = data.get("hook") or data.get("script") or "script"
+        self._narrate("  " + self._style.dim(f"· {who}: {data.get('text', '')}"))
+
     def case_finished(self, result: CaseResult) -> None:
         self._narrate(*verdict_lines(result, self._style))
         tokens = footer_line(result.usage, self._pricing)

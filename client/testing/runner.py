@@ -254,6 +254,8 @@ async def _drive_case(
     mocks = _mocks(document)
     turn: TurnView | None = None
     seen_trail = 0
+    seen_event = 0
+    hears_events = listener is not None and getattr(listener, "hears_output", False)
     for step in document.steps:
         if step.is_action:
             start = len(turn.view.transcript) if turn is not None else 0
@@ -269,6 +271,8 @@ async def _drive_case(
                     before = view.trail[position - 1].to if position else None
                     listener.trail_step(case.id, before, view.trail[position])
             seen_trail = len(view.trail)
+            if hears_events:
+                seen_event = await _relay_output(agent, session_id, case.id, listener, seen_event)
             continue
         assert turn is not None  # the schema refuses an assertion before any action
         progress.executed.add(step.index)
@@ -277,6 +281,19 @@ async def _drive_case(
         if step.structural and any(r.status == "failed" for r in records):
             progress.halted = True
             return
+
+
+async def _relay_output(
+    agent: Agent, session_id: str, case_id: str, listener: Any, after: int
+) -> int:
+    """The hooks' and scripts' console lines (``hook-output`` events) the case's last action
+    wrote, to a listener that hears them (``hears_output``: ``archmax test --verbose``);
+    the position read up to."""
+    async for event in agent.sessions.events(session_id, after=after):
+        after = event.seq
+        if event.type == "hook-output":
+            listener.hook_output(case_id, event)
+    return after
 
 
 async def _act(

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.client.testing.report import TestView
 from archmax_temporal.client.testing.results import CaseResult
 from archmax_temporal.client.testing.runner import run_tests
@@ -38,10 +39,15 @@ def find_playbook(root: Path, workflow: str) -> Path | None:
 
 
 class _ViewListener:
-    """Adapts the runner's events to the test view."""
+    """Adapts the runner's events to the test view; ``verbose`` also hears each hook's and
+    script's console lines (``hook-output`` events)."""
 
-    def __init__(self, view: TestView) -> None:
+    def __init__(self, view: TestView, *, verbose: bool = False) -> None:
         self._view = view
+        self.hears_output = verbose
+
+    def hook_output(self, case_id: str, event: SessionEvent) -> None:
+        self._view.on_output(case_id, event.data)
 
     def case_started(self, case_id: str, title: str, session_id: str) -> None:
         self._view.case_started(case_id, title)
@@ -78,8 +84,10 @@ async def run_suite(
     as_json: bool,
     err: TextIO,
     out: TextIO,
+    verbose: bool = False,
 ) -> int:
-    """Run and render one suite; the process exit code."""
+    """Run and render one suite; the process exit code. ``verbose`` narrates the hooks' and
+    scripts' console output under each case."""
     view = TestView(err, out, pricing=configured_pricing(lambda line: print(line, file=err)))
     with _model_for(config, workflow) as (model, run_config, label):
         view.session_started(workflow, config.root, label)
@@ -88,7 +96,7 @@ async def run_suite(
             workflow,
             config.root,
             filter=filter,
-            listener=_ViewListener(view),
+            listener=_ViewListener(view, verbose=verbose),
             model=model,
             config=run_config,
             worker="inprocess" if scripted else None,

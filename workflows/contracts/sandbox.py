@@ -38,6 +38,17 @@ DEFAULT_MAX_PTC_CALLS: Final = 200
 DEFAULT_MAX_RESULT_CHARS: Final = 20_000
 """``settings.maxResultChars`` when unset: the longest result (as JSON) a run may return."""
 
+MAX_OUTPUT_LINES: Final = 100
+"""Console lines one run keeps (each a ``hook-output`` event, and an eval's answer): the
+rest are counted in ``SandboxRunResult.output_dropped``, not kept, so a hook that logs in a
+loop leaves a bounded history."""
+
+MAX_OUTPUT_LINE_CHARS: Final = 1000
+"""The longest console line a run keeps; a longer one is cut, marked with ``OUTPUT_CUT``."""
+
+OUTPUT_CUT: Final = " … (cut)"
+"""What ends a console line cut at ``MAX_OUTPUT_LINE_CHARS``."""
+
 ACTIVITY_MARGIN: Final = timedelta(seconds=30)
 """Start-to-close slack beyond ``timeoutMs``: spawning the process and serving its tool calls."""
 
@@ -153,6 +164,11 @@ class SandboxRunResult(_Model):
     value: Any = None
     returned_nothing: bool = True
     logs: list[str] = Field(default_factory=list)
+    """The run's ``console.*`` lines, ``"<method> <text>"`` (``log checking intake``), at most
+    ``MAX_OUTPUT_LINES`` of ``MAX_OUTPUT_LINE_CHARS``; a resumed script's lines start where
+    its journal's replay ends (the earlier run reported the ones before)."""
+    output_dropped: int = 0
+    """Console lines past ``MAX_OUTPUT_LINES``, counted and not kept."""
     calls: list[SandboxToolCall] = Field(default_factory=list)
     """Every ``tools.*`` call, its content kept only for those that failed (cut short): the
     workflow reads statuses, and results must stay small in the history."""
