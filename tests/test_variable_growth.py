@@ -303,3 +303,72 @@ class TestAccumulation:
         artifact = desk_root / "sessions" / sid / "artifacts" / "variables.json"
         stored = json.loads(artifact.read_text(encoding="utf-8"))["variables"]
         assert stored["doc011"] == {"value": docs["doc011"], "locked": True}
+
+
+FILER = """
+title: Filer
+states:
+  intake:
+    triggers: { manual: {} }
+    instructions: File the document.
+    tools:
+      allow: [write_file]
+    transitions:
+      - { to: filed, description: Filed. }
+  filed:
+    before: { script: hooks/check.js }
+    instructions: Say done.
+"""
+
+CHECK = """import { ok, veto } from "@archmax-ai/harness/sandbox";
+export default function check({ variables }) {
+  const doc = variables.doc;
+  if (typeof doc !== "string" || doc.length !== 60003) return veto(`doc: ${typeof doc}`);
+  return ok();
+}
+"""
+
+
+async def test_a_stored_value_reads_back_whole_in_a_reference_and_a_hook(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """In a later run (continued as new, so it never held the value), a ``${{doc}}``
+    reference in a tool call substitutes the whole 60 KB value (loaded from the store), and a
+    hook's ``args.variables`` has it whole (filled in by its activity)."""
+    write_workflow(tmp_path, "filer", FILER)
+    hook_file = tmp_path / "workflows" / "filer" / "hooks" / "check.js"
+    hook_file.parent.mkdir(parents=True, exist_ok=True)
+    hook_file.write_text(CHECK, encoding="utf-8")
+    book = {
+        "rules": [
+            {"when": {"state": "intake", "last_user": "take it"}, "reply": {"content": "Taken."}},
+            {
+                "when": {"state": "intake", "last_tool": "write_file"},
+                "reply": {"tool_calls": [tool_call("archmax_advance", to="filed", reason="ok")]},
+            },
+            {
+                "when": {"state": "intake", "last_user": "file it"},
+                # the scripted model reads ``{{``/``}}`` as literal braces: this is ${{doc}}
+                "reply": {
+                    "tool_calls": [
+                        tool_call(
+                            "write_file", file_path="scratchpad/doc.txt", content="${{{{doc}}}}"
+                        )
+                    ]
+                },
+            },
+            {"when": {"state": "filed"}, "reply": {"content": "Filed."}},
+        ]
+    }
+    server = scripted(json.dumps(book))
+    sid = _sid()
+    doc = "doc" + "d" * 60_000
+    async with running_agent(
+        client, task_queue, tmp_path, "filer", server, requests_per_run=1
+    ) as agent:
+        taken = await agent.workflow.send(sid, "take it", variables={"doc": doc})
+        assert taken.kind == "completed"
+        filed = await agent.workflow.send(sid, "file it")
+    assert (filed.kind, filed.state) == ("completed", "filed"), filed.reply
+    written = tmp_path / "sessions" / sid / "scratchpad" / "doc.txt"
+    assert written.read_text(encoding="utf-8") == doc
