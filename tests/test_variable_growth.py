@@ -81,9 +81,9 @@ class TestLimits:
         limits; the byte limit cannot pass its ceiling (Temporal's 2 MB)."""
         assert Limits().variables == 1000
         limits = Limits.from_env(
-            {"ARCHMAX_MAX_VARIABLES": "20000", "ARCHMAX_MAX_SESSION_VARIABLE_BYTES": "700000"}
+            {"ARCHMAX_MAX_VARIABLES": "20000", "ARCHMAX_MAX_SESSION_VARIABLE_BYTES": "600000"}
         )
-        assert (limits.variables, limits.session_variable_bytes) == (20_000, 700_000)
+        assert (limits.variables, limits.session_variable_bytes) == (20_000, 600_000)
         with pytest.raises(ValueError, match="ARCHMAX_MAX_SESSION_VARIABLE_BYTES"):
             Limits.from_env({"ARCHMAX_MAX_SESSION_VARIABLE_BYTES": str(2 * 1024 * 1024)})
         with pytest.raises(ValueError, match="ARCHMAX_MAX_VARIABLES"):

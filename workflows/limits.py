@@ -21,7 +21,7 @@ continue-as-new input, the checkpoint, every turn's save step, the hooks' input)
 
 - distinct variables: 1,000 (``ARCHMAX_MAX_VARIABLES``);
 - all its variables together, as the session carries them: 512 KiB
-  (``ARCHMAX_MAX_SESSION_VARIABLE_BYTES``, at most 768 KiB).
+  (``ARCHMAX_MAX_SESSION_VARIABLE_BYTES``, at most 640 KiB).
 
 A firing (or an agent's ``archmax_set_variables``) that would take a session past either is
 refused whole, with :class:`~workflows.errors.PayloadTooLargeError` naming the limit and its
@@ -52,9 +52,10 @@ HARD_CEILING: Final = 1536 * KIB
 INLINE_FILE_BYTES: Final = 32 * KIB
 """A file up to this size may travel inline in its firing; a larger one goes by reference."""
 
-SESSION_VARIABLES_CEILING: Final = 768 * KIB
-"""No session's variables may carry more than this: the continue-as-new input carries them
-beside the transcript window and the spec, under Temporal's 2 MB."""
+SESSION_VARIABLES_CEILING: Final = 640 * KIB
+"""No session's variables may carry more than this: the largest payload that carries them,
+a hook's or script's input, holds them twice (its ``args.variables`` and the session's
+variables its governance reads) beside the spec and the transcript, under Temporal's 2 MB."""
 
 VARIABLES_CEILING: Final = 1_000_000
 """The most distinct variables ``ARCHMAX_MAX_VARIABLES`` may allow (the byte bound binds
