@@ -40,10 +40,17 @@ def read_stored_text(store: SessionStore, session_id: str, ref: str) -> str:
 def resolve_variables(
     store: SessionStore, session_id: str, variables: dict[str, Variable]
 ) -> dict[str, Variable]:
-    """``variables`` with every value by reference read back whole from the store."""
+    """``variables`` with every value by reference read back whole from the store, as plain
+    ``{value, locked}`` variables (what a reader outside the workflow sees, and what travels
+    on from it whole: a value by reference would travel as its reference alone)."""
     return {
-        name: v.model_copy(update={"value": json.loads(read_stored_text(store, session_id, v.ref))})
-        if v.ref is not None and v.value is None
+        name: Variable(
+            value=json.loads(read_stored_text(store, session_id, v.ref))
+            if v.value is None
+            else v.value,
+            locked=v.locked,
+        )
+        if v.ref is not None
         else v
         for name, v in variables.items()
     }

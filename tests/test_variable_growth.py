@@ -14,6 +14,8 @@ import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
+from archmax_temporal.activities.session_store import FilesystemSessionStore, StoreIOError
+from archmax_temporal.activities.stored_variables import resolve_variables, write_stored_texts
 from archmax_temporal.workflows import projections, prompt, runtime_calls, variables
 from archmax_temporal.workflows.errors import PayloadTooLargeError
 from archmax_temporal.workflows.firing import Admission, check_delivery, check_send
@@ -164,6 +166,25 @@ class TestWhatTravels:
         assert len(json.dumps(wire)) < 600
         small, none = variables.by_reference({"id": Variable(value="ORD-1")})
         assert none == {} and small["id"].ref is None
+
+    def test_a_value_read_back_from_the_store_travels_whole_from_there(
+        self, tmp_path: Path
+    ) -> None:
+        """What a host (or an activity) reads back is a plain ``{value, locked}`` variable, so
+        its JSON (an HTTP answer, ``--json``) carries the value, and an altered file is
+        refused, never read as another value."""
+        store = FilesystemSessionStore(tmp_path)
+        value = ["row"] * 1000
+        moved, texts = variables.by_reference({"rows": Variable(value=value, locked=True)})
+        write_stored_texts(store, "s-1", texts)
+        wire = Variable.model_validate(moved["rows"].model_dump(mode="json"))
+        assert wire.value is None
+        (whole,) = resolve_variables(store, "s-1", {"rows": wire}).values()
+        assert whole.model_dump(mode="json") == {"value": value, "locked": True}
+        (ref,) = texts
+        store.write_text("s-1", f"{variables.STORED_VARIABLES}/{ref}.json", '["forged"]')
+        with pytest.raises(StoreIOError):
+            resolve_variables(store, "s-1", {"rows": wire})
 
     def test_the_prompt_shows_a_stored_value_as_it_showed_it_inline(self) -> None:
         """The system prompt's preview of a large value is the same, held or not."""
