@@ -186,13 +186,18 @@ def check(
         raise _refuse("the firing", total, limits.firing_bytes)
 
 
-def entry_size(name: str, value: Any, locked: bool) -> int:
+def entry_size(name: str, value: Any, locked: bool, size: int | None = None) -> int:
     """What one variable adds to the session's carried variables: its name, its value's JSON
-    and the record around them (``{"value": …, "locked": …}``)."""
-    encoded = json.dumps(value, ensure_ascii=False, default=str)
-    size = len(encoded.encode("utf-8", "surrogatepass"))
+    and the record around them (``{"value": …, "locked": …}``). ``size``: the value's JSON
+    size, when it is known."""
+    encoded: str | None = None
+    if size is None:
+        encoded = json.dumps(value, ensure_ascii=False, default=str)
+        size = len(encoded.encode("utf-8", "surrogatepass"))
     record = _LOCKED_RECORD if locked else _UNLOCKED_RECORD
     if size > INLINE_VARIABLE_BYTES:  # by reference: the digest and the preview travel
+        if encoded is None:
+            encoded = json.dumps(value, ensure_ascii=False, default=str)
         return stored_entry_size(name, preview_of(encoded), locked)
     return len(name) + size + record
 

@@ -43,7 +43,7 @@ def carried_sizes(variables: Mapping[str, Variable]) -> dict[str, int]:
     return {
         name: limits.stored_entry_size(name, v.preview, v.locked)
         if v.stored
-        else limits.entry_size(name, v.value, v.locked)
+        else limits.entry_size(name, v.value, v.locked, v.json_size())
         for name, v in variables.items()
     }
 
@@ -88,6 +88,8 @@ def changed(before: Mapping[str, Variable], after: Mapping[str, Variable]) -> di
 def _same(before: Variable | None, after: Variable) -> bool:
     if before is None:
         return False
+    if before is after:
+        return True
     if before.ref is not None and before.ref == after.ref:
         return before.locked == after.locked
     return before == after
@@ -181,11 +183,9 @@ def by_reference(
     moved: dict[str, Variable] = {}
     texts: dict[str, str] = {}
     for name, variable in variables.items():
-        if variable.stored:
+        if variable.stored or variable.json_size() <= inline_bytes:
             continue
         shown = json.dumps(variable.value, ensure_ascii=False, default=str)
-        if len(shown.encode("utf-8", "surrogatepass")) <= inline_bytes:
-            continue
         text = stored_text(variable.value)
         ref = reference_of(text)
         texts[ref] = text
