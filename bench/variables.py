@@ -84,7 +84,9 @@ def firing_variables(firing: int, firings: int, variables: int, large: int) -> d
     return seeds
 
 
-async def main(variables: int, firings: int, large: int, per_run: int) -> None:
+async def main(
+    variables: int, firings: int, large: int, per_run: int, report_every: int = 0
+) -> None:
     configure_logging(verbose=False)
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_cli()),
@@ -136,6 +138,13 @@ async def main(variables: int, firings: int, large: int, per_run: int) -> None:
                     held = len(outcome.variables)
                     if firing % 50 == 0:
                         print(f"firing {firing}: {held} variables", file=sys.stderr)
+                    if report_every and (firing + 1) % report_every == 0 and firing + 1 < firings:
+                        size, kind, runs = await largest_event(env.client, sid)
+                        print(
+                            f"after {firing + 1} firings, {held} variables, {runs} runs: "
+                            f"largest event {size} bytes ({kind})",
+                            flush=True,
+                        )
                 elapsed = time.perf_counter() - began
                 size, kind, runs = await largest_event(env.client, sid)
         print(f"firings                 {firings}")
@@ -155,8 +164,11 @@ def cli() -> None:
     parser.add_argument("--firings", type=int, default=1_000)
     parser.add_argument("--large", type=int, default=20, help="firings that bring 60 KB too")
     parser.add_argument("--per-run", type=int, default=50, help="firings per run")
+    parser.add_argument(
+        "--report-every", type=int, default=0, help="also print the largest event every N"
+    )
     args = parser.parse_args()
-    asyncio.run(main(args.variables, args.firings, args.large, args.per_run))
+    asyncio.run(main(args.variables, args.firings, args.large, args.per_run, args.report_every))
     sys.stdout.flush()
     os._exit(0)  # sdk-python#300: the runtime's threads would hold the process
 

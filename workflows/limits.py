@@ -186,22 +186,6 @@ def check(
         raise _refuse("the firing", total, limits.firing_bytes)
 
 
-def entry_size(name: str, value: Any, locked: bool, size: int | None = None) -> int:
-    """What one variable adds to the session's carried variables: its name, its value's JSON
-    and the record around them (``{"value": …, "locked": …}``). ``size``: the value's JSON
-    size, when it is known."""
-    encoded: str | None = None
-    if size is None:
-        encoded = json.dumps(value, ensure_ascii=False, default=str)
-        size = len(encoded.encode("utf-8", "surrogatepass"))
-    record = _LOCKED_RECORD if locked else _UNLOCKED_RECORD
-    if size > INLINE_VARIABLE_BYTES:  # by reference: the digest and the preview travel
-        if encoded is None:
-            encoded = json.dumps(value, ensure_ascii=False, default=str)
-        return stored_entry_size(name, preview_of(encoded), locked)
-    return len(name) + size + record
-
-
 _LOCKED_RECORD: Final = len('"":{"value":,"locked":true},')
 _UNLOCKED_RECORD: Final = len('"":{"value":,"locked":false},')
 _REFERENCE: Final = len('null,"ref":"","size":1048576,"preview":""') + 64 + 16
@@ -222,29 +206,19 @@ def stored_entry_size(name: str, preview: str | None, locked: bool) -> int:
     return len(name) + record + _REFERENCE + len((preview or "").encode("utf-8", "surrogatepass"))
 
 
-def check_growth(
-    limits: Limits,
-    current: Mapping[str, int],
-    writes: Mapping[str, tuple[Any, bool]],
-) -> None:
-    """Raise :class:`PayloadTooLargeError` when applying ``writes`` (name → (value, locked))
-    to a session whose variables are ``current`` (name → :func:`entry_size`) would take it
-    past ``ARCHMAX_MAX_VARIABLES`` or ``ARCHMAX_MAX_SESSION_VARIABLE_BYTES``: the session is
+def check_growth(limits: Limits, *, count: int, new: int, carried: int) -> None:
+    """Raise :class:`PayloadTooLargeError` when a firing that brings ``new`` variables would
+    leave a session holding ``count`` variables past ``ARCHMAX_MAX_VARIABLES``, or carrying
+    ``carried`` bytes of them past ``ARCHMAX_MAX_SESSION_VARIABLE_BYTES``: the session is
     bounded before it grows."""
-    new = [name for name in writes if name not in current]
-    count = len(current) + len(new)
     if new and count > limits.variables:
         raise PayloadTooLargeError(
-            f"the session would hold {count} variables ({len(new)} new); the limit is "
+            f"the session would hold {count} variables ({new} new); the limit is "
             f"{limits.variables} ({ENV_NAMES['variables']})"
         )
-    if not writes:
-        return
-    total = sum(size for n, size in current.items() if n not in writes)
-    total += sum(entry_size(n, v, locked) for n, (v, locked) in writes.items())
-    if total > limits.session_variable_bytes:
+    if carried > limits.session_variable_bytes:
         raise PayloadTooLargeError(
-            f"the session's variables would carry {_human(total)} ({total} bytes); the limit is "
-            f"{_human(limits.session_variable_bytes)} ({limits.session_variable_bytes} bytes, "
-            f"{ENV_NAMES['session_variable_bytes']})"
+            f"the session's variables would carry {_human(carried)} ({carried} bytes); the "
+            f"limit is {_human(limits.session_variable_bytes)} "
+            f"({limits.session_variable_bytes} bytes, {ENV_NAMES['session_variable_bytes']})"
         )

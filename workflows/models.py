@@ -10,7 +10,6 @@ I/O.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -18,7 +17,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PrivateAttr,
     SerializerFunctionWrapHandler,
     model_serializer,
 )
@@ -89,38 +87,10 @@ class Variable(_Model):
             data["value"] = None
         return data
 
-    _sized: tuple[int, int] | None = PrivateAttr(default=None)
-    """The value's identity and its JSON size, measured once (a session's checks read the
-    size of every variable at every firing; values are replaced, never changed in place)."""
-
     @property
     def stored(self) -> bool:
         """The value lives in the session store (this copy may hold it or not)."""
         return self.ref is not None
-
-    def __eq__(self, other: object) -> bool:
-        """Equal fields make equal variables (whatever size either has measured)."""
-        if not isinstance(other, Variable):
-            return NotImplemented
-        return (self.value, self.locked, self.ref, self.size, self.preview) == (
-            other.value,
-            other.locked,
-            other.ref,
-            other.size,
-            other.preview,
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def json_size(self) -> int:
-        """The UTF-8 size of the value's JSON (as a prompt or a payload renders it)."""
-        sized = self._sized
-        if sized is not None and sized[0] == id(self.value):
-            return sized[1]
-        text = json.dumps(self.value, ensure_ascii=False, default=str)
-        size = len(text.encode("utf-8", "surrogatepass"))
-        self._sized = (id(self.value), size)
-        return size
 
 
 class ToolCall(_Model):

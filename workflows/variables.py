@@ -37,15 +37,68 @@ def invalid_names(names: list[str] | Any) -> list[str]:
     ]
 
 
-def carried_sizes(variables: Mapping[str, Variable]) -> dict[str, int]:
-    """What each variable adds to the session's carried variables (a value by reference:
-    its digest and preview, held here or not)."""
-    return {
-        name: limits.stored_entry_size(name, v.preview, v.locked)
-        if v.stored
-        else limits.entry_size(name, v.value, v.locked, v.json_size())
-        for name, v in variables.items()
-    }
+_INLINE_RECORD = len('{"value":,"locked":false}') - len("[,false]")
+"""What the ``{value, locked}`` record adds over the ``[value, locked]`` pair measured."""
+
+
+def _surely_inline(value: Any, inline_bytes: int) -> bool:
+    """Whether ``value``'s JSON is certainly within ``inline_bytes``, without rendering it
+    (a session's checks look at every variable at every firing)."""
+    kind = type(value)
+    if kind is int:
+        return bool(-(10**15) < value < 10**15)
+    if kind is str:
+        return len(value) * 6 + 2 <= inline_bytes  # every character escaped at worst
+    if value is None or isinstance(value, bool | float):
+        return True
+    if isinstance(value, int):
+        return -(10**15) < value < 10**15
+    if isinstance(value, str):
+        return len(value) * 6 + 2 <= inline_bytes  # every character escaped at worst
+    return False
+
+
+def _json_bytes(value: Any) -> tuple[int, str]:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return len(text.encode("utf-8", "surrogatepass")), text
+
+
+def carried_bytes(variables: Mapping[str, Variable], writes: Mapping[str, tuple[Any, bool]]) -> int:
+    """What the session's variables carry (as the continue-as-new input and every turn's
+    save step hold them) once ``writes`` (name → (value, locked)) are applied: a value by
+    reference its digest and preview, any other its ``{value, locked}`` record. One JSON
+    rendering of the inline ones, so a check of thousands of variables stays cheap."""
+    inline: dict[str, tuple[Any, bool]] = {}
+    total = 0
+    inline_bytes = limits.INLINE_VARIABLE_BYTES
+    for name, v in variables.items():
+        if name in writes:
+            continue
+        if v.ref is not None:
+            total += limits.stored_entry_size(name, v.preview, v.locked)
+        else:
+            inline[name] = (v.value, v.locked)
+    for name, (value, locked) in writes.items():
+        if not _surely_inline(value, inline_bytes):
+            size, text = _json_bytes(value)
+            if size > inline_bytes:
+                total += limits.stored_entry_size(name, limits.preview_of(text), locked)
+                continue
+        inline[name] = (value, locked)
+    rendered = json.dumps(inline, ensure_ascii=False, default=str, separators=(",", ":"))
+    return total + len(rendered.encode("utf-8", "surrogatepass")) + _INLINE_RECORD * len(inline)
+
+
+def _check(
+    bounds: Limits, variables: Mapping[str, Variable], writes: dict[str, tuple[Any, bool]]
+) -> None:
+    new = sum(1 for name in writes if name not in variables)
+    limits.check_growth(
+        bounds,
+        count=len(variables) + new,
+        new=new,
+        carried=carried_bytes(variables, writes) if writes else 0,
+    )
 
 
 def check_seed_growth(
@@ -55,7 +108,7 @@ def check_seed_growth(
     built-in ``trigger``) would take the session past its variable limits."""
     writes = {name: (value, name != TITLE) for name, value in seeds.items()}
     writes[TRIGGER] = (trigger, True)
-    limits.check_growth(bounds, carried_sizes(variables), writes)
+    _check(bounds, variables, writes)
 
 
 def check_agent_growth(
@@ -71,10 +124,8 @@ def check_agent_growth(
                 f"variable {name!r} is {size} bytes; the limit is {bounds.variable_bytes} "
                 f"({limits.ENV_NAMES['variable_bytes']})"
             )
-    limits.check_growth(
-        bounds,
-        carried_sizes(variables),
-        {name: (value, lock and name != TITLE) for name, value in writes.items()},
+    _check(
+        bounds, variables, {name: (value, lock and name != TITLE) for name, value in writes.items()}
     )
 
 
@@ -183,9 +234,11 @@ def by_reference(
     moved: dict[str, Variable] = {}
     texts: dict[str, str] = {}
     for name, variable in variables.items():
-        if variable.stored or variable.json_size() <= inline_bytes:
+        if variable.ref is not None or _surely_inline(variable.value, inline_bytes):
             continue
-        shown = json.dumps(variable.value, ensure_ascii=False, default=str)
+        size, shown = _json_bytes(variable.value)
+        if size <= inline_bytes:
+            continue
         text = stored_text(variable.value)
         ref = reference_of(text)
         texts[ref] = text
