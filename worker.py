@@ -174,6 +174,8 @@ def build_worker(
         ModelActivities(model, logs=logs).complete,
         store_activities.persist_turn,
         store_activities.checkpoint,
+        store_activities.put_variables,
+        store_activities.load_variables,
         *workspace.activities(),
         HostToolActivities(host_tools, store, hidden).run,
         SandboxActivities(workspace, sandbox_runtime).run,

@@ -30,6 +30,7 @@ from archmax_temporal.activities.session_store import (
     WorkspaceError,
     hide_host_paths,
 )
+from archmax_temporal.activities.stored_variables import fill_stored
 from archmax_temporal.workflows.contracts.sandbox import (
     CUSTOM_HOOK_ACTIVITY,
     CustomHookInput,
@@ -78,6 +79,7 @@ class HookExecutorActivities:
     ) -> None:
         self._executors = check_executors(executors)
         self._journal = EffectJournal(store) if store is not None else None
+        self._store = store
         self._roots = list(roots)
 
     @activity.defn(name=CUSTOM_HOOK_ACTIVITY)
@@ -93,7 +95,12 @@ class HookExecutorActivities:
         recorded = await self._recorded(context, request)
         if recorded is not None:
             return recorded
-        parameters: tuple[Any, ...] = (call.config, call.args)
+        args = call.args
+        if call.stored and self._store is not None:  # stored values, read back whole
+            args = await asyncio.to_thread(
+                fill_stored, self._store, call.session_id, args, call.stored
+            )
+        parameters: tuple[Any, ...] = (call.config, args)
         if takes_context(executor):
             parameters = (*parameters, context)
         try:

@@ -38,6 +38,7 @@ from archmax_temporal.activities.session_store import (
     hide_host_paths,
     unexpected,
 )
+from archmax_temporal.activities.stored_variables import fill_stored, resolve_variables
 from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
 from archmax_temporal.workflows import governance
 from archmax_temporal.workflows.contracts.sandbox import (
@@ -140,6 +141,16 @@ class SandboxActivities:
         except Exception as exc:  # a process that could not start, a bug: retried
             raise unexpected(exc) from None
 
+    def _with_stored_values(self, request: SandboxRunInput) -> SandboxRunInput:
+        """``request`` with the session's values by reference read back from the store (the
+        workflow sends them as None), into ``variables`` and ``args.variables``."""
+        if not any(v.ref is not None and v.value is None for v in request.variables.values()):
+            return request
+        store = self._workspace.store
+        whole = resolve_variables(store, request.session_id, request.variables)
+        args = fill_stored(store, request.session_id, request.args, request.variables)
+        return request.model_copy(update={"variables": whole, "args": args})
+
     async def evaluate(
         self,
         request: SandboxRunInput,
@@ -151,6 +162,7 @@ class SandboxActivities:
         run's idempotency key (its ``tools.*`` writes are journaled under it); ``output``
         receives its console lines as they are written (a failed run's included)."""
         output = [] if output is None else output
+        request = await asyncio.to_thread(self._with_stored_values, request)
         source = await self._source(request)
         program = prepare(source, request.label)
         arguments = dict(request.args)

@@ -6,6 +6,7 @@ Layout (the seed's, under ``ARCHMAX_STORE``, default ``<root>/sessions``)::
     <sessionId>/artifacts/          trail.json, variables.json, metadata.json, graph.json
     <sessionId>/scratchpad/         the session's working area
     <sessionId>/checkpoints/session.json   an idle finished session's state, its run closed
+    <sessionId>/checkpoints/variables/<sha256>.json   a large variable's value (by reference)
 
 Checkpoints are Temporal's history; the store holds files. Every write is atomic (write to a
 temporary file in the session's ``checkpoints/tmp/``, then rename), so a killed worker never
@@ -44,15 +45,29 @@ from archmax_temporal.activities.session_store import (
     session_folder,
     sweep_temporaries,
 )
-from archmax_temporal.workflows.contracts.store import CHECKPOINT_ACTIVITY, PERSIST_ACTIVITY
+from archmax_temporal.activities.stored_variables import (
+    read_stored_text,
+    resolve_variables,
+    write_stored_texts,
+)
+from archmax_temporal.workflows.contracts.store import (
+    CHECKPOINT_ACTIVITY,
+    LOAD_VARIABLES_ACTIVITY,
+    PERSIST_ACTIVITY,
+    PUT_VARIABLES_ACTIVITY,
+)
 from archmax_temporal.workflows.models import (
     Checkpoint,
     CheckpointInput,
+    LoadVariablesInput,
+    LoadVariablesResult,
     Message,
     PersistTurnInput,
+    StoreVariablesInput,
     TrailStep,
 )
 from archmax_temporal.workflows.spec import WorkflowSpec
+from archmax_temporal.workflows.variables import STORED_VARIABLES
 from archmax_temporal.workflows.zones import ARTIFACTS, SCRATCHPAD, SPECS
 
 if TYPE_CHECKING:
@@ -249,6 +264,34 @@ class StoreActivities:
                 f"could not write the session's checkpoint: {error}", "checkpoints"
             ).to_application_error() from None
 
+    @activity.defn(name=PUT_VARIABLES_ACTIVITY)
+    async def put_variables(self, request: StoreVariablesInput) -> None:
+        """Write values by reference to ``<id>/checkpoints/variables/`` (atomically, once)."""
+        try:
+            await asyncio.to_thread(
+                write_stored_texts, self._store, request.session_id, request.texts
+            )
+        except OSError as exc:
+            error = os_error(exc, STORED_VARIABLES)
+            raise StoreIOError(
+                f"could not store the session's variables: {error}", STORED_VARIABLES
+            ).to_application_error() from None
+        except WorkspaceError as exc:
+            raise exc.to_application_error() from None
+
+    @activity.defn(name=LOAD_VARIABLES_ACTIVITY)
+    async def load_variables(self, request: LoadVariablesInput) -> LoadVariablesResult:
+        """Read values by reference back (each checked against its digest)."""
+
+        def read() -> dict[str, str]:
+            sid = request.session_id
+            return {ref: read_stored_text(self._store, sid, ref) for ref in request.refs}
+
+        try:
+            return LoadVariablesResult(texts=await asyncio.to_thread(read))
+        except StoreIOError as exc:
+            raise exc.to_application_error() from None
+
     def _persist_sync(self, turn: PersistTurnInput, run_id: str | None) -> None:
         spec = self._spec(turn)
         session_dir = session_folder(self._dir, turn.session_id)
@@ -264,7 +307,10 @@ class StoreActivities:
                 {
                     **head,
                     "variables": {
-                        name: v.model_dump(mode="json") for name, v in turn.variables.items()
+                        name: {"value": v.value, "locked": v.locked}
+                        for name, v in resolve_variables(
+                            self._store, turn.session_id, turn.variables
+                        ).items()
                     },
                 }
             ),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,9 +40,11 @@ from archmax_temporal.activities.host_tools import HostTool, as_host_tools
 from archmax_temporal.activities.session_store import (
     FilesystemSessionStore,
     SessionStore,
+    WorkspaceError,
     write_upload,
 )
 from archmax_temporal.activities.store import read_checkpoint, stored_trail
+from archmax_temporal.activities.stored_variables import resolve_variables
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import (
@@ -121,6 +124,7 @@ from archmax_temporal.workflows.models import (
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.spec import MANUAL_TRIGGER
+from archmax_temporal.workflows.zones import ARTIFACTS
 
 if TYPE_CHECKING:
     from archmax_temporal.activities.model import ModelConfig
@@ -317,6 +321,7 @@ class WorkflowSurface:
             idle_close_s=agent.config.idle_close.total_seconds()
             if agent.config.idle_close
             else None,
+            limits=agent.config.limits,  # the session's validators hold firings to them
         )
         limits = agent.config.limits
         for var, (name, content) in (files or {}).items():
@@ -441,8 +446,26 @@ class WorkflowSurface:
         self, session_id: str, on_event: EventCallback | None, update: Awaitable[Outcome]
     ) -> Outcome:
         if on_event is None:
-            return await update
-        return await while_watching(self._agent.client, session_id, on_event, update)
+            return await self._whole(session_id, await update)
+        watched = await while_watching(self._agent.client, session_id, on_event, update)
+        return await self._whole(session_id, watched)
+
+    async def _whole(self, session_id: str, outcome: Outcome) -> Outcome:
+        """``outcome`` with the session's whole variables: a session's outcome carries only
+        what its firing changed (its variables never travel whole in its history), so the
+        rest is read from the artifacts every settled firing writes to the store (this
+        host's ``ARCHMAX_STORE``, which the workers share; no worker is asked), the values by
+        reference whole; the firing's own values win. Unreadable: the outcome as it came."""
+        if not outcome.variables_delta:
+            return outcome
+        store = FilesystemSessionStore(self._agent.config.store)
+        try:
+            whole = await asyncio.to_thread(_stored_variables, store, session_id, outcome.variables)
+        except (WorkspaceError, OSError, ValueError):
+            return outcome
+        return outcome.model_copy(
+            update={"variables": whole, "variables_delta": False, "variable_count": len(whole)}
+        )
 
     async def _refuse_new_turn(self, session_id: str, minted: bool) -> None:
         """A disabled workflow starts no new turn, on a new session or an existing one (whose
@@ -666,12 +689,13 @@ class SessionsSurface:
             described = await self._answerable(session_id)
             closed = await self._checkpoint_of(session_id, described.status, described.run_id)
             if closed is not None:
-                return self._closed_summary(closed)
+                return await self._whole_variables(session_id, self._closed_summary(closed))
             summary = await self._agent.handle(session_id).query(
                 ArchmaxSession.summary, rpc_timeout=timeout
             )
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
+        summary = await self._whole_variables(session_id, summary)
         waiting = _retrying(described) if summary.status == "running" else None
         return summary.model_copy(update={"waiting_on": waiting}) if waiting else summary
 
@@ -684,6 +708,15 @@ class SessionsSurface:
             return await self.get(session_id)
         except SessionUnavailableError:
             return await self.describe(session_id)
+
+    async def _whole_variables(self, session_id: str, summary: SessionSummary) -> SessionSummary:
+        """``summary`` with its values by reference read back whole from the store (this
+        host's ``ARCHMAX_STORE``, which the workers share)."""
+        if not any(v.ref is not None and v.value is None for v in summary.variables.values()):
+            return summary
+        store = FilesystemSessionStore(self._agent.config.store)
+        whole = await asyncio.to_thread(resolve_variables, store, session_id, summary.variables)
+        return summary.model_copy(update={"variables": whole})
 
     async def view(self, session_id: str) -> SessionView:
         """The whole recorded session: summary, transcript and trail. The session holds only
@@ -701,6 +734,8 @@ class SessionsSurface:
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
         store = self._agent.config.store
+        whole = await self._whole_variables(session_id, view.summary)
+        view = view.model_copy(update={"summary": whole})
         if view.logged:  # the window holds logged messages shortened: the log has them whole
             logs = TranscriptLogs(store)
             logged = await asyncio.to_thread(logs.read, session_id, view.logged)
@@ -964,6 +999,16 @@ def _is_due(summary: SessionSummary, now: datetime) -> bool:
         and summary.resume_at is not None
         and summary.resume_at <= now
     )
+
+
+def _stored_variables(
+    store: SessionStore, session_id: str, changed: dict[str, Variable]
+) -> dict[str, Variable]:
+    """The session's variables as its ``artifacts/variables.json`` holds them, ``changed``
+    over them, every value whole."""
+    document = json.loads(store.read_text(session_id, f"{ARTIFACTS}/variables.json"))
+    held = {name: Variable.model_validate(record) for name, record in document["variables"].items()}
+    return resolve_variables(store, session_id, {**held, **changed})
 
 
 async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> SessionSummary:

@@ -29,6 +29,7 @@ from archmax_temporal.client.runtime import Runtime
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows.limits import Limits
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -133,6 +134,7 @@ async def running_agent(
     hook_executors: dict[str, Any] | None = None,
     worker_cache: int = 0,
     idle_close: timedelta | None = DEFAULT_IDLE_CLOSE,
+    limits: Limits | None = None,
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
@@ -145,6 +147,7 @@ async def running_agent(
         address_configured=True,
         search_attributes=search_attributes,
         idle_close=idle_close,
+        limits=limits or Limits(),
     )
     agent = await create_agent(
         workflow, config=config, client=client, worker="external", tools=tools, **agent_kwargs

@@ -239,6 +239,8 @@ class TestActivityContracts:
             "archmax.model.complete",
             "archmax.store.persist_turn",
             "archmax.store.checkpoint",
+            "archmax.store.put_variables",
+            "archmax.store.load_variables",
             "archmax.workspace.ls",
             "archmax.workspace.read_file",
             "archmax.workspace.write_file",

@@ -204,6 +204,7 @@ def check_send(view: Admission, firing: SendInput) -> None:
     if view.status == "awaiting_input":
         if not firing.trigger:
             raise wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
+        check_growth(view, _seeds_of(firing), firing.trigger)
         return
     if view.status == "awaiting_decision":
         check_reply(view, firing.message or "")
@@ -223,14 +224,31 @@ def check_send(view: Admission, firing: SendInput) -> None:
                 f"{view.workflow!r}; declared triggers: {declared}"
             )
         )
-    incoming = {
-        **firing.variables,
-        **{var: f"{ATTACHMENTS}/{f.name}" for var, f in firing.files.items()},
-    }
+    incoming = _seeds_of(firing)
+    check_growth(view, incoming, firing.trigger)
     seeded = variables.seed(view.variables, incoming, replace_title=False)
     problems = signatures.missing_inputs(firing.trigger, spec.trigger(firing.trigger), seeded)
     if problems:
         raise wire(TriggerInputError("; ".join(problems)))
+
+
+def _seeds_of(firing: SendInput) -> dict[str, Any]:
+    """What a send seeds: its variables, and each file's variable with the placed path (its
+    name as given; placement may suffix it, never lengthen it much)."""
+    return {
+        **firing.variables,
+        **{var: f"{ATTACHMENTS}/{f.name}" for var, f in firing.files.items()},
+    }
+
+
+def check_growth(view: Admission, seeds: dict[str, Any], trigger: str) -> None:
+    """Refuse, with :class:`PayloadTooLargeError`, a firing whose seeds would take the session
+    past ``ARCHMAX_MAX_VARIABLES`` or ``ARCHMAX_MAX_SESSION_VARIABLE_BYTES`` (checked before
+    it is accepted, like its own size)."""
+    try:
+        variables.check_seed_growth(view.limits, view.variables, seeds, trigger)
+    except PayloadTooLargeError as refusal:
+        raise wire(refusal) from None
 
 
 def spec_to_adopt(view: Admission, firing: SendInput) -> TurnSpec | None:
@@ -264,6 +282,7 @@ def check_delivery(view: Admission, delivery: DeliverInput) -> None:
     if not delivery.trigger or not delivery.trigger.strip():
         raise wire(MissingDeliveryTriggerError("a delivery needs a trigger id"))
     check_names(delivery.variables)
+    check_growth(view, delivery.variables, delivery.trigger)
 
 
 def check_human_park(view: Admission) -> PendingDecision:
@@ -304,7 +323,9 @@ def check_reply(view: Admission, message: str) -> None:
 
 def check_send_size(bounds: Limits, firing: SendInput) -> None:
     """A send within its limits, or :class:`PayloadTooLargeError` (the host checks the same
-    before it sends, so an oversized firing never reaches Temporal)."""
+    before it sends, so an oversized firing never reaches Temporal): its own size, and what
+    its variables alone would make of an empty session (the validator then checks them
+    against the session's own)."""
     limits.check(
         bounds,
         message=firing.message,
@@ -318,6 +339,7 @@ def check_send_size(bounds: Limits, firing: SendInput) -> None:
         },
         extra={"the trigger id": firing.trigger},
     )
+    variables.check_seed_growth(bounds, {}, _seeds_of(firing), firing.trigger)
 
 
 def check_delivery_size(bounds: Limits, delivery: DeliverInput) -> None:
@@ -328,6 +350,7 @@ def check_delivery_size(bounds: Limits, delivery: DeliverInput) -> None:
         variables=delivery.variables,
         extra={"the trigger id": delivery.trigger or ""},
     )
+    variables.check_seed_growth(bounds, {}, delivery.variables, delivery.trigger or "")
 
 
 def check_decision_size(bounds: Limits, decision: DecideInput) -> None:

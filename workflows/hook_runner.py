@@ -34,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         matching,
         sandbox,
         telemetry,
+        variables,
     )
     from archmax_temporal.workflows.context import SessionContext
     from archmax_temporal.workflows.hooks import HookVerdict, Phase
@@ -325,6 +326,7 @@ class HookRunner:
                     kind=kind,
                     config=hooks.custom_config(hook),
                     args=args,
+                    stored={n: v for n, v in self._ctx.session.variables.items() if v.stored},
                 ),
                 summary=summary,
             )
@@ -483,7 +485,7 @@ def _agent_run_args(s: SessionState, slug: str) -> dict[str, Any]:
     return {
         "state": slug,
         "trigger": s.trigger,
-        "variables": {name: v.value for name, v in s.variables.items()},
+        "variables": variables.wire_values(s.variables),  # stored ones: the activity's
     }
 
 

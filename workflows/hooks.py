@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from archmax_temporal.workflows.models import Message, Variable
 from archmax_temporal.workflows.spec import HookSpec
+from archmax_temporal.workflows.variables import wire_values
 
 Phase = Literal["before", "after"]
 HookKind = Literal["script", "rubric", "custom"]
@@ -177,7 +178,7 @@ def hook_args(
         "state": state,
         "phase": phase,
         "trigger": trigger,
-        "variables": {name: variable.value for name, variable in variables.items()},
+        "variables": wire_values(variables),  # stored values: the activity fills them in
         "messages": transcript_view(transcript),
     }
     if from_state is not None:

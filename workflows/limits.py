@@ -16,9 +16,21 @@ The defaults, and why:
   own warning threshold, leaving the rest of its 2 MB for the session's records;
 - one file: 64 MiB, by reference.
 
+What a session *accumulates* is bounded as well, since its variables travel with it (the
+continue-as-new input, the checkpoint, every turn's save step, the hooks' input):
+
+- distinct variables: 1,000 (``ARCHMAX_MAX_VARIABLES``);
+- all its variables together, as the session carries them: 512 KiB
+  (``ARCHMAX_MAX_SESSION_VARIABLE_BYTES``, at most 640 KiB).
+
+A firing (or an agent's ``archmax_set_variables``) that would take a session past either is
+refused whole, with :class:`~workflows.errors.PayloadTooLargeError` naming the limit and its
+environment variable; the session is untouched and takes the next firing that fits.
+
 Hosts set them with ``ARCHMAX_MAX_MESSAGE_BYTES``, ``ARCHMAX_MAX_VARIABLE_BYTES``,
-``ARCHMAX_MAX_FIRING_BYTES`` and ``ARCHMAX_MAX_FILE_BYTES``; a session keeps the limits it was
-started with (they travel in its input), so its validators never change under it. Pure.
+``ARCHMAX_MAX_FIRING_BYTES``, ``ARCHMAX_MAX_FILE_BYTES``, ``ARCHMAX_MAX_VARIABLES`` and
+``ARCHMAX_MAX_SESSION_VARIABLE_BYTES``; a session keeps the limits it was started with (they
+travel in its input), so its validators never change under it. Pure.
 """
 
 from __future__ import annotations
@@ -40,6 +52,25 @@ HARD_CEILING: Final = 1536 * KIB
 INLINE_FILE_BYTES: Final = 32 * KIB
 """A file up to this size may travel inline in its firing; a larger one goes by reference."""
 
+SESSION_VARIABLES_CEILING: Final = 640 * KIB
+"""No session's variables may carry more than this: the largest payload that carries them,
+a hook's or script's input, holds them twice (its ``args.variables`` and the session's
+variables its governance reads) beside the spec and the transcript, under Temporal's 2 MB."""
+
+VARIABLES_CEILING: Final = 1_000_000
+"""The most distinct variables ``ARCHMAX_MAX_VARIABLES`` may allow (the byte bound binds
+long before)."""
+
+INLINE_VARIABLE_BYTES: Final = 1 * KIB
+"""A variable whose value's JSON is over this lives in the session store by reference (the
+session carries its digest and a preview, never the value)."""
+
+PREVIEW_CHARS: Final = 200
+"""How much of a stored value's JSON its preview keeps (what the system prompt shows)."""
+
+MAX_VARIABLE_NAME_CHARS: Final = 64
+"""A variable name's length (the same bound the spec puts on the names it declares)."""
+
 
 class Limits(BaseModel):
     """The bounds a session's firings are held to (carried in its input)."""
@@ -50,6 +81,10 @@ class Limits(BaseModel):
     variable_bytes: int = Field(default=64 * KIB, gt=0)
     firing_bytes: int = Field(default=256 * KIB, gt=0)
     file_bytes: int = Field(default=64 * MIB, gt=0)
+    variables: int = Field(default=1000, gt=0)
+    """Distinct variables a session may hold (``trigger`` included)."""
+    session_variable_bytes: int = Field(default=512 * KIB, gt=0)
+    """What a session's variables may carry together (:func:`carried_size`)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Limits:
@@ -63,12 +98,13 @@ class Limits(BaseModel):
             try:
                 number = int(raw)
             except ValueError:
-                raise ValueError(f"{name} must be a number of bytes, not {raw!r}") from None
+                raise ValueError(f"{name} must be a whole number, not {raw!r}") from None
             if number <= 0:
                 raise ValueError(f"{name} must be positive, not {number}")
-            if field != "file_bytes" and number > HARD_CEILING:
+            ceiling = _CEILINGS.get(field, HARD_CEILING)
+            if ceiling is not None and number > ceiling:
                 raise ValueError(
-                    f"{name} must be at most {HARD_CEILING} (Temporal's payload limit is 2 MB)"
+                    f"{name} must be at most {ceiling} (Temporal's payload limit is 2 MB)"
                 )
             values[field] = number
         return cls(**values)
@@ -79,8 +115,17 @@ ENV_NAMES: Final = {
     "variable_bytes": "ARCHMAX_MAX_VARIABLE_BYTES",
     "firing_bytes": "ARCHMAX_MAX_FIRING_BYTES",
     "file_bytes": "ARCHMAX_MAX_FILE_BYTES",
+    "variables": "ARCHMAX_MAX_VARIABLES",
+    "session_variable_bytes": "ARCHMAX_MAX_SESSION_VARIABLE_BYTES",
 }
 """Each limit's environment variable."""
+
+_CEILINGS: Final[dict[str, int | None]] = {
+    "file_bytes": None,
+    "variables": VARIABLES_CEILING,
+    "session_variable_bytes": SESSION_VARIABLES_CEILING,
+}
+"""Each limit's ceiling other than :data:`HARD_CEILING` (None: no ceiling)."""
 
 
 def size_of(value: Any) -> int:
@@ -139,3 +184,41 @@ def check(
         total += size
     if total > limits.firing_bytes:
         raise _refuse("the firing", total, limits.firing_bytes)
+
+
+_LOCKED_RECORD: Final = len('"":{"value":,"locked":true},')
+_UNLOCKED_RECORD: Final = len('"":{"value":,"locked":false},')
+_REFERENCE: Final = len('null,"ref":"","size":1048576,"preview":""') + 64 + 16
+"""What a reference adds beside its preview (the digest; escapes in the preview allowed)."""
+
+
+def preview_of(text: str) -> str:
+    """A value's JSON as a prompt shows it: whole, or its first :data:`PREVIEW_CHARS`
+    characters and how many more there are."""
+    if len(text) <= PREVIEW_CHARS:
+        return text
+    return f"{text[:PREVIEW_CHARS]}…(+{len(text) - PREVIEW_CHARS} chars)"
+
+
+def stored_entry_size(name: str, preview: str | None, locked: bool) -> int:
+    """What a variable by reference adds to the session's carried variables."""
+    record = _LOCKED_RECORD if locked else _UNLOCKED_RECORD
+    return len(name) + record + _REFERENCE + len((preview or "").encode("utf-8", "surrogatepass"))
+
+
+def check_growth(limits: Limits, *, count: int, new: int, carried: int) -> None:
+    """Raise :class:`PayloadTooLargeError` when a firing that brings ``new`` variables would
+    leave a session holding ``count`` variables past ``ARCHMAX_MAX_VARIABLES``, or carrying
+    ``carried`` bytes of them past ``ARCHMAX_MAX_SESSION_VARIABLE_BYTES``: the session is
+    bounded before it grows."""
+    if new and count > limits.variables:
+        raise PayloadTooLargeError(
+            f"the session would hold {count} variables ({new} new); the limit is "
+            f"{limits.variables} ({ENV_NAMES['variables']})"
+        )
+    if carried > limits.session_variable_bytes:
+        raise PayloadTooLargeError(
+            f"the session's variables would carry {_human(carried)} ({carried} bytes); the "
+            f"limit is {_human(limits.session_variable_bytes)} "
+            f"({limits.session_variable_bytes} bytes, {ENV_NAMES['session_variable_bytes']})"
+        )

@@ -13,7 +13,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from archmax_temporal.workflows.limits import Limits
 from archmax_temporal.workflows.spec import WorkflowSpec
@@ -48,10 +54,43 @@ class _Model(BaseModel):
 
 
 class Variable(_Model):
-    """One session variable: its value and who set it (locked = the host)."""
+    """One session variable: its value and who set it (locked = the host).
+
+    A value whose JSON is over :data:`~workflows.limits.INLINE_VARIABLE_BYTES` lives in the
+    session store by reference (``ref``: ``<id>/checkpoints/variables/<ref>.json``, the
+    SHA-256 of its JSON): it travels as ``{"value": null, "locked": …, "ref": …, "size": …,
+    "preview": …}``, so no history carries it beyond the firing that brought it. The workflow
+    holds the value while it has it (and loads it when it needs it); a host reads it back
+    from the store (``sessions.get``, ``sessions.view`` and every outcome do), so every
+    reader sees the value whole.
+    """
 
     value: Any = None
     locked: bool = False
+    ref: str | None = None
+    """The SHA-256 of the value's JSON, when the value lives in the session store."""
+    size: int | None = None
+    """With ``ref``: the size of the value's JSON in bytes."""
+    preview: str | None = None
+    """With ``ref``: the value as the system prompt shows it (its JSON's first 200
+    characters), so the prompt never needs the value itself."""
+
+    @model_serializer(mode="wrap")
+    def _by_reference(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """On the wire, a value by reference is its reference alone, and an inline one has
+        no reference fields (the record stays ``{value, locked}``)."""
+        data: dict[str, Any] = handler(self)
+        if self.ref is None:
+            for name in ("ref", "size", "preview"):
+                data.pop(name, None)
+        else:
+            data["value"] = None
+        return data
+
+    @property
+    def stored(self) -> bool:
+        """The value lives in the session store (this copy may hold it or not)."""
+        return self.ref is not None
 
 
 class ToolCall(_Model):
@@ -308,7 +347,8 @@ class SessionState(_Model):
     recent_firings: dict[str, Outcome] = Field(default_factory=dict)
     """The outcomes of the session's last firings by idempotency key (the update id), so a
     retry after continue-as-new still gets the first outcome (Temporal itself dedupes update
-    ids within a run); the newest :data:`RECENT_FIRINGS` are kept."""
+    ids within a run); the newest :data:`RECENT_FIRINGS` are kept, without their variables
+    (``variables_delta`` with none: the host reads the session's)."""
 
 
 class InflightTurn(_Model):
@@ -319,6 +359,8 @@ class InflightTurn(_Model):
     disposition: Disposition
     trail_from: int = 0
     """The trail index the firing's own steps start at (its outcome's trail)."""
+    changed: list[str] = Field(default_factory=list)
+    """The variables the firing set or changed before it was handed on (its outcome's)."""
 
 
 RECENT_FIRINGS = 32
@@ -499,6 +541,14 @@ class Outcome(_Model):
     rejected: str | None = None
     exit: SessionExit | None = None
     variables: dict[str, Variable] = Field(default_factory=dict)
+    """The session's variables, or, with ``variables_delta``, only those this firing set or
+    changed (the host's ``send`` / ``deliver`` / ``decide`` / ``reply`` complete them)."""
+    variables_delta: bool = False
+    """``variables`` holds what this firing changed, not the whole map: the session's
+    variables never travel whole in an outcome (its history would grow with them). False: an
+    older worker's outcome, whole."""
+    variable_count: int | None = None
+    """How many variables the session holds (set with ``variables_delta``)."""
     trail: list[TrailStep] = Field(default_factory=list)
     """The trail steps this firing committed, as far as the session still holds them (the
     newest hundred of a longer firing); the whole trail is ``sessions.view``'s."""
@@ -665,6 +715,26 @@ class Checkpoint(_Model):
     run_id: str | None = None
     written_at: datetime | None = None
     checkpoint: SessionInput
+
+
+class StoreVariablesInput(_Model):
+    """Values by reference to write to the session store (reference → the value's JSON)."""
+
+    session_id: str
+    texts: dict[str, str] = Field(default_factory=dict)
+
+
+class LoadVariablesInput(_Model):
+    """Values by reference to read back from the session store."""
+
+    session_id: str
+    refs: list[str] = Field(default_factory=list)
+
+
+class LoadVariablesResult(_Model):
+    """The values read (reference → the value's JSON)."""
+
+    texts: dict[str, str] = Field(default_factory=dict)
 
 
 class PersistTurnInput(_Model):

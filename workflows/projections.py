@@ -14,7 +14,7 @@ from pydantic import Field
 from temporalio.common import SearchAttributeUpdate
 
 from archmax_temporal.workflows import search_attributes as sa
-from archmax_temporal.workflows import transcript
+from archmax_temporal.workflows import transcript, variables
 from archmax_temporal.workflows.models import (
     Disposition,
     ListedSession,
@@ -27,6 +27,7 @@ from archmax_temporal.workflows.models import (
     SessionState,
     SessionSummary,
     SessionView,
+    Variable,
     is_finished,
 )
 
@@ -60,9 +61,11 @@ def outcome(
     waiting: PendingDelegation | None,
     disposition: Disposition,
     trail_from: int = 0,
+    variables_from: dict[str, Variable] | None = None,
 ) -> Outcome:
     """What a settled firing came to, as ``send`` / ``deliver`` / ``decide`` / ``reply``
-    return it."""
+    return it. With ``variables_from`` (the variables as the firing found them), it carries
+    only the variables the firing changed (``variables_delta``); without, all of them."""
     parked = s.status == "awaiting_input"
     deciding = s.status == "awaiting_decision"
     return Outcome(
@@ -82,7 +85,11 @@ def outcome(
         reply=last_reply(s),
         rejected=s.rejected,
         exit=exit_of(s),
-        variables=s.variables,
+        variables=s.variables
+        if variables_from is None
+        else variables.changed(variables_from, s.variables),
+        variables_delta=variables_from is not None,
+        variable_count=None if variables_from is None else len(s.variables),
         trail=transcript.trail_since(s, trail_from),
         trail_offset=max(trail_from, s.trail_offset),
         usage=s.usage,
@@ -172,7 +179,9 @@ class PublishedListing(ListedSession):
 def listed(
     s: SessionState, input: SessionInput, waiting: PendingDelegation | None
 ) -> PublishedListing:
-    """What the session publishes in its memo for a host that lists it from visibility."""
+    """What the session publishes in its memo for a host that lists it from visibility
+    (the first :data:`LISTED_VARIABLES` names of its variables and which are locked, no
+    values)."""
     brief = summary(s, input, waiting, busy=False)
     pending_input = brief.pending_input
     if pending_input is not None:
@@ -270,3 +279,11 @@ def current_details(s: SessionState, input: SessionInput, waiting: PendingDelega
     if s.rejected:
         details.append(f"rejected: {s.rejected}")
     return "\n\n".join(details)
+
+
+def remembered(outcome: Outcome) -> Outcome:
+    """``outcome`` as the session remembers it by its key across continue-as-new: without
+    variables (a retry's host reads the session's), so the memory stays small."""
+    return outcome.model_copy(
+        update={"variables": {}, "variables_delta": True, "variable_count": None}
+    )

@@ -131,10 +131,24 @@ def _transitions_block(spec: WorkflowSpec, state: StateSpec) -> str:
     return "### Transitions\n" + "\n".join(edges)
 
 
+PROMPT_VARIABLE_CHARS = 16_000
+"""How much of the system prompt the variables block may take: past it, the rest are named
+by count and read with ``archmax_get_variables`` (the prompt travels in the history)."""
+
+
 def _variables_block(variables: dict[str, Variable]) -> str:
-    rows = []
-    for name, variable in sorted(variables.items()):
-        rows.append(f"- {name}{' (locked)' if variable.locked else ''}: {_short(variable.value)}")
+    rows: list[str] = []
+    used = 0
+    for shown, (name, variable) in enumerate(sorted(variables.items())):
+        shown_value = variable.preview if variable.stored else _short(variable.value)
+        row = f"- {name}{' (locked)' if variable.locked else ''}: {shown_value}"
+        if used + len(row) > PROMPT_VARIABLE_CHARS:
+            rows.append(
+                f"- … and {len(variables) - shown} more: read them with `archmax_get_variables`"
+            )
+            break
+        rows.append(row)
+        used += len(row) + 1
     return "### Session variables\n" + "\n".join(rows)
 
 

@@ -19,6 +19,7 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows import signatures, variables
     from archmax_temporal.workflows.context import SessionContext, ToolAnswer
     from archmax_temporal.workflows.durations import InvalidUntilError, resolve_until
+    from archmax_temporal.workflows.errors import PayloadTooLargeError
     from archmax_temporal.workflows.hook_runner import HookRunner
     from archmax_temporal.workflows.models import PendingInput, Raised, Variable
     from archmax_temporal.workflows.paths import MISSING, InvalidPathError, resolve_path
@@ -193,6 +194,8 @@ def set_variables(ctx: SessionContext, arguments: dict[str, Any]) -> ToolAnswer:
     refusal = variables.agent_write_refusal(s.variables, writes, lock)
     if refusal is None and isinstance(writes, dict) and s.trigger is not None:
         refusal = signatures.return_refusal(ctx.spec.trigger(s.trigger), writes)
+    if refusal is None and isinstance(writes, dict):
+        refusal = _growth_refusal(ctx, writes, bool(lock))
     if refusal is not None:
         return ToolAnswer(f"archmax_set_variables refused: {refusal}. Nothing was set.", "error")
     assert isinstance(writes, dict)
@@ -200,17 +203,82 @@ def set_variables(ctx: SessionContext, arguments: dict[str, Any]) -> ToolAnswer:
     return ToolAnswer(f"Set {', '.join(sorted(writes))}.")
 
 
+VARIABLE_LIMITS_PATCH = "archmax-agent-variable-limits"
+"""``workflow.patched`` id: an agent's ``archmax_set_variables`` is held to the session's
+variable limits (one value, how many, how much in all), like a host's seeds."""
+
+
+def _growth_refusal(ctx: SessionContext, writes: dict[str, Any], lock: bool) -> str | None:
+    """Why the agent's writes would take the session past its variable limits (None: they
+    fit). A session whose history predates the limits keeps taking them."""
+    try:
+        variables.check_agent_growth(ctx.input.limits, ctx.session.variables, writes, lock)
+    except PayloadTooLargeError as refusal:
+        if workflow.patched(VARIABLE_LIMITS_PATCH):
+            return str(refusal)
+    return None
+
+
+GET_ALL_BYTES = 32 * 1024
+"""How much ``archmax_get_variables`` with no name answers whole; past it, each variable is
+listed with a preview and read by name (the answer enters the history with the transcript)."""
+
+LISTED_NAMES = 50
+"""How many names an unknown-variable answer lists."""
+
+
+def _all_variables(store: dict[str, Variable]) -> str:
+    """Every variable as JSON, or, when that is over :data:`GET_ALL_BYTES`, each one's name,
+    lock and a preview as far as the budget goes, and how to read the rest whole."""
+    whole = json.dumps({n: _shown(v) for n, v in sorted(store.items())}, default=str)
+    if len(whole) <= GET_ALL_BYTES:
+        return whole
+    lines = [
+        f"{len(store)} variables, too many to show whole: read one with "
+        "archmax_get_variables({name}) (and a dotted `path` into it)."
+    ]
+    used = len(lines[0])
+    for shown, (n, v) in enumerate(sorted(store.items())):
+        text = (v.preview or "") if v.stored else json.dumps(v.value, default=str)
+        line = f"- {n}{' (locked)' if v.locked else ''}: {text[:80]}{'…' if len(text) > 80 else ''}"
+        if used + len(line) > GET_ALL_BYTES:
+            lines.append(f"… and {len(store) - shown} more")
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(lines)
+
+
+def _shown(variable: Variable) -> dict[str, Any]:
+    """One variable in the all-variables answer: its value, or for a large one (kept by
+    reference) its size and preview, read whole by name."""
+    if variable.stored:
+        return {
+            "locked": variable.locked,
+            "size": variable.size,
+            "preview": variable.preview,
+            "note": "large value: read it whole with archmax_get_variables({name})",
+        }
+    return {"value": variable.value, "locked": variable.locked}
+
+
+def _names(store: dict[str, Variable]) -> str:
+    """The session's variable names for an answer: the first :data:`LISTED_NAMES`."""
+    names = sorted(store)
+    if not names:
+        return "(none)"
+    more = f", … and {len(names) - LISTED_NAMES} more" if len(names) > LISTED_NAMES else ""
+    return ", ".join(names[:LISTED_NAMES]) + more
+
+
 def get_variables(store: dict[str, Variable], arguments: dict[str, Any]) -> ToolAnswer:
     """``archmax_get_variables``: all variables, one by name, or a dotted path into one."""
     name = arguments.get("name") or None
     path = arguments.get("path") or None
     if name is None and path is None:
-        return ToolAnswer(
-            json.dumps({n: v.model_dump() for n, v in sorted(store.items())}, default=str)
-        )
+        return ToolAnswer(_all_variables(store))
     if name is not None and name not in store:
-        known = ", ".join(sorted(store)) or "(none)"
-        return ToolAnswer(f"Unknown variable {name!r}. Set variables: {known}.", "error")
+        return ToolAnswer(f"Unknown variable {name!r}. Set variables: {_names(store)}.", "error")
     target = f"{name}.{path}" if name is not None and path is not None else (path or name)
     try:
         value = resolve_path(str(target), variables.plain(store))

@@ -35,8 +35,11 @@ with workflow.unsafe.imports_passed_through():
         delegation,
         firing,
         projections,
+        signatures,
+        stored_variables,
         telemetry,
         transcript,
+        variables,
     )
     from archmax_temporal.workflows.context import SessionContext
     from archmax_temporal.workflows.errors import SessionNotResumableError
@@ -66,8 +69,10 @@ with workflow.unsafe.imports_passed_through():
         SessionSummary,
         SessionView,
         SubWorkflowReport,
+        Variable,
         is_finished,
     )
+    from archmax_temporal.workflows.spec import MANUAL_TRIGGER
     from archmax_temporal.workflows.turn import ContinueMidTurn, TurnEngine
 
 
@@ -114,6 +119,9 @@ class ArchmaxSession:
         """The trail index the firing being served started at (its outcome's trail)."""
         self._disposition: Disposition = "turn"
         """What the firing being served is to the session (its outcome's disposition)."""
+        self._variables_from: dict[str, Variable] = {}
+        """The variables as the firing being served found them (its outcome carries what it
+        changed)."""
         self._turn.may_hand_over = lambda: (
             not self._queue and not (self._ctx.session.pending_delegations)
         )
@@ -154,7 +162,7 @@ class ArchmaxSession:
                 if isinstance(outcome, Outcome):
                     self._remember(next_firing.key, outcome)
             if input.parent is not None and isinstance(outcome, Outcome):
-                await self._delegation.report(outcome)
+                await self._delegation.report(await self._for_caller(outcome))
                 if is_finished(outcome.status):  # a delegated child ends with its dispatch
                     return await self._end_delegated_run()
             self._busy = bool(self._queue)
@@ -210,8 +218,14 @@ class ArchmaxSession:
         s = self._ctx.session
         if s.inflight is None:  # a turn handed on twice keeps its first caller's key
             s.inflight = InflightTurn(
-                key=serving.key, disposition=self._disposition, trail_from=self._trail_from
+                key=serving.key,
+                disposition=self._disposition,
+                trail_from=self._trail_from,
+                changed=sorted(variables.changed(self._variables_from, s.variables)),
             )
+        else:  # handed on again: what it changed in this run joins what it changed before
+            changed = variables.changed(self._variables_from, s.variables)
+            s.inflight.changed = sorted({*s.inflight.changed, *changed})
         workflow.continue_as_new(self._ctx.input.model_copy(update={"carried": s}))
 
     async def _end_delegated_run(self) -> SessionSummary:
@@ -324,11 +338,15 @@ class ArchmaxSession:
         turn = self._turn
         disposition: Disposition
         self._trail_from = transcript.trail_total(self._ctx.session)
+        self._variables_from = dict(self._ctx.session.variables)
         match next_firing:
             case ResumeTurn():
                 inflight = self._ctx.session.inflight
                 self._disposition = inflight.disposition if inflight else "turn"
                 self._trail_from = inflight.trail_from if inflight else self._trail_from
+                if inflight is not None:  # what it changed before the hand-over counts
+                    for name in inflight.changed:
+                        self._variables_from.pop(name, None)
                 await turn.drive(resuming=True)
                 return await self._settle(self._disposition)
             case ChildSettled(child=child):
@@ -353,6 +371,7 @@ class ArchmaxSession:
                 disposition = "deliver"
                 turn.resume(delivery)
         self._disposition = disposition
+        await stored_variables.keep(self._ctx)  # large seeds go to the store before the turn
         turn.publish()
         await turn.drive()
         return await self._settle(disposition)
@@ -385,8 +404,30 @@ class ArchmaxSession:
         telemetry.settled(self._ctx, disposition)
         s = self._ctx.session
         return projections.outcome(
-            s, self._ctx.input, self._delegation.current(), disposition, self._trail_from
+            s,
+            self._ctx.input,
+            self._delegation.current(),
+            disposition,
+            self._trail_from,
+            variables_from=self._variables_from,
         )
+
+    async def _for_caller(self, outcome: Outcome) -> Outcome:
+        """A delegated child's outcome as its caller reads it: with the variables its
+        ``manual`` trigger returns, whenever the child set them, whole (a value by reference
+        is loaded: the caller reads it from its own store folder, not the child's)."""
+        manual = self._ctx.spec.trigger(MANUAL_TRIGGER)
+        if manual is None or not manual.returns:
+            return outcome
+        names = [name for name, _ in signatures.entries(manual.returns)]
+        await stored_variables.load(self._ctx, names)
+        held = self._ctx.session.variables
+        returned = {
+            name: Variable(value=held[name].value, locked=held[name].locked)
+            for name in names
+            if name in held
+        }
+        return outcome.model_copy(update={"variables": {**outcome.variables, **returned}})
 
     # --- handlers -------------------------------------------------------------------------
 
@@ -561,7 +602,7 @@ class ArchmaxSession:
 
     def _remember(self, key: str, outcome: Outcome) -> None:
         recent = self._ctx.session.recent_firings
-        recent[key] = outcome
+        recent[key] = projections.remembered(outcome)
         while len(recent) > RECENT_FIRINGS:
             del recent[next(iter(recent))]
 

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         runtime_tools,
         sandbox,
         signatures,
+        stored_variables,
         telemetry,
         text,
         todos,
@@ -475,6 +476,9 @@ class TurnEngine:
                 continue
             if cleaned:
                 ctx.cleaned_calls.add(call.id)
+            await stored_variables.load(
+                ctx, stored_variables.needed_by_call(ctx, call.name, arguments)
+            )
             handler = tools.handler_of(call.name, host_tools)
             terminal: str | None
             if handler == "runtime":
@@ -547,6 +551,7 @@ class TurnEngine:
                 return _Step(terminal=failure)
             case tools.SET_VARIABLES:
                 answer = runtime_calls.set_variables(ctx, arguments)
+                await stored_variables.keep(ctx)  # a large value goes to the store at once
             case tools.GET_VARIABLES:
                 answer = runtime_calls.get_variables(ctx.session.variables, arguments)
             case _:
@@ -719,7 +724,7 @@ class TurnEngine:
             trigger,
             ctx.spec.trigger(trigger),
             slug,
-            ctx.session.variables,
+            variables.typed(ctx.session.variables),
             allow_unset=ctx.input.parent is not None,  # the caller is told instead
         )
 

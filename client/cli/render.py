@@ -24,6 +24,7 @@ from archmax_temporal.workflows.models import (
     SessionSummary,
     TrailStep,
     Usage,
+    Variable,
 )
 
 
@@ -31,6 +32,8 @@ def camel_json(value: Any) -> Any:
     """``value`` as JSON-ready data in archmax's camelCase: every model field name renamed
     (``session_id`` → ``sessionId``), a mapping's keys (variable names, values) left as data.
     The one convention of every JSON document the CLI prints."""
+    if isinstance(value, Variable):  # a variable is the seeds' {value, locked} record
+        return to_jsonable_python(value)
     if isinstance(value, BaseModel):
         return {
             to_camel(name): camel_json(getattr(value, name)) for name in type(value).model_fields

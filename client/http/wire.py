@@ -15,11 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic_core import to_jsonable_python
 
-from archmax_temporal.workflows.models import SessionSummary
+from archmax_temporal.workflows.models import SessionSummary, Variable
 
 
 def to_wire(value: Any) -> Any:
     """``value`` as JSON-ready data with every model field name camelCased."""
+    if isinstance(value, Variable):  # a variable is the seeds' {value, locked} record
+        return to_jsonable_python(value)
     if isinstance(value, BaseModel):
         return {to_camel(name): to_wire(getattr(value, name)) for name in type(value).model_fields}
     if isinstance(value, dict):

@@ -10,6 +10,9 @@ activity                              module                         typed call
 ====================================  =============================  ========================
 ``archmax.model.complete``            :mod:`.model`                  :func:`.model.complete`
 ``archmax.store.persist_turn``        :mod:`.store`                  :func:`.store.persist_turn`
+``archmax.store.checkpoint``          :mod:`.store`                  :func:`.store.checkpoint`
+``archmax.store.put_variables``       :mod:`.store`                  :func:`.store.put_variables`
+``archmax.store.load_variables``      :mod:`.store`                  :func:`.store.load_variables`
 ``archmax.workspace.<tool>`` (x9)     :mod:`.workspace`              :func:`.workspace.run_tool`
 ``archmax.workspace.place_files``     :mod:`.workspace`              :func:`.workspace.place_files`
 ``archmax.workspace.seed_files``      :mod:`.workspace`              (the host runs it itself)
@@ -90,6 +93,8 @@ ACTIVITIES: Final[tuple[ActivityContract, ...]] = (
     model.CONTRACT,
     store.CONTRACT,
     store.CHECKPOINT_CONTRACT,
+    store.PUT_VARIABLES_CONTRACT,
+    store.LOAD_VARIABLES_CONTRACT,
     *workspace.CONTRACTS,
     *sandbox.CONTRACTS,
     host_tools.CONTRACT,

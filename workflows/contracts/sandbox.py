@@ -195,6 +195,9 @@ class CustomHookInput(_Model):
     kind: str
     config: Any = None
     args: dict[str, Any] = Field(default_factory=dict)
+    stored: dict[str, Variable] = Field(default_factory=dict)
+    """The session's values by reference (``args.variables`` holds them as None): the
+    activity reads them from the store into ``args`` before the executor runs."""
 
 
 class CustomHookResult(_Model):

@@ -1,5 +1,7 @@
 """``archmax.store.persist_turn``: the session's artifacts rewritten at the end of a turn;
-``archmax.store.checkpoint``: an idle finished session's state written before its run ends."""
+``archmax.store.checkpoint``: an idle finished session's state written before its run ends;
+``archmax.store.put_variables`` / ``archmax.store.load_variables``: values by reference
+written to and read from the store (:mod:`workflows.variables`)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from temporalio.common import RetryPolicy
 
 from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT, ActivityContract
 from archmax_temporal.workflows.models import CheckpointInput as CheckpointInput
+from archmax_temporal.workflows.models import LoadVariablesInput as LoadVariablesInput
+from archmax_temporal.workflows.models import LoadVariablesResult as LoadVariablesResult
 from archmax_temporal.workflows.models import PersistTurnInput as PersistTurnInput
+from archmax_temporal.workflows.models import StoreVariablesInput as StoreVariablesInput
 
 PERSIST_ACTIVITY: Final = "archmax.store.persist_turn"
 """Rewrites the session's artifacts and spec snapshot at the end of every turn."""
@@ -64,3 +69,56 @@ async def checkpoint(request: CheckpointInput, *, summary: str) -> None:
         retry_policy=PERSIST_RETRY,
         summary=summary,
     )
+
+
+PUT_VARIABLES_ACTIVITY: Final = "archmax.store.put_variables"
+"""Writes values by reference (``<id>/checkpoints/variables/<ref>.json``, once each)."""
+
+LOAD_VARIABLES_ACTIVITY: Final = "archmax.store.load_variables"
+"""Reads values by reference back for the workflow (a run that did not receive them)."""
+
+VARIABLES_PER_CALL: Final = 16
+"""How many values one put or load carries: 16 values of at most 64 KiB keep its payload
+near 1 MiB, under Temporal's 2 MB."""
+
+VARIABLES_RETRY: Final = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+)
+"""A session cannot go on without its values: a store outage is waited out (visibly, as an
+activity retrying), never turned into a value that silently reads as null."""
+
+PUT_VARIABLES_CONTRACT: Final = ActivityContract(
+    PUT_VARIABLES_ACTIVITY, StoreVariablesInput, None, "store large variable values"
+)
+LOAD_VARIABLES_CONTRACT: Final = ActivityContract(
+    LOAD_VARIABLES_ACTIVITY,
+    LoadVariablesInput,
+    LoadVariablesResult,
+    "read large variable values back",
+)
+
+
+async def put_variables(request: StoreVariablesInput, *, summary: str) -> None:
+    """Schedule the values' write and wait for it (retried: a write is idempotent)."""
+    await workflow.execute_activity(
+        PUT_VARIABLES_ACTIVITY,
+        request,
+        start_to_close_timeout=PERSIST_TIMEOUT,
+        retry_policy=VARIABLES_RETRY,
+        summary=summary,
+    )
+
+
+async def load_variables(request: LoadVariablesInput, *, summary: str) -> LoadVariablesResult:
+    """Schedule the values' read and wait for it."""
+    loaded: LoadVariablesResult = await workflow.execute_activity(
+        LOAD_VARIABLES_ACTIVITY,
+        request,
+        result_type=LoadVariablesResult,
+        start_to_close_timeout=PERSIST_TIMEOUT,
+        retry_policy=VARIABLES_RETRY,
+        summary=summary,
+    )
+    return loaded
