@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,7 +33,7 @@ from temporalio.service import TLSConfig
 
 from archmax_temporal.activities.tracing import tracing_interceptors
 from archmax_temporal.workflows import text
-from archmax_temporal.workflows.errors import ConfigurationError
+from archmax_temporal.workflows.errors import ConfigurationError, TemporalUnavailableError
 
 
 class SafeTextPayloadConverter(PydanticPayloadConverter):
@@ -187,17 +188,42 @@ async def connect(connection: TemporalConnection, *, runtime: Runtime | None = N
     key and metadata, with the project's one data converter (and ``runtime``, the Temporal
     runtime whose telemetry the worker exports, when given). With tracing active
     (:mod:`archmax_temporal.activities.tracing`) the client, and every worker built on it,
-    records OpenTelemetry spans."""
-    return await Client.connect(
-        connection.address,
-        namespace=connection.namespace,
-        api_key=connection.api_key,
-        tls=connection.tls,
-        rpc_metadata=dict(connection.rpc_metadata),
-        data_converter=DATA_CONVERTER,
-        runtime=runtime,
-        interceptors=tracing_interceptors(),
-    )
+    records OpenTelemetry spans.
+
+    A server that cannot be reached is :class:`TemporalUnavailableError` naming the address
+    and why (the SDK raises a bare ``RuntimeError``)."""
+    try:
+        return await Client.connect(
+            connection.address,
+            namespace=connection.namespace,
+            api_key=connection.api_key,
+            tls=connection.tls,
+            rpc_metadata=dict(connection.rpc_metadata),
+            data_converter=DATA_CONVERTER,
+            runtime=runtime,
+            interceptors=tracing_interceptors(),
+        )
+    except RuntimeError as exc:
+        if not str(exc).startswith(CONNECT_FAILED):
+            raise
+        reason = _connect_reason(str(exc))
+        raise TemporalUnavailableError(
+            f"could not connect to Temporal at {connection.address} "
+            f"(namespace {connection.namespace}): {reason}"
+        ) from None
+
+
+CONNECT_FAILED: Final = "Failed client connect"
+"""How the SDK's ``RuntimeError`` for a server it cannot reach begins."""
+
+
+def _connect_reason(message: str) -> str:
+    """The readable part of the SDK's connect error: the OS's words when it quotes them
+    (``Connection refused``), else the message less its prefix, shortened."""
+    quoted = re.search(r'message: "([^"]+)"', message)
+    if quoted:
+        return quoted.group(1)
+    return message.removeprefix(CONNECT_FAILED).lstrip(": ")[:300]
 
 
 CORE_LOGGER: Final = "temporalio.core"

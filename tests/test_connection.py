@@ -20,7 +20,7 @@ from archmax_temporal.client.cli.app import run_cli
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.runtime import embedded
 from archmax_temporal.worker import TemporalConnection, connect
-from archmax_temporal.workflows.errors import ConfigurationError
+from archmax_temporal.workflows.errors import ConfigurationError, TemporalUnavailableError
 from tests.conftest import EXAMPLES, Scripted, copy_example, running_agent
 from tests.tls_proxy import Certificates, TlsProxy, make_certificates
 
@@ -186,7 +186,7 @@ class TestOverTls:
         other = make_certificates(tmp_path / "other", common_name="another CA")
         env = {**_secured_env(proxy, certificates)}
         env["TEMPORAL_TLS_SERVER_CA_CERT_PATH"] = str(other.ca_file)
-        with pytest.raises(RuntimeError):
+        with pytest.raises(TemporalUnavailableError):
             await asyncio.wait_for(connect(TemporalConnection.from_env(env)), 20)
         assert not proxy.metadata("authorization")  # no key left over an untrusted channel
 
@@ -223,3 +223,20 @@ async def test_the_plain_default_still_connects(env: WorkflowEnvironment) -> Non
     client = await connect(TemporalConnection(address=address))
     assert isinstance(client, Client)
     assert (await client.workflow_service.get_system_info(GetSystemInfoRequest())).server_version
+
+
+async def test_a_server_that_cannot_be_reached_is_a_typed_error(tmp_path: Path) -> None:
+    """Connecting to a dead address is :class:`TemporalUnavailableError` naming it and why,
+    and ``archmax sessions`` says so in one line, never the SDK's bare ``RuntimeError``."""
+    with pytest.raises(TemporalUnavailableError) as raised:
+        await connect(TemporalConnection(address="127.0.0.1:1"))
+    assert "127.0.0.1:1" in str(raised.value) and "refused" in str(raised.value).lower()
+    out, err = io.StringIO(), io.StringIO()
+
+    def command() -> int:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            return run_cli(["--root", str(tmp_path), "sessions", "--address", "127.0.0.1:1"])
+
+    assert await asyncio.to_thread(command) == 1
+    assert "TemporalUnavailableError" in err.getvalue() and "RuntimeError" not in err.getvalue()
+    assert "Traceback" not in err.getvalue() and out.getvalue() == ""
