@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +168,20 @@ def read_checkpoint(store_dir: Path, session_id: str) -> Checkpoint | None:
     return Checkpoint.model_validate_json(text)
 
 
+@contextlib.contextmanager
+def _failing_as(zone: str, doing: str) -> Iterator[None]:
+    """A store activity's failure, typed: an ``OSError`` in the block travels as
+    :class:`StoreIOError` saying what could not be done, in the session's terms (the host
+    path stays out of the history); a :class:`WorkspaceError` as itself."""
+    try:
+        yield
+    except OSError as exc:
+        error = os_error(exc, zone)
+        raise StoreIOError(f"could not {doing}: {error}", zone).to_application_error() from None
+    except WorkspaceError as exc:
+        raise exc.to_application_error() from None
+
+
 class StoreActivities:
     """Activities that write the session store of this worker."""
 
@@ -235,15 +250,8 @@ class StoreActivities:
         """Rewrite the session's artifacts (and its spec snapshot once) at the end of a turn,
         then prune the effect journal of the turn's workflow run and sweep stale temporaries."""
         run_id = activity.info().workflow_run_id if activity.in_activity() else None
-        try:
+        with _failing_as(ARTIFACTS, "write the session's artifacts"):
             await heartbeating(asyncio.to_thread(self._persist_sync, turn, run_id))
-        except OSError as exc:  # the host path stays out of the history
-            error = os_error(exc, ARTIFACTS)
-            raise StoreIOError(
-                f"could not write the session's artifacts: {error}", ARTIFACTS
-            ).to_application_error() from None
-        except StoreIOError as exc:
-            raise exc.to_application_error() from None
 
     @activity.defn(name=CHECKPOINT_ACTIVITY)
     async def checkpoint(self, request: CheckpointInput) -> None:
@@ -256,28 +264,16 @@ class StoreActivities:
             checkpoint=request.checkpoint,
         )
         path = checkpoint_path(self._dir, request.session_id)
-        try:
+        with _failing_as("checkpoints", "write the session's checkpoint"):
             await asyncio.to_thread(atomic_write, path, document.model_dump_json())
-        except OSError as exc:
-            error = os_error(exc, "checkpoints")
-            raise StoreIOError(
-                f"could not write the session's checkpoint: {error}", "checkpoints"
-            ).to_application_error() from None
 
     @activity.defn(name=PUT_VARIABLES_ACTIVITY)
     async def put_variables(self, request: StoreVariablesInput) -> None:
         """Write values by reference to ``<id>/checkpoints/variables/`` (atomically, once)."""
-        try:
+        with _failing_as(STORED_VARIABLES, "store the session's variables"):
             await asyncio.to_thread(
                 write_stored_texts, self._store, request.session_id, request.texts
             )
-        except OSError as exc:
-            error = os_error(exc, STORED_VARIABLES)
-            raise StoreIOError(
-                f"could not store the session's variables: {error}", STORED_VARIABLES
-            ).to_application_error() from None
-        except WorkspaceError as exc:
-            raise exc.to_application_error() from None
 
     @activity.defn(name=LOAD_VARIABLES_ACTIVITY)
     async def load_variables(self, request: LoadVariablesInput) -> LoadVariablesResult:
