@@ -124,11 +124,18 @@ async def test_runaway_recursion_is_a_script_error_not_a_crash(sandbox: SandboxA
 
 
 async def test_the_worker_survives_and_serves_the_next_run(sandbox: SandboxActivities) -> None:
-    """Bombs running side by side end on their own; a healthy run beside them still answers."""
+    """Bombs running side by side end on their own; a healthy run beside them still answers.
+    The memory bomb has a minute before its timeout, so on however slow a machine it is the
+    memory limit that stops it."""
     limits = SandboxLimits(timeout_ms=500, memory_limit_bytes=2**24)
+    roomy = SandboxLimits(timeout_ms=60_000, memory_limit_bytes=2**24)
     results = await asyncio.gather(
         run(sandbox, "while (true) {}", limits=limits),
-        run(sandbox, "const a = []; while (true) a.push('y'.repeat(4096) + a.length);"),
+        run(
+            sandbox,
+            "const a = []; while (true) a.push('y'.repeat(4096) + a.length);",
+            limits=roomy,
+        ),
         run(sandbox, "export default () => ok()"),
         return_exceptions=True,
     )
