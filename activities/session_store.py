@@ -43,6 +43,7 @@ import json
 import os
 import posixpath
 import re
+import stat
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -267,6 +268,27 @@ class Entry:
     size: int
 
 
+def read_regular(path: Path, rel: str) -> bytes:
+    """The bytes of the regular file at ``path`` (``rel``: its name in the session's terms).
+    Anything else there, a named pipe, a device or a socket, is refused at once with
+    :class:`WorkspaceError`, never opened for a read that could wait forever; a symlink is not
+    followed (``ELOOP``: :class:`SymlinkPathError` through :func:`os_error`)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
+        if not stat.S_ISREG(info.st_mode):
+            raise WorkspaceError(f"'{rel}' is not a regular file; only files are read", rel)
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=True) as handle:
+            fd = -1
+            return handle.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
 def atomic_write(path: Path, data: str | bytes, *, tmp_dir: Path | None = None) -> None:
     """Write ``data`` to ``path`` so readers see the old file or the new one, never half.
 
@@ -478,7 +500,7 @@ class FilesystemSessionStore:
             target, rel = self._resolve(session_id, path)
             if target.is_dir():
                 raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
-            return target.read_bytes()
+            return read_regular(target, rel)
 
     def read_text(self, session_id: str, path: str) -> str:
         return _decode(self.read_bytes(session_id, path), normalize_path(path))

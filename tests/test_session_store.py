@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -299,6 +300,21 @@ class TestFilesystem:
         store = FilesystemSessionStore(tmp_path / "sessions")
         with pytest.raises(PathEscapeError):
             store.write_text(SID, "scratchpad/a.txt", "x")
+
+
+class TestOnlyRegularFiles:
+    async def test_a_named_pipe_is_refused_at_once_never_waited_on(self, tmp_path: Path) -> None:
+        """A FIFO in a session folder (no writer) would block a plain read forever: it is
+        refused as not a regular file, by read and by grep's reads alike."""
+        store = FilesystemSessionStore(tmp_path / "sessions")
+        store.write_text(SID, "scratchpad/ok.txt", "fine")
+        os.mkfifo(tmp_path / "sessions" / SID / "scratchpad" / "pipe")
+        with pytest.raises(WorkspaceError, match="not a regular file") as raised:
+            await asyncio.wait_for(
+                asyncio.to_thread(store.read_text, SID, "scratchpad/pipe"), timeout=20
+            )
+        assert raised.value.path == "scratchpad/pipe"
+        assert store.read_text(SID, "scratchpad/ok.txt") == "fine"
 
 
 class TestLongIds:
