@@ -34,6 +34,7 @@ _EXPORTS: dict[str, str] = {
     "Outcome": "archmax_temporal.workflows.models",
     "PendingDecision": "archmax_temporal.workflows.models",
     "PendingInput": "archmax_temporal.workflows.models",
+    "RepairReport": "archmax_temporal.client.repair",
     "SessionEvent": "archmax_temporal.client.events",
     "SessionExit": "archmax_temporal.workflows.models",
     "SessionSummary": "archmax_temporal.workflows.models",
@@ -75,6 +76,7 @@ __all__ = [
     "Outcome",
     "PendingDecision",
     "PendingInput",
+    "RepairReport",
     "ResolvedSession",
     "RunTestsResult",
     "SessionEvent",
@@ -133,6 +135,7 @@ if TYPE_CHECKING:
     from archmax_temporal.client.agent import create_agent
     from archmax_temporal.client.events import SessionEvent
     from archmax_temporal.client.host import Agent, ResolvedSession
+    from archmax_temporal.client.repair import RepairReport
     from archmax_temporal.client.testing.results import (
         AssertionRecord,
         CaseResult,
