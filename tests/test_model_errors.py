@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import uuid
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -391,7 +392,7 @@ class TestUnreadableAnswerThroughTemporal:
         }
         server = scripted(json.dumps(playbook))
         async with running_agent(client, task_queue, tmp_path, "unreadable", server) as agent:
-            outcome = await agent.workflow.send("unreadable-1", "hi")
+            outcome = await agent.workflow.send(f"unreadable-{uuid.uuid4().hex[:8]}", "hi")
         assert outcome.kind == "rejected", outcome
         assert outcome.rejected is not None and "no chat completion" in outcome.rejected
         assert len(server.requests) == 1

@@ -6,6 +6,7 @@ by ``maxTurns``."""
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ async def test_retries_are_bounded_by_the_rubrics_budget_and_the_event_names_the
     grader is asked n + 1 times, never up to ``maxTurns``."""
     write_workflow(tmp_path, "graded", GRADED.format(budget=budget))
     server = scripted(_playbook())
-    sid = f"unreadable-{graded}"
+    sid = f"graded-{graded}-{uuid.uuid4().hex[:8]}"  # the suite shares one server
     async with running_agent(client, task_queue, tmp_path, "graded", server) as agent:
         outcome = await agent.workflow.send(sid, "Hi")
         events = [e async for e in agent.sessions.events(sid)]
