@@ -26,6 +26,7 @@ Errors (all :class:`WorkspaceError`) carry the offending ``path``, always sessio
         ├── StoreCapabilityError       the store cannot (raw bytes, delete)
         ├── FileNotFoundInWorkspaceError
         ├── NameTooLongError           a name longer than the file system takes
+        ├── StoreConflictError         a conditional write lost to another writer: retried
         └── StoreIOError               the store itself failed (disk full, I/O): retried
 
 An ``OSError`` never leaves a store: :func:`os_error` translates it, at this one boundary, into
@@ -38,6 +39,7 @@ exception, a crashed process's stderr, an error no boundary expected) passes thr
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -116,6 +118,15 @@ class SymlinkPathError(PathEscapeError):
 
 class NameTooLongError(WorkspaceError):
     """A name in the path is longer than the store's file system takes (255 bytes on most)."""
+
+
+class StoreConflictError(WorkspaceError):
+    """A conditional write lost to another writer: the object already exists (a write that
+    creates only) or changed since it was read (a write that replaces only the version read).
+    Nothing was written. Retryable: a retry reads the newer version first; a zombie attempt
+    whose activity timed out just fails, and never overwrites the newer write."""
+
+    retryable: ClassVar[bool] = True
 
 
 class StoreIOError(WorkspaceError):
@@ -269,7 +280,19 @@ class Entry:
 
 
 def read_regular(path: Path, rel: str) -> bytes:
-    """The bytes of the regular file at ``path`` (``rel``: its name in the session's terms).
+    """The bytes of the regular file at ``path`` (see :func:`read_regular_versioned`)."""
+    return read_regular_versioned(path, rel)[0]
+
+
+def file_version(info: os.stat_result) -> str:
+    """A file's version for conditional writes: its inode, modification time and size (an
+    atomic replace always makes a new inode)."""
+    return f"{info.st_ino}-{info.st_mtime_ns}-{info.st_size}"
+
+
+def read_regular_versioned(path: Path, rel: str) -> tuple[bytes, str]:
+    """The bytes of the regular file at ``path`` (``rel``: its name in the session's terms)
+    and its :func:`file_version`.
     Anything else there, a named pipe, a device or a socket, is refused at once with
     :class:`WorkspaceError`, never opened for a read that could wait forever; a symlink is not
     followed (``ELOOP``: :class:`SymlinkPathError` through :func:`os_error`)."""
@@ -283,7 +306,7 @@ def read_regular(path: Path, rel: str) -> bytes:
         os.set_blocking(fd, True)
         with os.fdopen(fd, "rb", closefd=True) as handle:
             fd = -1
-            return handle.read()
+            return handle.read(), file_version(info)
     finally:
         if fd >= 0:
             os.close(fd)
@@ -311,6 +334,27 @@ def atomic_write(path: Path, data: str | bytes, *, tmp_dir: Path | None = None) 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def create_only(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> bool:
+    """Write ``data`` to ``path`` only if nothing is there (atomically: a hard link of a
+    complete temporary file, which fails when the name exists). Whether it was written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = tmp_dir or path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix="c-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        return True
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 # --- protocol -----------------------------------------------------------------------------
@@ -361,6 +405,36 @@ class SessionStore(Protocol):
         """Every file below the folder ``path``, as sorted POSIX paths relative to ``path``;
         ``[]`` when ``path`` is missing or not a folder."""
         ...
+
+    def read_versioned(self, session_id: str, path: str) -> tuple[bytes, str]:
+        """The file's bytes and its version (an opaque string: an ETag, a generation), for a
+        later :meth:`write_if`; :class:`FileNotFoundInWorkspaceError` when missing."""
+        ...
+
+    def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
+        """Write the file only if it is still at ``version`` (``None``: only if it does not
+        exist): a conditional put. The new version, or :class:`StoreConflictError` and
+        nothing written. What keeps a zombie writer from overwriting a newer write."""
+        ...
+
+    def read_shared(self, key: str) -> bytes:
+        """An object of the store's shared areas (outside every session: ``_specs/…``,
+        ``_store.json``; see :func:`shared_key`), or :class:`FileNotFoundInWorkspaceError`."""
+        ...
+
+    def write_shared_once(self, key: str, data: bytes) -> bool:
+        """Create a shared object unless it exists (put-if-absent: content-addressed objects
+        are written once). Whether this call wrote it."""
+        ...
+
+
+def shared_key(key: str) -> str:
+    """``key`` checked as the name of a shared object: a normalized relative path whose first
+    segment starts with ``_`` (no session folder does), never one leaving the store."""
+    rel = normalize_path(key)
+    if not rel or not rel.startswith("_"):
+        raise PathEscapeError(f"'{key}' is not in a shared area of the store", key)
+    return rel
 
 
 UPLOADS = "_uploads"
@@ -570,6 +644,69 @@ class FilesystemSessionStore:
                         found.append(full.relative_to(target).as_posix())
             return sorted(found)
 
+    def read_versioned(self, session_id: str, path: str) -> tuple[bytes, str]:
+        with os_errors(path):
+            target, rel = self._resolve(session_id, path)
+            if target.is_dir():
+                raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
+            return read_regular_versioned(target, rel)
+
+    @contextmanager
+    def _locked(self, session_id: str) -> Iterator[Path]:
+        """The session folder, locked against the conditional writes of other processes on
+        this file system (an advisory lock on the folder itself)."""
+        base = self._base(session_id)
+        base.mkdir(parents=True, exist_ok=True)
+        fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield base
+        finally:
+            os.close(fd)
+
+    def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
+        with os_errors(path):
+            target, rel = self._resolve(session_id, path)
+            if not rel:
+                raise WorkspaceError("cannot write the session folder itself", rel)
+            if target.is_dir():
+                raise WorkspaceError(f"'{rel}' is a folder, not a file", rel)
+            with self._locked(session_id) as base:
+                if version is None:
+                    if not create_only(target, bytes(data), tmp_dir=base / TEMPORARIES):
+                        raise StoreConflictError(f"'{rel}' already exists; nothing written", rel)
+                else:
+                    try:
+                        held = file_version(target.stat(follow_symlinks=False))
+                    except FileNotFoundError:
+                        held = None
+                    if held != version:
+                        raise StoreConflictError(
+                            f"'{rel}' changed since it was read (a newer write); nothing written",
+                            rel,
+                        )
+                    atomic_write(target, bytes(data), tmp_dir=base / TEMPORARIES)
+                return file_version(target.stat(follow_symlinks=False))
+
+    def _shared_path(self, key: str) -> tuple[Path, str]:
+        rel = shared_key(key)
+        target = self._root
+        for segment in rel.split("/"):
+            target = target / segment
+            if target.is_symlink():
+                raise SymlinkPathError(f"'{rel}' passes through a symlink; not followed", rel)
+        return target, rel
+
+    def read_shared(self, key: str) -> bytes:
+        with os_errors(key):
+            target, rel = self._shared_path(key)
+            return read_regular(target, rel)
+
+    def write_shared_once(self, key: str, data: bytes) -> bool:
+        with os_errors(key):
+            target, _ = self._shared_path(key)
+            return create_only(target, bytes(data))
+
     def sweep_temporaries(self, session_id: str, before: float) -> int:
         """Remove the session's temporary files last modified before ``before`` (a Unix
         time): those of a write that was killed mid-way. The number removed."""
@@ -636,6 +773,9 @@ class MemorySessionStore:
     def __init__(self) -> None:
         self._files: dict[str, dict[str, bytes]] = {}
         self._uploads: dict[str, bytes] = {}
+        self._shared: dict[str, bytes] = {}
+        self._versions: dict[tuple[str, str], str] = {}
+        self._writes = 0
 
     def write_upload(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
@@ -650,6 +790,33 @@ class MemorySessionStore:
 
     def _session(self, session_id: str) -> dict[str, bytes]:
         return self._files.setdefault(check_session_id(session_id), {})
+
+    def read_versioned(self, session_id: str, path: str) -> tuple[bytes, str]:
+        data = self.read_bytes(session_id, path)
+        return data, self._versions[(session_id, normalize_path(path))]
+
+    def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
+        rel = normalize_path(path)
+        held = self._versions.get((session_id, rel)) if rel in self._session(session_id) else None
+        if held != version:
+            what = "already exists" if version is None else "changed since it was read"
+            raise StoreConflictError(f"'{rel}' {what}; nothing written", rel)
+        self.write_bytes(session_id, path, data)
+        return self._versions[(session_id, rel)]
+
+    def read_shared(self, key: str) -> bytes:
+        rel = shared_key(key)
+        try:
+            return self._shared[rel]
+        except KeyError:
+            raise FileNotFoundInWorkspaceError(f"'{rel}' does not exist", rel) from None
+
+    def write_shared_once(self, key: str, data: bytes) -> bool:
+        rel = shared_key(key)
+        if rel in self._shared:
+            return False
+        self._shared[rel] = bytes(data)
+        return True
 
     def _is_dir(self, files: dict[str, bytes], rel: str) -> bool:
         if not rel:
@@ -681,6 +848,8 @@ class MemorySessionStore:
             if "/".join(parts[:i]) in files:
                 raise WorkspaceError(f"cannot write '{rel}': a parent is a file", rel)
         files[rel] = bytes(data)
+        self._writes += 1
+        self._versions[(session_id, rel)] = str(self._writes)
 
     def write_text(self, session_id: str, path: str, text: str) -> None:
         self.write_bytes(session_id, path, _encode(text, path))
@@ -781,3 +950,15 @@ class TextOnlyStore:
 
     def walk(self, session_id: str, path: str) -> list[str]:
         return self._inner.walk(session_id, path)
+
+    def read_versioned(self, session_id: str, path: str) -> tuple[bytes, str]:
+        return self._inner.read_versioned(session_id, path)
+
+    def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
+        return self._inner.write_if(session_id, path, data, version=version)
+
+    def read_shared(self, key: str) -> bytes:
+        return self._inner.read_shared(key)
+
+    def write_shared_once(self, key: str, data: bytes) -> bool:
+        return self._inner.write_shared_once(key, data)

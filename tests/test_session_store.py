@@ -19,6 +19,7 @@ from archmax_temporal.activities.session_store import (
     PathEscapeError,
     SessionStore,
     StoreCapabilityError,
+    StoreConflictError,
     StoreIOError,
     SymlinkPathError,
     TextOnlyStore,
@@ -58,6 +59,30 @@ def test_protocol_conformance(tmp_path: Path) -> None:
 
 class TestParity:
     """Every store answers the same operations the same way."""
+
+    def test_conditional_writes(self, store: SessionStore) -> None:
+        first = store.write_if(SID, "artifacts/doc.json", b"one", version=None)
+        with pytest.raises(StoreConflictError):  # put-if-absent: it exists now
+            store.write_if(SID, "artifacts/doc.json", b"other", version=None)
+        data, version = store.read_versioned(SID, "artifacts/doc.json")
+        assert (data, version) == (b"one", first)
+        second = store.write_if(SID, "artifacts/doc.json", b"two", version=version)
+        assert second != first
+        with pytest.raises(StoreConflictError):  # a zombie holding the old version
+            store.write_if(SID, "artifacts/doc.json", b"stale", version=first)
+        assert store.read_bytes(SID, "artifacts/doc.json") == b"two"
+        with pytest.raises(FileNotFoundInWorkspaceError):
+            store.read_versioned(SID, "artifacts/none.json")
+
+    def test_shared_objects_are_written_once(self, store: SessionStore) -> None:
+        assert store.write_shared_once("_specs/abc.json", b"{}")
+        assert not store.write_shared_once("_specs/abc.json", b"[]")
+        assert store.read_shared("_specs/abc.json") == b"{}"
+        with pytest.raises(FileNotFoundInWorkspaceError):
+            store.read_shared("_specs/none.json")
+        for bad in ("chat-42/x", "../_specs/x", "/_specs/x", ""):
+            with pytest.raises(PathEscapeError):
+                store.write_shared_once(bad, b"x")
 
     def test_round_trip_and_listing(self, store: SessionStore) -> None:
         assert store.list_dir(SID, "") == []
