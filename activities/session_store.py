@@ -411,6 +411,11 @@ class SessionStore(Protocol):
         later :meth:`write_if`; :class:`FileNotFoundInWorkspaceError` when missing."""
         ...
 
+    def version_of(self, session_id: str, path: str) -> str | None:
+        """The file's version (as :meth:`read_versioned` gives it) without reading it; None
+        when there is no file."""
+        ...
+
     def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
         """Write the file only if it is still at ``version`` (``None``: only if it does not
         exist): a conditional put. The new version, or :class:`StoreConflictError` and
@@ -651,6 +656,15 @@ class FilesystemSessionStore:
                 raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
             return read_regular_versioned(target, rel)
 
+    def version_of(self, session_id: str, path: str) -> str | None:
+        with os_errors(path):
+            target, _ = self._resolve(session_id, path)
+            try:
+                info = target.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            return file_version(info) if stat.S_ISREG(info.st_mode) else None
+
     @contextmanager
     def _locked(self, session_id: str) -> Iterator[Path]:
         """The session folder, locked against the conditional writes of other processes on
@@ -794,6 +808,10 @@ class MemorySessionStore:
     def read_versioned(self, session_id: str, path: str) -> tuple[bytes, str]:
         data = self.read_bytes(session_id, path)
         return data, self._versions[(session_id, normalize_path(path))]
+
+    def version_of(self, session_id: str, path: str) -> str | None:
+        rel = normalize_path(path)
+        return self._versions.get((session_id, rel)) if rel in self._session(session_id) else None
 
     def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
         rel = normalize_path(path)
@@ -953,6 +971,9 @@ class TextOnlyStore:
 
     def read_versioned(self, session_id: str, path: str) -> tuple[bytes, str]:
         return self._inner.read_versioned(session_id, path)
+
+    def version_of(self, session_id: str, path: str) -> str | None:
+        return self._inner.version_of(session_id, path)
 
     def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
         return self._inner.write_if(session_id, path, data, version=version)

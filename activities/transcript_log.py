@@ -1,44 +1,71 @@
 """The store's log of each conversation, and the prompts model calls refer to by digest.
 
-``<store>/<session folder>/checkpoints/transcript.jsonl`` holds one message a line as
-``{"n": index, "h": chained digest, "m": message}``; the digest of line ``n`` is
-``sha256(digest of line n-1 + the message's JSON)``. A model call names where the log stood
-(``TranscriptLog(base, base_hash)``) and carries the messages after it:
+Each message has a chained digest: ``sha256(digest of the message before + its JSON)`` (``""``
+before the first), so the digest at ``n`` names the whole conversation up to ``n``. A model
+call names where the log stood (``TranscriptLog(base, base_hash)``) and carries the messages
+after it. The log is a set of **segments**, objects under ``checkpoints/transcript/`` that any
+worker writes and none ever changes: one per call that brought new messages, named by where
+it ends and where it starts (:func:`segment_name`: the end's index and digest, the start's
+index and the digest before it) and holding its messages as lines
+``{"n": index, "h": chained digest, "m": message}`` after a header ``{"first", "prev"}``.
 
-- lines past ``base`` that equal the call's messages are a retry's (or an earlier failed
-  attempt's): kept, not written again;
-- lines past ``base`` that differ (a workflow reset rewound the session) are cut off first;
-- a log shorter than ``base``, or whose digest at ``base`` is not ``base_hash``, is a store
-  that lost what it held: a non-retryable error naming the session and how to repair it
-  (``archmax repair``, which rebuilds the log from the workflow history), never a silent
-  rewrite. A line whose digest does not follow from the line before and its message (a
-  corrupted line) ends the log where it stands, as a torn last line does.
+- A segment is written put-if-absent: a retry of the call names the same segment (same
+  messages, same digests) and writes nothing twice.
+- A reset that rewound the session writes a segment from an earlier point: both branches
+  stay, and each call reads only the chain that ends at its own ``base_hash``, walking back
+  segment by segment (:meth:`TranscriptLogs.chain`). Nothing is ever cut or rewritten, so a
+  worker that fails over reads exactly what the session recorded: no local state, no log
+  that diverges because another worker appended.
+- A chain that cannot be walked (a segment lost or corrupted: its lines do not chain to the
+  digests its name promises) is a store that lost what it held: a non-retryable error naming
+  the session and how to repair it (``archmax repair``, which rebuilds the log from the
+  workflow history), never a silent rewrite.
+- A folder store written before segments holds the log as one file,
+  ``checkpoints/transcript.jsonl`` (:data:`LEGACY_LOG_FILE`); a chain the segments do not
+  reach is read from it, and written as one segment so the file is read once.
+
+After a walk of more than :data:`COMPACT_AFTER` segments (a worker new to a long session),
+the chain is also written as one segment from the start, so the next walk is one read.
 
 Prompts and tool schemas are kept once per digest under ``checkpoints/prompts/``: a call
 sends the text when it changed since the run's last call and its digest otherwise.
 
-Everything here is synchronous file I/O: callers run it in a thread. A per-process cache
-keeps the last read conversations, so a model call reads only the lines it appends.
+Everything here is synchronous store I/O (:class:`~activities.session_store.SessionStore`):
+callers run it in a thread. A per-process cache keeps the last chain of each hot
+conversation, so a model call on the worker that made the last one reads nothing and writes
+one segment.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
+import re
 import threading
 from collections import OrderedDict
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Final
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.session_store import atomic_write, session_folder
+from archmax_temporal.activities.session_store import (
+    FileNotFoundInWorkspaceError,
+    SessionStore,
+    StoreConflictError,
+    WorkspaceError,
+)
 from archmax_temporal.workflows.models import Message, ToolSchema, TranscriptLog
 from archmax_temporal.workflows.transcript import schemas_text
 
-LOG_FILE: Final = "checkpoints/transcript.jsonl"
-"""Where a session's conversation lives, relative to its folder."""
+SEGMENTS_DIR: Final = "checkpoints/transcript"
+"""Where a session's log segments live, relative to its folder."""
+
+LEGACY_LOG_FILE: Final = "checkpoints/transcript.jsonl"
+"""Where a folder store kept a session's log before segments (read, never written)."""
+
+COMPACT_AFTER: Final = 16
+"""Segments a walk reads before it writes the chain again as one segment from the start."""
 
 PROMPTS_DIR: Final = "checkpoints/prompts"
 """Where prompts and tool schemas are kept by digest, relative to a session's folder."""
@@ -124,99 +151,211 @@ def diverged(session_id: str, base: int, held: int) -> ApplicationError:
     )
 
 
-def _stamp(path: Path) -> tuple[int, int]:
-    """The log file's (inode, size): what the cache read is still the file while they hold
-    (a missing file: ``(0, 0)``)."""
+_NAME_DIGEST: Final = 32
+"""Hex digits of a digest in a segment's name (the header and lines hold them whole)."""
+
+_SEGMENT: Final = re.compile(r"^(\d{10})\.([0-9a-f]{32})\.(\d{10})\.([0-9a-f]{32}|start)\.jsonl$")
+
+
+def segment_name(first: int, prev: str, end: int, digest: str) -> str:
+    """The segment holding messages ``first`` to ``end - 1``: after the chain ending in
+    ``prev`` (``""`` at the start), up to the one ending in ``digest``. Its session-relative
+    path."""
+    tail = prev[:_NAME_DIGEST] if prev else "start"
+    return f"{SEGMENTS_DIR}/{end:010d}.{digest[:_NAME_DIGEST]}.{first:010d}.{tail}.jsonl"
+
+
+def segment_bytes(first: int, prev: str, lines: list[tuple[Message, str]]) -> bytes:
+    """A segment's content: the header, then one line per message."""
+    header = json.dumps({"first": first, "prev": prev}) + "\n"
+    return (header + log_lines(first, lines)).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class _Named:
+    """What a segment's name promises."""
+
+    name: str
+    end: int
+    digest: str
+    first: int
+    prev: str
+
+
+def _named(name: str) -> _Named | None:
+    found = _SEGMENT.match(name)
+    if found is None:
+        return None
+    end, digest, first, prev = found.groups()
+    return _Named(name, int(end), digest, int(first), "" if prev == "start" else prev)
+
+
+def _parse_segment(data: bytes, named: _Named) -> tuple[str, list[Message], list[str]] | None:
+    """A segment's full ``prev`` digest, messages and digests, if its lines chain from its
+    header and end where its name says; else None (a damaged segment)."""
     try:
-        stat = path.stat()
-    except FileNotFoundError:
-        return (0, 0)
-    return (stat.st_ino, stat.st_size)
+        header, *rows = data.decode("utf-8").splitlines()
+        head = json.loads(header)
+        previous = str(head["prev"])
+        if int(head["first"]) != named.first or previous[:_NAME_DIGEST] != named.prev:
+            return None
+        messages: list[Message] = []
+        digests: list[str] = []
+        for k, row in enumerate(rows):
+            entry = json.loads(row)
+            message = Message.model_validate(entry["m"])
+            digest = str(entry["h"])
+            if entry["n"] != named.first + k or digest != chain(
+                previous if not k else digests[-1], message
+            ):
+                return None
+            messages.append(message)
+            digests.append(digest)
+    except (ValueError, KeyError, TypeError):
+        return None
+    if named.first + len(messages) != named.end or not digests:
+        return None
+    if digests[-1][:_NAME_DIGEST] != named.digest:
+        return None
+    return previous, messages, digests
+
+
+def _parse_legacy(data: bytes) -> tuple[list[Message], list[str]]:
+    """The chain a pre-segment log file holds: its lines up to the first torn, unparsable or
+    unchained one."""
+    messages: list[Message] = []
+    digests: list[str] = []
+    for raw in data.split(b"\n")[:-1]:  # the part after the last newline is torn
+        try:
+            entry = json.loads(raw.decode("utf-8", errors="replace"))
+            message = Message.model_validate(entry["m"])
+            digest = str(entry["h"])
+        except (ValueError, KeyError, TypeError):
+            break
+        if digest != chain(digests[-1] if digests else "", message):
+            break
+        messages.append(message)
+        digests.append(digest)
+    return messages, digests
 
 
 class TranscriptLogs:
-    """The conversations of the sessions under one store root."""
+    """The conversations of the sessions in one store."""
 
-    def __init__(self, root: Path) -> None:
-        self._root = Path(root)
+    def __init__(self, store: SessionStore) -> None:
+        self._store = store
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, tuple[list[Message], list[str], tuple[int, int]]] = (
-            OrderedDict()
-        )
-        """Per session: the parsed log and the (inode, size) of the file it was read from."""
+        self._cache: OrderedDict[str, tuple[list[Message], list[str]]] = OrderedDict()
+        """Per session: the last chain read or written (any branch of the log)."""
+        self.reads = 0
+        """Segments (and legacy files) this process read: what a cache miss cost."""
 
-    def _folder(self, session_id: str) -> Path:
-        return session_folder(self._root, session_id)
+    # --- reading ----------------------------------------------------------------------
 
-    def _load(self, session_id: str) -> tuple[list[Message], list[str]]:
-        """The session's log, from the cache as far as the file still is what it cached:
-        the same file grown by appends (another worker's turn) is read from where the cache
-        ends; a replaced file (a rewrite after a reset) is read whole."""
-        path = self._folder(session_id) / LOG_FILE
-        stamp = _stamp(path)
+    def _cached(
+        self, session_id: str, end: int, digest: str
+    ) -> tuple[list[Message], list[str]] | None:
+        """The cached chain's first ``end`` messages when they end in ``digest``."""
         cached = self._cache.get(session_id)
-        if cached is not None:
-            self._cache.move_to_end(session_id)
-            messages, digests, seen = cached
-            if seen == stamp:
-                return messages, digests
-            if seen[0] == stamp[0] and stamp[1] > seen[1]:
-                return self._read(session_id, path, messages, digests, seen[1])
-        return self._read(session_id, path, [], [], 0)
+        if cached is None:
+            return None
+        messages, digests = cached
+        if end == 0:
+            return [], []
+        if len(digests) >= end and digests[end - 1][: len(digest)] == digest:
+            return messages[:end], digests[:end]
+        return None
 
-    def _read(
-        self,
-        session_id: str,
-        path: Path,
-        messages: list[Message],
-        digests: list[str],
-        offset: int,
-    ) -> tuple[list[Message], list[str]]:
-        """Parse the log's lines from byte ``offset`` onto ``messages`` and cache the result."""
-        torn = False
-        if path.exists():
-            with path.open("rb") as log:
-                log.seek(offset)
-                for raw in log:
-                    try:
-                        entry = json.loads(raw.decode("utf-8", errors="replace"))
-                        message = Message.model_validate(entry["m"])
-                        digest = str(entry["h"])
-                    except (ValueError, KeyError, TypeError):
-                        torn = True  # a write cut short by a crash: the log ends before it
-                        break
-                    if not raw.endswith(b"\n"):
-                        torn = True  # a line still being written (or cut): not yet the log's
-                        break
-                    if digest != chain(digests[-1] if digests else "", message):
-                        torn = True  # a corrupted line: the log ends before it
-                        break
-                    messages.append(message)
-                    digests.append(digest)
-        if torn:
-            self._rewrite(session_id, messages, digests)
-        self._remember(session_id, path, messages, digests)
+    def _held(self, names: list[_Named], legacy: int) -> int:
+        return max([legacy, *(n.end for n in names)])
+
+    def _legacy(self, session_id: str) -> tuple[list[Message], list[str]]:
+        try:
+            data = self._store.read_bytes(session_id, LEGACY_LOG_FILE)
+        except FileNotFoundInWorkspaceError:
+            return [], []
+        self.reads += 1
+        return _parse_legacy(data)
+
+    def _walk(self, session_id: str, base: int, base_hash: str) -> tuple[list[Message], list[str]]:
+        """The chain ending at ``base`` in ``base_hash``, read back segment by segment (from
+        the cache as far as it holds it), or :func:`diverged`."""
+        names = [n for n in map(_named, self._store.walk(session_id, SEGMENTS_DIR)) if n]
+        ending: dict[tuple[int, str], list[_Named]] = {}
+        for named in names:
+            ending.setdefault((named.end, named.digest), []).append(named)
+        pieces: list[tuple[list[Message], list[str]]] = []
+        end, digest, full = base, base_hash[:_NAME_DIGEST], base_hash
+        prefix: tuple[list[Message], list[str]] | None = None
+        legacy: tuple[list[Message], list[str]] | None = None
+        read = 0
+        while prefix is None:
+            prefix = self._cached(session_id, end, full)
+            if prefix is not None:
+                break
+            candidates = sorted(ending.get((end, digest), []), key=lambda n: n.first)
+            for named in candidates:  # the widest first
+                try:
+                    data = self._store.read_bytes(session_id, f"{SEGMENTS_DIR}/{named.name}")
+                except FileNotFoundInWorkspaceError:
+                    continue
+                self.reads += 1
+                read += 1
+                parsed = _parse_segment(data, named)
+                if parsed is not None and parsed[2][-1] == full:
+                    previous, messages, digests = parsed
+                    pieces.append((messages, digests))
+                    end, digest, full = named.first, previous[:_NAME_DIGEST], previous
+                    if end == 0:
+                        prefix = ([], [])
+                    break
+            else:
+                if legacy is None:
+                    legacy = self._legacy(session_id)
+                held_messages, held_digests = legacy
+                if len(held_digests) >= end and (not end or held_digests[end - 1] == full):
+                    prefix = held_messages[:end], held_digests[:end]
+                    if end:
+                        self._write_segment(session_id, 0, "", list(zip(*prefix, strict=True)))
+                    break
+                raise diverged(session_id, base, self._held(names, len(held_digests)))
+        messages, digests = list(prefix[0]), list(prefix[1])
+        for piece_messages, piece_digests in reversed(pieces):
+            messages.extend(piece_messages)
+            digests.extend(piece_digests)
+        if read > COMPACT_AFTER:
+            self._write_segment(session_id, 0, "", list(zip(messages, digests, strict=True)))
         return messages, digests
 
-    def _remember(
-        self, session_id: str, path: Path, messages: list[Message], digests: list[str]
-    ) -> None:
-        self._cache[session_id] = (messages, digests, _stamp(path))
+    def _chain(self, session_id: str, base: int, base_hash: str) -> tuple[list[Message], list[str]]:
+        cached = self._cached(session_id, base, base_hash) if base_hash or not base else None
+        if cached is None:
+            cached = self._walk(session_id, base, base_hash)
+            self._remember(session_id, *cached)
+        else:
+            self._cache.move_to_end(session_id)
+        return cached
+
+    def _remember(self, session_id: str, messages: list[Message], digests: list[str]) -> None:
+        self._cache[session_id] = (messages, digests)
         self._cache.move_to_end(session_id)
         while len(self._cache) > CACHED_SESSIONS:
             self._cache.popitem(last=False)
 
-    def _rewrite(self, session_id: str, messages: list[Message], digests: list[str]) -> None:
-        atomic_write(self._folder(session_id) / LOG_FILE, log_bytes(messages, digests))
+    def forget(self, session_id: str) -> None:
+        """Drop the session's cached chain (after a repair rewrote its log)."""
+        with self._lock:
+            self._cache.pop(session_id, None)
 
-    def _append(self, session_id: str, first: int, lines: list[tuple[Message, str]]) -> None:
-        path = self._folder(session_id) / LOG_FILE
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = log_lines(first, lines)
-        with path.open("a", encoding="utf-8") as log:
-            log.write(text)
-            log.flush()
-            os.fsync(log.fileno())
+    # --- writing ----------------------------------------------------------------------
+
+    def _write_segment(
+        self, session_id: str, first: int, prev: str, lines: list[tuple[Message, str]]
+    ) -> None:
+        """Put one segment unless it is there (a retry's, another worker's: the same)."""
+        name = segment_name(first, prev, first + len(lines), lines[-1][1])
+        with contextlib.suppress(StoreConflictError):
+            self._store.write_if(session_id, name, segment_bytes(first, prev, lines), version=None)
 
     def extend(
         self, session_id: str, log: TranscriptLog, new: list[Message]
@@ -224,51 +363,40 @@ class TranscriptLogs:
         """The whole conversation once ``new`` follows the log's first ``log.base`` messages
         (written unless a retry already did), and the digest at its end."""
         with self._lock:
-            messages, digests = self._load(session_id)
-            if not holds(messages, digests, log):
-                self._cache.pop(session_id, None)
-                raise diverged(session_id, log.base, len(messages))
-            cut, appended = advance(messages, digests, log, new)
-            if cut:
-                self._rewrite(session_id, messages, digests)
-            elif appended:
-                self._append(session_id, len(messages) - len(appended), appended)
-            self._remember(session_id, self._folder(session_id) / LOG_FILE, messages, digests)
-            end = digests[-1] if digests else ""
-            return list(messages), end
+            messages, digests = self._chain(session_id, log.base, log.base_hash)
+            previous = log.base_hash if log.base else ""
+            lines: list[tuple[Message, str]] = []
+            for message in new:
+                previous = chain(previous, message)
+                lines.append((message, previous))
+            if lines:
+                self._write_segment(session_id, log.base, log.base_hash if log.base else "", lines)
+            messages = [*messages, *(m for m, _ in lines)]
+            digests = [*digests, *(h for _, h in lines)]
+            self._remember(session_id, messages, digests)
+            return list(messages), digests[-1] if digests else ""
 
-    def read(self, session_id: str, count: int) -> list[Message]:
-        """The conversation's first ``count`` messages (fewer if the log is shorter)."""
+    def chain(self, session_id: str, log: TranscriptLog) -> tuple[list[Message], list[str]]:
+        """The conversation up to where ``log`` stands and its digests, or :func:`diverged`."""
         with self._lock:
-            messages, _ = self._load(session_id)
-            return list(messages[:count])
+            messages, digests = self._chain(session_id, log.base, log.base_hash)
+            return list(messages), list(digests)
 
-    def slice(self, session_id: str, start: int, stop: int) -> tuple[list[Message], list[str]]:
-        """Messages ``start`` to ``stop`` of the conversation and their digests (fewer when
-        the log is shorter)."""
-        with self._lock:
-            messages, digests = self._load(session_id)
-            return messages[start:stop], digests[start:stop]
-
-    def digest_at(self, session_id: str, count: int) -> str | None:
-        """The digest of the log's first ``count`` messages (None when it holds fewer)."""
-        with self._lock:
-            _, digests = self._load(session_id)
-            if count > len(digests):
-                return None
-            return digests[count - 1] if count else ""
+    def read(self, session_id: str, log: TranscriptLog) -> list[Message]:
+        """The conversation's messages up to where ``log`` stands."""
+        return self.chain(session_id, log)[0]
 
     def prompt(self, session_id: str, digest: str, text: str | None) -> str:
         """The prompt (or schema text) with ``digest``: ``text`` is kept when given, else
         read from where an earlier call kept it."""
-        path = self._folder(session_id) / PROMPTS_DIR / digest
+        path = f"{PROMPTS_DIR}/{digest}"
         if text is not None:
-            if not path.exists():
-                atomic_write(path, text.encode("utf-8"))
+            with contextlib.suppress(StoreConflictError):
+                self._store.write_if(session_id, path, text.encode("utf-8"), version=None)
             return text
         try:
-            return path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+            return self._store.read_text(session_id, path)
+        except FileNotFoundInWorkspaceError:
             raise ApplicationError(
                 f"prompt {digest[:12]}… of session {session_id!r} is not in the store: "
                 "the workers must share the store (ARCHMAX_STORE); if it was lost, "
@@ -277,6 +405,8 @@ class TranscriptLogs:
                 type=LOG_DIVERGED,
                 non_retryable=True,
             ) from None
+        except WorkspaceError as exc:
+            raise exc.to_application_error() from None
 
     def tools(
         self, session_id: str, digest: str | None, tools: list[ToolSchema]

@@ -66,6 +66,8 @@ class TestParity:
             store.write_if(SID, "artifacts/doc.json", b"other", version=None)
         data, version = store.read_versioned(SID, "artifacts/doc.json")
         assert (data, version) == (b"one", first)
+        assert store.version_of(SID, "artifacts/doc.json") == first
+        assert store.version_of(SID, "artifacts/none.json") is None
         second = store.write_if(SID, "artifacts/doc.json", b"two", version=version)
         assert second != first
         with pytest.raises(StoreConflictError):  # a zombie holding the old version
