@@ -38,7 +38,7 @@ from archmax_temporal.activities.host_tools import HostTool, HostToolActivities
 from archmax_temporal.activities.logs import LogContextInterceptor
 from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.sandbox import SandboxActivities
-from archmax_temporal.activities.session_store import FilesystemSessionStore
+from archmax_temporal.activities.session_store import FilesystemSessionStore, SessionStore
 from archmax_temporal.activities.store import PACKAGE_VERSION, StoreActivities
 from archmax_temporal.activities.telemetry import ModelCallMetricsInterceptor
 from archmax_temporal.activities.transcript_log import TranscriptLogs
@@ -128,7 +128,8 @@ def build_worker(
     *,
     task_queue: str,
     model: ModelConfig,
-    store_dir: Path,
+    store_dir: Path | None = None,
+    store: SessionStore | None = None,
     max_cached_workflows: int = 1000,
     identity: str | None = None,
     authoring_root: Path | None = None,
@@ -151,7 +152,8 @@ def build_worker(
     Without one, the worker reports ``build_id`` (default: :func:`code_build_id`).
 
     ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
-    workspace tools; sessions' own files live in the store under ``store_dir``.
+    workspace tools; sessions' own files live in ``store`` (any session store: an object
+    store, a folder), or the folder store at ``store_dir``.
     ``hook_executors`` serve the custom hook kinds a spec declares in ``extensions.hooks``.
     ``sandbox_runtime`` is the command line that starts a hook's or script's sandbox process
     (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
@@ -164,12 +166,15 @@ def build_worker(
     """
     from archmax_temporal.workflows import contracts
 
-    store = FilesystemSessionStore(store_dir)
-    root = authoring_root or store_dir.parent
+    if store is None:
+        if store_dir is None:
+            raise ValueError("build_worker needs a session store (store) or its folder (store_dir)")
+        store = FilesystemSessionStore(store_dir)
+    root = authoring_root or (store_dir.parent if store_dir is not None else Path.cwd())
     workspace = WorkspaceActivities(store, root)
-    hidden = [store_dir, root]  # host folders never named in what a tool answers
-    logs = TranscriptLogs(store_dir)
-    store_activities = StoreActivities(store_dir, logs)
+    hidden = [p for p in (store_dir, root) if p is not None]  # never named in a tool's answer
+    logs = TranscriptLogs(store)
+    store_activities = StoreActivities(store, logs)
     implementations = [
         ModelActivities(model, logs=logs).complete,
         store_activities.persist_turn,
@@ -433,7 +438,8 @@ async def serve(
     *,
     task_queue: str,
     model: ModelConfig,
-    store_dir: Path,
+    store_dir: Path | None = None,
+    store: SessionStore | None = None,
     authoring_root: Path,
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
@@ -452,6 +458,7 @@ async def serve(
         task_queue=task_queue,
         model=model,
         store_dir=store_dir,
+        store=store,
         identity=identity,
         authoring_root=authoring_root,
         host_tools=host_tools,

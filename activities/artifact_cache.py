@@ -24,7 +24,6 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 CACHE_CHARS: Final = 64_000_000
@@ -46,12 +45,6 @@ def render(head: dict[str, Any], key: str, items: list[str]) -> str:
     return f"{opening[:-2]},\n  {json.dumps(key, ensure_ascii=False)}: {listed}\n}}\n"
 
 
-def file_stamp(path: Path) -> tuple[int, int]:
-    """The (size, mtime_ns) a file's cached texts are tagged with."""
-    stat = path.stat()
-    return (stat.st_size, stat.st_mtime_ns)
-
-
 @dataclass
 class Texts:
     """The serialized items of one artifact and what vouches for them."""
@@ -59,8 +52,8 @@ class Texts:
     items: list[str] = field(default_factory=list)
     tags: list[str] = field(default_factory=list)
     """Per item, what identifies it (a trajectory's log digests); empty when not used."""
-    stamp: tuple[int, int] | None = None
-    """The (size, mtime_ns) of the file these texts were last written as."""
+    stamp: str | None = None
+    """The store's version of the document these texts were last written as."""
 
     @property
     def chars(self) -> int:

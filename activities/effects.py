@@ -48,6 +48,7 @@ from temporalio import activity
 from archmax_temporal.activities.session_store import (
     FileNotFoundInWorkspaceError,
     SessionStore,
+    StoreConflictError,
     StoreIOError,
     WorkspaceError,
     delete_file,
@@ -184,7 +185,13 @@ class EffectJournal:
     def record(
         self, session_id: str, key: str, tool: str, request: str, effect: Effect
     ) -> JournalEntry:
-        """Write the entry of ``key`` (before its change is applied)."""
+        """Write the entry of ``key`` (before its change is applied), unless another attempt
+        of the same call recorded first: then that entry, which the caller applies."""
+        return self._record(session_id, key, tool, request, effect)[0]
+
+    def _record(
+        self, session_id: str, key: str, tool: str, request: str, effect: Effect
+    ) -> tuple[JournalEntry, bool]:
         writes = []
         for path, data in effect.change.writes:
             text = is_text(data)
@@ -205,10 +212,16 @@ class EffectJournal:
             writes=writes,
             removes=list(effect.change.removes),
         )
-        self._store.write_text(
-            session_id, f"{EFFECTS}/{entry_name(key)}", entry.model_dump_json(indent=1)
-        )
-        return entry
+        path = f"{EFFECTS}/{entry_name(key)}"
+        document = entry.model_dump_json(indent=1)
+        try:  # put-if-absent: two attempts of one call (a zombie's) agree on one change
+            self._store.write_if(session_id, path, document.encode("utf-8"), version=None)
+        except StoreConflictError:
+            held = self.load(session_id, key, request)
+            if held is not None:
+                return held, False
+            self._store.write_text(session_id, path, document)  # no entry of this call
+        return entry, True
 
     def apply(self, session_id: str, change: Change) -> None:
         """Bring the files to the change's outcome: idempotent, so applying twice is once."""
@@ -243,7 +256,10 @@ class EffectJournal:
             self.apply(session_id, entry.change())
             return entry.answer
         effect = plan()
-        self.record(session_id, key, tool, request, effect)
+        recorded, mine = self._record(session_id, key, tool, request, effect)
+        if not mine:  # another attempt of this call recorded its change first: that one
+            self.apply(session_id, recorded.change())
+            return recorded.answer
         try:
             self.apply(session_id, effect.change)
         except StoreIOError:

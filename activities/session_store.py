@@ -656,6 +656,13 @@ class FilesystemSessionStore:
                 raise WorkspaceError(f"'{rel or '.'}' is a folder, not a file", rel)
             return read_regular_versioned(target, rel)
 
+    def make_folder(self, session_id: str, path: str) -> None:
+        """Create the folder ``path`` (and its parents) if missing: a folder store shows an
+        empty folder, where an object store implies folders by their files."""
+        with os_errors(path):
+            target, _ = self._resolve(session_id, path)
+            target.mkdir(parents=True, exist_ok=True)
+
     def version_of(self, session_id: str, path: str) -> str | None:
         with os_errors(path):
             target, _ = self._resolve(session_id, path)

@@ -8,9 +8,14 @@ Layout (the seed's, under ``ARCHMAX_STORE``, default ``<root>/sessions``)::
     <sessionId>/checkpoints/session.json   an idle finished session's state, its run closed
     <sessionId>/checkpoints/variables/<sha256>.json   a large variable's value (by reference)
 
-Checkpoints are Temporal's history; the store holds files. Every write is atomic (write to a
-temporary file in the session's ``checkpoints/tmp/``, then rename), so a killed worker never
-leaves a half-written artifact. The end of a turn is also when the session's runtime records
+Checkpoints are Temporal's history; the store holds files, through the
+:class:`~activities.session_store.SessionStore` protocol (a folder or an object store). Every
+write is atomic (a folder store writes a temporary file and renames it; an object put is
+whole), so a killed worker never leaves a half-written artifact. A document that changes is
+replaced only if it is still the version this attempt found (a conditional put), after the
+attempt claimed the session's ``checkpoints/persisted.json`` for its place in the session's
+order: a zombie attempt whose activity timed out finds a newer claim or a newer version and
+writes nothing (:class:`Superseded`). The end of a turn is also when the session's runtime records
 are tidied: the effect journal's entries of the turn's run (:mod:`activities.effects`) and
 temporary files older than ``TEMPORARY_MAX_AGE``.
 """
@@ -22,28 +27,20 @@ import contextlib
 import json
 import time
 from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import activity
 
-from archmax_temporal.activities.artifact_cache import (
-    ArtifactCache,
-    Texts,
-    file_stamp,
-    item_text,
-    render,
-)
+from archmax_temporal.activities.artifact_cache import ArtifactCache, Texts, item_text, render
 from archmax_temporal.activities.effects import EffectJournal, pause_after_effect
 from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.session_store import (
-    TEMPORARIES,
-    FilesystemSessionStore,
+    FileNotFoundInWorkspaceError,
+    SessionStore,
+    StoreConflictError,
     StoreIOError,
     WorkspaceError,
-    atomic_write,
     os_error,
-    session_folder,
     sweep_temporaries,
 )
 from archmax_temporal.activities.stored_variables import (
@@ -66,6 +63,7 @@ from archmax_temporal.workflows.models import (
     PersistTurnInput,
     StoreVariablesInput,
     TrailStep,
+    TranscriptLog,
 )
 from archmax_temporal.workflows.spec import WorkflowSpec
 from archmax_temporal.workflows.variables import STORED_VARIABLES
@@ -132,14 +130,13 @@ def graph(spec: WorkflowSpec) -> dict[str, Any]:
     }
 
 
-def stored_trail(store_dir: Path, session_id: str, count: int) -> list[TrailStep]:
+def stored_trail(store: SessionStore, session_id: str, count: int) -> list[TrailStep]:
     """The first ``count`` steps of a session's audit trail, from its ``trail.json`` (the
     session keeps only the newest; :class:`StoreIOError` when the file is missing or
     holds fewer: a host that does not share the workers' store)."""
-    path = session_folder(store_dir, session_id) / ARTIFACTS / "trail.json"
     try:
-        steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
-    except (OSError, ValueError, KeyError, TypeError):
+        steps = json.loads(store.read_text(session_id, TRAIL))["steps"]
+    except (WorkspaceError, ValueError, KeyError, TypeError):
         steps = None
     if not isinstance(steps, list) or len(steps) < count:
         raise StoreIOError(
@@ -150,22 +147,36 @@ def stored_trail(store_dir: Path, session_id: str, count: int) -> list[TrailStep
     return [TrailStep.model_validate(step) for step in steps[:count]]
 
 
-CHECKPOINT_FILE = "checkpoints/session.json"
+CHECKPOINT_FILE: Final = "checkpoints/session.json"
 """Where an idle finished session's state is kept once its run closed (under its folder)."""
 
+CLAIM_FILE: Final = "checkpoints/persisted.json"
+"""The newest persist attempt's place in the session's order (see :class:`Superseded`)."""
 
-def checkpoint_path(store_dir: Path, session_id: str) -> Path:
-    return session_folder(store_dir, session_id) / CHECKPOINT_FILE
+TRAIL: Final = f"{ARTIFACTS}/trail.json"
 
 
-def read_checkpoint(store_dir: Path, session_id: str) -> Checkpoint | None:
+def read_checkpoint(store: SessionStore, session_id: str) -> Checkpoint | None:
     """The session's checkpoint, or None when it has none (it never closed idle)."""
-    path = checkpoint_path(store_dir, session_id)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        text = store.read_text(session_id, CHECKPOINT_FILE)
+    except FileNotFoundInWorkspaceError:
         return None
     return Checkpoint.model_validate_json(text)
+
+
+class Superseded(Exception):
+    """This attempt is older than a write already in the store (a zombie whose activity timed
+    out and was retried, or a turn already followed by the next): it writes nothing more."""
+
+
+def _order() -> tuple[float, int]:
+    """This activity attempt's place in its session's order: when it was scheduled (workflow
+    time only grows, across runs too) and its attempt."""
+    if not activity.in_activity():
+        return (time.time(), 1)
+    info = activity.info()
+    return (info.current_attempt_scheduled_time.timestamp(), info.attempt)
 
 
 @contextlib.contextmanager
@@ -185,45 +196,53 @@ def _failing_as(zone: str, doing: str) -> Iterator[None]:
 class StoreActivities:
     """Activities that write the session store of this worker."""
 
-    def __init__(self, store_dir: Path, logs: TranscriptLogs | None = None) -> None:
+    def __init__(self, store: SessionStore, logs: TranscriptLogs | None = None) -> None:
         from archmax_temporal.activities.transcript_log import TranscriptLogs
 
-        self._dir = store_dir
-        self._logs = logs or TranscriptLogs(store_dir)
+        self._store = store
+        self._logs = logs or TranscriptLogs(store)
         self._specs: dict[str, WorkflowSpec] = {}
-        self._store = FilesystemSessionStore(store_dir)
         self._journal = EffectJournal(self._store)
         self._texts = ArtifactCache()
+        self._versions: dict[tuple[str, str], str] = {}
+        """The version of each document this worker last wrote: a replace that finds it still
+        there needs no read first."""
 
     def _spec(self, turn: PersistTurnInput) -> WorkflowSpec:
-        """The turn's spec: sent (once a run; its snapshot written when missing), or read back
-        from ``_specs/<hash>.json``."""
-        snapshot = self._dir / SPECS / f"{turn.spec_hash}.json"
+        """The turn's spec: sent (once a run; its snapshot ``_specs/<hash>.json`` written once
+        per worker process, put-if-absent), or read back from the snapshot."""
+        key = f"{SPECS}/{turn.spec_hash}.json"
         if turn.spec is not None:
-            if not snapshot.exists():
-                atomic_write(snapshot, _json(spec_snapshot(turn.spec)))
+            if turn.spec_hash not in self._specs:
+                data = _json(spec_snapshot(turn.spec)).encode("utf-8")
+                self._store.write_shared_once(key, data)
             self._specs[turn.spec_hash] = turn.spec
             return turn.spec
         known = self._specs.get(turn.spec_hash)
         if known is None:
-            known = WorkflowSpec.model_validate(json.loads(snapshot.read_text(encoding="utf-8")))
+            known = WorkflowSpec.model_validate(json.loads(self._store.read_shared(key)))
             self._specs[turn.spec_hash] = known
         return known
 
-    def _trail_texts(self, turn: PersistTurnInput, path: Path) -> Texts:
+    def _trail_texts(self, turn: PersistTurnInput) -> Texts:
         """The trail's step texts: those ``trail.json`` holds (``turn.trail_base`` of them,
-        from this worker's cache when the file is the one it last wrote) and the new ones."""
+        from this worker's cache when the document is still the version it last wrote) and
+        the new ones."""
         held: list[str] = []
         if turn.trail_base:
-            cached = self._texts.get(turn.session_id, "trail")
+            sid = turn.session_id
+            cached = self._texts.get(sid, "trail")
+            mine = self._versions.get((sid, TRAIL))
             if (
                 cached is not None
-                and cached.stamp == file_stamp(path)
+                and mine is not None
+                and cached.stamp == mine
                 and len(cached.items) >= turn.trail_base
+                and self._store.version_of(sid, TRAIL) == mine
             ):
                 held = cached.items[: turn.trail_base]
             else:
-                steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+                steps = json.loads(self._store.read_text(sid, TRAIL))["steps"]
                 held = [item_text(step) for step in steps[: turn.trail_base]]
         return Texts(items=[*held, *(item_text(s.model_dump(mode="json")) for s in turn.trail)])
 
@@ -234,10 +253,11 @@ class StoreActivities:
             return [_message_text(m) for m in turn.transcript]
         sid, base = turn.session_id, turn.log.base
         cached = self._texts.get(sid, "trajectory") or Texts()
+        all_messages, all_digests = self._logs.chain(sid, TranscriptLog.model_validate(turn.log))
         keep = min(len(cached.items), base)
-        if keep and self._logs.digest_at(sid, keep) != cached.tags[keep - 1]:
+        if keep and all_digests[keep - 1] != cached.tags[keep - 1]:
             keep = 0  # another branch of the log (a reset, another worker): read it all
-        messages, digests = self._logs.slice(sid, keep, base)
+        messages, digests = all_messages[keep:base], all_digests[keep:base]
         logged = Texts(
             items=[*cached.items[:keep], *(_message_text(m) for m in messages)],
             tags=[*cached.tags[:keep], *digests],
@@ -263,9 +283,19 @@ class StoreActivities:
             written_at=info.started_time if info else None,
             checkpoint=request.checkpoint,
         )
-        path = checkpoint_path(self._dir, request.session_id)
+        sid = request.session_id
+        data = document.model_dump_json().encode("utf-8")
+
+        def write() -> None:
+            try:
+                self._claim(sid, _order())
+            except Superseded:
+                return  # a newer attempt of the session wrote after this one was scheduled
+            version = self._store.version_of(sid, CHECKPOINT_FILE)
+            self._store.write_if(sid, CHECKPOINT_FILE, data, version=version)
+
         with _failing_as("checkpoints", "write the session's checkpoint"):
-            await asyncio.to_thread(atomic_write, path, document.model_dump_json())
+            await asyncio.to_thread(write)
 
     @activity.defn(name=PUT_VARIABLES_ACTIVITY)
     async def put_variables(self, request: StoreVariablesInput) -> None:
@@ -288,15 +318,55 @@ class StoreActivities:
         except StoreIOError as exc:
             raise exc.to_application_error() from None
 
+    def _claim(self, session_id: str, order: tuple[float, int]) -> None:
+        """Claim the session's persist order for this attempt (``checkpoints/persisted.json``,
+        replaced only as the version read); :class:`Superseded` when a newer attempt holds it."""
+        while True:
+            try:
+                data, version = self._store.read_versioned(session_id, CLAIM_FILE)
+                held = json.loads(data)["order"]
+                held_order = (float(held[0]), int(held[1]))
+            except FileNotFoundInWorkspaceError:
+                version, held_order = None, None
+            except (ValueError, KeyError, TypeError, IndexError):
+                held_order = None  # unreadable: this attempt's claim replaces it
+            if held_order is not None and held_order > order:
+                raise Superseded
+            if held_order == order:
+                return
+            claim = json.dumps({"order": list(order)}).encode("utf-8")
+            try:
+                self._store.write_if(session_id, CLAIM_FILE, claim, version=version)
+                return
+            except StoreConflictError:
+                continue  # another attempt claimed in between: read it again
+
+    def _replace(self, session_id: str, path: str, text: str, order: tuple[float, int]) -> str:
+        """Write one document unless something newer did (conditional on the version this
+        worker last wrote, else the one the store has); its new version."""
+        data = text.encode("utf-8")
+        version = self._versions.get((session_id, path))
+        for _ in range(3):
+            if version is None:
+                version = self._store.version_of(session_id, path)
+            try:
+                written = self._store.write_if(session_id, path, data, version=version)
+            except StoreConflictError:
+                self._claim(session_id, order)  # Superseded when a newer attempt wrote it
+                version = None
+                continue
+            self._versions[(session_id, path)] = written
+            return written
+        raise StoreConflictError(f"'{path}' kept changing under this write; retried", path)
+
     def _persist_sync(self, turn: PersistTurnInput, run_id: str | None) -> None:
         spec = self._spec(turn)
-        session_dir = session_folder(self._dir, turn.session_id)
-        (session_dir / SCRATCHPAD).mkdir(parents=True, exist_ok=True)
-        temporaries = session_dir / TEMPORARIES
-        artifacts = session_dir / ARTIFACTS
-        head = {"sessionId": turn.session_id, "workflow": turn.workflow}
-        trail_path = artifacts / "trail.json"
-        steps = self._trail_texts(turn, trail_path)
+        sid = turn.session_id
+        make_folder = getattr(self._store, "make_folder", None)
+        if make_folder is not None:  # a folder store shows the empty scratchpad
+            make_folder(sid, SCRATCHPAD)
+        head = {"sessionId": sid, "workflow": turn.workflow}
+        steps = self._trail_texts(turn)
         documents: dict[str, str] = {
             "trail.json": render(head, "steps", steps.items),
             "variables.json": _json(
@@ -304,9 +374,7 @@ class StoreActivities:
                     **head,
                     "variables": {
                         name: {"value": v.value, "locked": v.locked}
-                        for name, v in resolve_variables(
-                            self._store, turn.session_id, turn.variables
-                        ).items()
+                        for name, v in resolve_variables(self._store, sid, turn.variables).items()
                     },
                 }
             ),
@@ -324,10 +392,17 @@ class StoreActivities:
             "graph.json": _json(graph(spec)),
             "trajectory.json": render(head, "messages", self._trajectory_texts(turn)),
         }
-        for name, text in documents.items():
-            atomic_write(artifacts / name, text, tmp_dir=temporaries)
-        steps.stamp = file_stamp(trail_path)
-        self._texts.put(turn.session_id, "trail", steps)
+        order = _order()
+        try:
+            self._claim(sid, order)
+            for name, text in documents.items():
+                written = self._replace(sid, f"{ARTIFACTS}/{name}", text, order)
+                if name == "trail.json":
+                    steps.stamp = written
+        except Superseded:
+            activity.logger.info("persist_turn superseded by a newer write; nothing more written")
+            return
+        self._texts.put(sid, "trail", steps)
         if run_id is not None:  # the fault tests' boundary: artifacts written, not reported
             pause_after_effect("persist_turn", f"{run_id}.{activity.info().activity_id}")
         with contextlib.suppress(WorkspaceError):  # tidying never fails a turn

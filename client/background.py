@@ -101,7 +101,7 @@ def fingerprint(config: RuntimeConfig, address: str, env: Mapping[str, str]) -> 
         "namespace": config.namespace,
         "task_queue": config.task_queue,
         "root": str(config.root),
-        "store": str(config.store),
+        "store": config.store_location,
         "search_attributes": config.search_attributes,
         **{name: hashlib.sha256(env.get(name, "").encode()).hexdigest() for name in MODEL_ENV},
     }
@@ -161,7 +161,7 @@ async def ensure_background_worker(
             "TEMPORAL_NAMESPACE": config.namespace,
             "ARCHMAX_TASK_QUEUE": config.task_queue,
             "ARCHMAX_ROOT": str(config.root),
-            "ARCHMAX_STORE": str(config.store),
+            "ARCHMAX_STORE": config.store_location,
             "ARCHMAX_SEARCH_ATTRIBUTES": "1" if config.search_attributes else "0",
             **({"TEMPORAL_PROFILE": config.profile} if config.profile else {}),
         }

@@ -16,7 +16,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
+from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from temporalio.service import TLSConfig
 
@@ -25,6 +27,9 @@ from archmax_temporal.connection import DEFAULT_ADDRESS, DEFAULT_NAMESPACE, Temp
 from archmax_temporal.workflows.durations import InvalidUntilError, relative_duration
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.limits import Limits
+
+if TYPE_CHECKING:
+    from archmax_temporal.activities.session_store import SessionStore
 
 DEFAULT_TASK_QUEUE = "archmax"
 """The task queue when one is configured nowhere and Temporal's address is (a deployment's
@@ -55,6 +60,28 @@ DEFAULT_IDLE_CLOSE = timedelta(hours=1)
 """How long a finished session waits for its next firing before its run closes."""
 
 
+STORE_SCHEMES = ("s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "memory")
+"""The URL schemes ``ARCHMAX_STORE`` takes for an object store (a path or ``file://`` is a
+folder)."""
+
+
+def is_store_url(location: str) -> bool:
+    """Whether ``ARCHMAX_STORE`` names an object store (``scheme://…``) rather than a folder."""
+    scheme, sep, _ = location.partition("://")
+    return bool(sep) and scheme.lower() != "file"
+
+
+@lru_cache(maxsize=8)
+def _open_store(location: str) -> SessionStore:
+    from archmax_temporal.activities.session_store import FilesystemSessionStore
+
+    if location.startswith("file://"):
+        location = location[len("file://") :]
+    if is_store_url(location):
+        raise ConfigurationError(f"ARCHMAX_STORE: no object store backend for {location!r} yet")
+    return FilesystemSessionStore(Path(location))
+
+
 def idle_close_from(text: str | None) -> timedelta | None:
     """``ARCHMAX_IDLE_CLOSE``: a relative duration (``90s``, ``30m``, ``1h``, ``1d``); unset is
     :data:`DEFAULT_IDLE_CLOSE`, ``0`` is never (the run stays open)."""
@@ -83,6 +110,7 @@ class RuntimeConfig:
 
     root: Path
     store: Path
+    """The session store's folder (``ARCHMAX_STORE`` when it is a path; else unused)."""
     address: str = DEFAULT_ADDRESS
     namespace: str = DEFAULT_NAMESPACE
     task_queue: str = ""
@@ -105,6 +133,18 @@ class RuntimeConfig:
     """gRPC metadata sent with every call (``TEMPORAL_GRPC_META_*``)."""
     profile: str | None = None
     """The ``temporal.toml`` profile read (``TEMPORAL_PROFILE`` or ``--profile``)."""
+    store_url: str | None = None
+    """``ARCHMAX_STORE`` when it is an object store's URL (``s3://bucket/prefix``, ``gs://``,
+    ``az://``); None: the folder :attr:`store`."""
+
+    @property
+    def store_location(self) -> str:
+        """Where the session store is, as ``ARCHMAX_STORE`` names it (a URL or a folder)."""
+        return self.store_url or str(self.store)
+
+    def session_store(self) -> SessionStore:
+        """The session store this configuration names (one per location and process)."""
+        return _open_store(self.store_location)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task_queue_configured", bool(self.task_queue))
@@ -140,7 +180,12 @@ class RuntimeConfig:
         env = os.environ if env is None else env
         temporal = TemporalConnection.from_env(env, profile=profile)
         resolved_root = Path(root or env.get("ARCHMAX_ROOT") or Path.cwd()).resolve()
-        store = env.get("ARCHMAX_STORE")
+        store = env.get("ARCHMAX_STORE") or None
+        store_url = store if store is not None and is_store_url(store) else None
+        if store_url is not None:
+            store = None
+        elif store is not None and store.startswith("file://"):
+            store = store[len("file://") :]
         try:
             limits = Limits.from_env(env)
         except ValueError as exc:
@@ -160,6 +205,7 @@ class RuntimeConfig:
             search_attributes=env.get("ARCHMAX_SEARCH_ATTRIBUTES", "1").lower()
             not in ("0", "false", "off", "no"),
             idle_close=idle_close_from(env.get("ARCHMAX_IDLE_CLOSE")),
+            store_url=store_url,
         )
 
     def with_overrides(self, **changes: object) -> RuntimeConfig:

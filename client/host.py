@@ -38,7 +38,6 @@ from temporalio.service import RPCError, RPCStatusCode
 from archmax_temporal.activities.hook_executors import HookExecutor, check_executors
 from archmax_temporal.activities.host_tools import HostTool, as_host_tools
 from archmax_temporal.activities.session_store import (
-    FilesystemSessionStore,
     SessionStore,
     WorkspaceError,
     write_upload,
@@ -117,6 +116,7 @@ from archmax_temporal.workflows.models import (
     SessionView,
     ToolMock,
     ToolSchema,
+    TranscriptLog,
     TurnSpec,
     Variable,
     is_finished,
@@ -330,7 +330,7 @@ class WorkflowSurface:
                 raise PayloadTooLargeError(
                     f"file {var!r} ({name}) is {size} bytes; the limit is {limits.file_bytes}"
                 )
-        store = FilesystemSessionStore(agent.config.store) if files else None
+        store = agent.config.session_store() if files else None
         firing = SendInput(
             message=message,
             trigger=trigger,
@@ -458,7 +458,7 @@ class WorkflowSurface:
         reference whole; the firing's own values win. Unreadable: the outcome as it came."""
         if not outcome.variables_delta:
             return outcome
-        store = FilesystemSessionStore(self._agent.config.store)
+        store = self._agent.config.session_store()
         try:
             whole = await asyncio.to_thread(_stored_variables, store, session_id, outcome.variables)
         except (WorkspaceError, OSError, ValueError):
@@ -635,13 +635,10 @@ class SessionsSurface:
         shares; mounts (``skills/…``) and runtime areas are refused with the typed
         ``WorkspaceError`` (``ReadOnlyPathError``, ``PathEscapeError``, …) naming the path.
         """
-        from archmax_temporal.activities.session_store import FilesystemSessionStore
         from archmax_temporal.activities.workspace import WorkspaceActivities
         from archmax_temporal.workflows.workspace_tools import FileContent, SeedFilesInput
 
-        workspace = WorkspaceActivities(
-            FilesystemSessionStore(self._agent.config.store), self._agent.config.root
-        )
+        workspace = WorkspaceActivities(self._agent.config.session_store(), self._agent.config.root)
         payload = {
             path: FileContent(content=text, encoding=encoding)
             for path, (text, encoding) in ((p, _encoded(c)) for p, c in files.items())
@@ -670,7 +667,9 @@ class SessionsSurface:
     ) -> Checkpoint | None:
         if status != WorkflowExecutionStatus.COMPLETED:
             return None
-        found = await asyncio.to_thread(read_checkpoint, self._agent.config.store, session_id)
+        found = await asyncio.to_thread(
+            read_checkpoint, self._agent.config.session_store(), session_id
+        )
         if found is None or found.run_id != run_id or found.checkpoint.carried is None:
             return None  # the run ended some other way (a child's, a never-admitted run)
         return found
@@ -714,7 +713,7 @@ class SessionsSurface:
         host's ``ARCHMAX_STORE``, which the workers share)."""
         if not any(v.ref is not None and v.value is None for v in summary.variables.values()):
             return summary
-        store = FilesystemSessionStore(self._agent.config.store)
+        store = self._agent.config.session_store()
         whole = await asyncio.to_thread(resolve_variables, store, session_id, summary.variables)
         return summary.model_copy(update={"variables": whole})
 
@@ -733,12 +732,16 @@ class SessionsSurface:
                 view = await self._agent.handle(session_id).query(ArchmaxSession.view)
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
-        store = self._agent.config.store
+        store = self._agent.config.session_store()
         whole = await self._whole_variables(session_id, view.summary)
         view = view.model_copy(update={"summary": whole})
         if view.logged:  # the window holds logged messages shortened: the log has them whole
             logs = TranscriptLogs(store)
-            logged = await asyncio.to_thread(logs.read, session_id, view.logged)
+            where = TranscriptLog(base=view.logged, base_hash=view.logged_hash)
+            try:
+                logged = await asyncio.to_thread(logs.read, session_id, where)
+            except ApplicationError:  # the log lost them: the window's shortened ones stay
+                logged = []
             if view.transcript_offset or len(logged) == view.logged:
                 newer = view.transcript[max(view.logged - view.transcript_offset, 0) :]
                 view = view.model_copy(
@@ -809,7 +812,9 @@ class SessionsSurface:
         except RPCError as exc:
             raise translate(exc, session_id=session_id) from exc
         rebuilt = rebuild(session_id, recorded)
-        return await asyncio.to_thread(write_rebuilt, self._agent.config.store, session_id, rebuilt)
+        return await asyncio.to_thread(
+            write_rebuilt, self._agent.config.session_store(), session_id, rebuilt
+        )
 
     def events(
         self, session_id: str, *, after: int = 0, follow: bool = False

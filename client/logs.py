@@ -28,7 +28,15 @@ LogFormat = Literal["console", "json"]
 FORMAT_ENV: Final = "ARCHMAX_LOG_FORMAT"
 LEVEL_ENV: Final = "ARCHMAX_LOG_LEVEL"
 
-SECRET_ENV_SUFFIXES: Final = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_PASSWD")
+SECRET_ENV_SUFFIXES: Final = (
+    "_API_KEY",
+    "_TOKEN",
+    "_SECRET",
+    "_PASSWORD",
+    "_PASSWD",
+    "_ACCESS_KEY",  # AWS_SECRET_ACCESS_KEY
+    "_ACCOUNT_KEY",  # AZURE_STORAGE_ACCOUNT_KEY, GOOGLE_SERVICE_ACCOUNT_KEY
+)
 """Environment variables whose values are secrets: never written to a log line."""
 
 SECRET_FIELDS: Final = frozenset(

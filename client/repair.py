@@ -1,7 +1,7 @@
 """``archmax repair``: rebuild a session's conversation log from its workflow history.
 
-The store's log (``checkpoints/transcript.jsonl``, :mod:`activities.transcript_log`) holds
-each message once, and so does the workflow history: every message reaches the log as part
+The store's log (segments under ``checkpoints/transcript/``, :mod:`activities.transcript_log`)
+holds each message once, and so does the workflow history: every message reaches the log as part
 of exactly one model call's input (``ModelCallInput.messages``, after ``log.base`` messages
 ending in ``log.base_hash``); continue-as-new carries only where the log stood
 (``SessionState.logged``, ``logged_hash``) and the messages no call carried yet, which the
@@ -19,8 +19,9 @@ that another deployment wrote) is :class:`TranscriptLogUnrecoverableError`, and 
 written. The prompts and tool lists the calls sent in full are rebuilt beside it
 (``checkpoints/prompts/<digest>``).
 
-The rebuilt log replaces the store's only when they differ, atomically; a healthy log is left
-as it is (``log="fine"``). The host refuses a repair while a turn is in flight
+The rebuilt log is written as one segment from the start (which every later call's chain
+walks back to) only when the store's log cannot give the chain the history ends with; a
+healthy log is left as it is (``log="fine"``). The host refuses a repair while a turn is in flight
 (:class:`SessionNotResumableError`): repair between turns.
 """
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -37,17 +37,24 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 from temporalio.converter import DataConverter
+from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from archmax_temporal.activities.session_store import atomic_write, session_folder
+from archmax_temporal.activities.session_store import (
+    FileNotFoundInWorkspaceError,
+    SessionStore,
+)
 from archmax_temporal.activities.transcript_log import (
+    LEGACY_LOG_FILE,
     LOG_DIVERGED,
-    LOG_FILE,
     PROMPTS_DIR,
+    SEGMENTS_DIR,
     UNHELD_PROMPT,
+    TranscriptLogs,
     advance,
     holds,
-    log_bytes,
+    segment_bytes,
+    segment_name,
 )
 from archmax_temporal.client.events import run_chain
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
@@ -177,42 +184,47 @@ def rebuild(session_id: str, recorded: list[Recorded]) -> Rebuilt:
     return out
 
 
-def write_rebuilt(store: Path, session_id: str, rebuilt: Rebuilt) -> RepairReport:
-    """Put the rebuilt log and prompts in the store where they differ (atomically), and say
-    what was found. Synchronous file I/O: run it in a thread."""
-    folder = session_folder(store, session_id)
+def write_rebuilt(store: SessionStore, session_id: str, rebuilt: Rebuilt) -> RepairReport:
+    """Put the rebuilt log and prompts in the store where it lacks them, and say what was
+    found. Synchronous store I/O: run it in a thread."""
     missing = sorted(
         digest
         for digest in rebuilt.named - set(rebuilt.prompts)
-        if not (folder / PROMPTS_DIR / digest).is_file()
+        if not store.exists(session_id, f"{PROMPTS_DIR}/{digest}")
     )
     if missing:
         raise TranscriptLogUnrecoverableError(
             f"session {session_id!r}: the history names prompts it never carries in full and "
             f"the store lacks ({', '.join(d[:12] + '…' for d in missing)}); nothing was written"
         )
-    path = folder / LOG_FILE
-    data = log_bytes(rebuilt.messages, rebuilt.digests)
-    try:
-        held: bytes | None = path.read_bytes()
-    except FileNotFoundError:
-        held = None
-    found: LogFound
-    if held == data or (held is None and not data):
-        found = "fine"
-    else:
-        found = "missing" if held is None else "damaged"
-        atomic_write(path, data)
+    end = rebuilt.digests[-1] if rebuilt.digests else ""
+    found: LogFound = "fine"
+    if rebuilt.messages:
+        where = TranscriptLog(base=len(rebuilt.messages), base_hash=end)
+        try:
+            held = TranscriptLogs(store).read(session_id, where)
+        except ApplicationError:
+            held = None
+        if held is None or [m.model_dump_json() for m in held] != [
+            m.model_dump_json() for m in rebuilt.messages
+        ]:
+            anything = bool(store.walk(session_id, SEGMENTS_DIR)) or store.exists(
+                session_id, LEGACY_LOG_FILE
+            )
+            found = "damaged" if anything else "missing"
+            lines = list(zip(rebuilt.messages, rebuilt.digests, strict=True))
+            name = segment_name(0, "", len(lines), end)
+            store.write_bytes(session_id, name, segment_bytes(0, "", lines))
     rebuilt_prompts = 0
     for digest, text in sorted(rebuilt.prompts.items()):
-        prompt = folder / PROMPTS_DIR / digest
+        path = f"{PROMPTS_DIR}/{digest}"
         encoded = text.encode("utf-8")
         try:
-            if prompt.read_bytes() == encoded:
+            if store.read_bytes(session_id, path) == encoded:
                 continue
-        except FileNotFoundError:
+        except FileNotFoundInWorkspaceError:
             pass
-        atomic_write(prompt, encoded)
+        store.write_bytes(session_id, path, encoded)
         rebuilt_prompts += 1
     return RepairReport(
         session_id=session_id,

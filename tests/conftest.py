@@ -62,6 +62,8 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
         search_attributes=list(sa.ALL),
         data_converter=DATA_CONVERTER,
         dev_server_log_level="error",
+        # the SDK waits 5 s by default: too short on two loaded cores (seen failing there)
+        dev_server_startup_timeout=timedelta(seconds=60),
     )
     try:
         yield environment

@@ -17,6 +17,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from archmax_temporal.activities.artifact_cache import ArtifactCache, Texts, item_text, render
+from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import StoreActivities
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.identity import folder_name
@@ -97,8 +98,8 @@ class Session:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.logs = TranscriptLogs(root)
-        self.store = StoreActivities(root, self.logs)
+        self.logs = TranscriptLogs(FilesystemSessionStore(root))
+        self.store = StoreActivities(FilesystemSessionStore(root), self.logs)
         self.messages: list[Message] = []
         self.log = TranscriptLog()
         self.steps: list[TrailStep] = []
@@ -106,8 +107,8 @@ class Session:
 
     def restart(self) -> None:
         """A new worker process: nothing cached."""
-        self.logs = TranscriptLogs(self.root)
-        self.store = StoreActivities(self.root, self.logs)
+        self.logs = TranscriptLogs(FilesystemSessionStore(self.root))
+        self.store = StoreActivities(FilesystemSessionStore(self.root), self.logs)
 
     async def turn(self, n: int, *, unlogged: int = 1) -> None:
         new = conversation(n + 1)[4 * n :]
@@ -200,7 +201,8 @@ class TestPersistTurn:
         await session.turn(1)
         # rewind to after turn 0 and take another turn 1
         session.messages = session.messages[:4]
-        session.log = TranscriptLog(base=3, base_hash=session.logs.digest_at(SID, 3) or "")
+        digests = session.logs.chain(SID, session.log)[1]
+        session.log = TranscriptLog(base=3, base_hash=digests[2])
         session.steps, session.persisted = session.steps[:1], 1
         branch = Message(role="user", content="another branch")
         conv, end = session.logs.extend(SID, session.log, [session.messages[3], branch])

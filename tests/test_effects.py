@@ -307,7 +307,7 @@ class TestPruning:
             f"{EFFECTS}/run-c.1.json",
             old.model_copy(update={"recorded_at": time.time() - 2 * 86400}).model_dump_json(),
         )
-        persist = StoreActivities(store.root)
+        persist = StoreActivities(store)
         turn = PersistTurnInput(
             session_id=SID,
             workflow="w",

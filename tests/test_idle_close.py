@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from archmax_temporal.activities.store import checkpoint_path, read_checkpoint
+from archmax_temporal.activities.session_store import FilesystemSessionStore, session_folder
+from archmax_temporal.activities.store import CHECKPOINT_FILE, read_checkpoint
 from archmax_temporal.client.config import RuntimeConfig, idle_close_from
 from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.client.host import Agent
@@ -165,9 +166,9 @@ class TestIdleClose:
         assert closed_summary.usage.calls == 4 and closed_summary.turns == 3
         assert listed["idle-a"].status == "completed" and "open-a" in listed
         assert resolved.disposition == "turn"
-        checkpoint = read_checkpoint(store, "idle-a")
+        checkpoint = read_checkpoint(FilesystemSessionStore(store), "idle-a")
         assert checkpoint is not None and checkpoint.run_id == runs[-1]
-        assert checkpoint_path(store, "idle-a").parent.name == "checkpoints"
+        assert (session_folder(store, "idle-a") / CHECKPOINT_FILE).is_file()
         for history in histories:
             replayed = await replayer().replay_workflow(history, raise_on_replay_failure=False)
             assert replayed.replay_failure is None

@@ -133,8 +133,16 @@ class TestJsonLines:
             "GITHUB_TOKEN": "ghp_abcdefgh",
             "ARCHMAX_MODEL": "gpt-4.1-mini",
             "DB_PASSWORD": "x",
+            "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI",  # the object store's credentials
+            "AZURE_STORAGE_ACCOUNT_KEY": "az-0123456789",
+            "AWS_ACCESS_KEY_ID": "AKIAIDENTIFIER",  # an identifier, not a secret
         }
-        assert set(secrets_from_env(env)) == {"tk-123456789", "ghp_abcdefgh"}
+        assert set(secrets_from_env(env)) == {
+            "tk-123456789",
+            "ghp_abcdefgh",
+            "wJalrXUtnFEMI",
+            "az-0123456789",
+        }
 
 
 class TestConsole:

@@ -1,13 +1,15 @@
 """``archmax repair`` / ``agent.sessions.repair``: a damaged conversation log is rebuilt from
 the workflow history, where every message is once, and the session goes on.
 
-A session takes a few turns; its ``checkpoints/transcript.jsonl`` is then truncated mid-line,
-has a line's content corrupted, or is deleted. The next turn is rejected with
-``TranscriptLogDiverged`` naming the command; after the repair the log is, byte for byte, the
-log from before the damage, and the next turn works. One session also continues as new and
-closes idle between turns (the history of several runs and two executions of one id), and is
-repaired by the command as a process. The rules the rebuild applies (a reset rewinding the
-log, a history that cannot vouch for it) are held to the store's own writer below.
+A session takes a few turns; the newest segment of its log (``checkpoints/transcript/``) is
+then truncated mid-line or has a line's content corrupted, or every segment is deleted. The
+next turn on a worker new to the session (nothing cached, as after a failover) is rejected
+with ``TranscriptLogDiverged`` naming the command; after the repair the log reads back, byte
+for byte, as the log from before the damage, and the next turn works. One session also
+continues as new and closes idle between turns (the history of several runs and two
+executions of one id), and is repaired by the command as a process. The rules the rebuild
+applies (a reset rewinding the log, a history that cannot vouch for it) are held to the
+store's own writer below.
 """
 
 from __future__ import annotations
@@ -28,11 +30,11 @@ from temporalio.api.enums.v1 import EventType, ResetReapplyExcludeType, ResetRea
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from archmax_temporal.activities.session_store import session_folder
+from archmax_temporal.activities.session_store import FilesystemSessionStore, session_folder
 from archmax_temporal.activities.transcript_log import (
     LOG_DIVERGED,
-    LOG_FILE,
     PROMPTS_DIR,
+    SEGMENTS_DIR,
     TranscriptLogs,
     log_bytes,
 )
@@ -70,22 +72,41 @@ BOOK = json.dumps(
 Damage = Literal["truncated", "corrupted", "deleted"]
 
 
-def _log(store: Path, sid: str) -> Path:
-    return session_folder(store, sid) / LOG_FILE
+def _segments(store: Path, sid: str) -> list[Path]:
+    folder = session_folder(store, sid) / SEGMENTS_DIR
+    return sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime_ns) if folder.exists() else []
 
 
-def _damage(path: Path, how: Damage) -> None:
+def _tip(store: Path, sid: str) -> Path:
+    """The segment written last: the end of the session's current branch."""
+    return _segments(store, sid)[-1]
+
+
+def _log(store: Path, sid: str) -> bytes:
+    """The conversation the newest segment ends, read back as a worker new to the session
+    reads it, in the one-line-a-message form (:func:`log_bytes`)."""
+    lines = _tip(store, sid).read_bytes().splitlines()
+    end = json.loads(lines[-1])
+    where = TranscriptLog(base=end["n"] + 1, base_hash=end["h"])
+    messages, digests = TranscriptLogs(FilesystemSessionStore(store)).chain(sid, where)
+    return log_bytes(messages, digests)
+
+
+def _damage(store: Path, sid: str, how: Damage) -> None:
+    if how == "deleted":
+        for segment in _segments(store, sid):
+            segment.unlink()
+        return
+    path = _tip(store, sid)
     data = path.read_bytes()
     if how == "truncated":
         path.write_bytes(data[: data.index(b"\n", len(data) // 2) - 5])  # mid-line
-    elif how == "corrupted":  # valid JSON, a message that is not the one its digest chains
+    else:  # valid JSON, a message that is not the one its digest chains
         lines = data.splitlines(keepends=True)
-        entry = json.loads(lines[2])
-        entry["m"]["content"] = "edited"  # shorter: a worker's cached log is read again
-        lines[2] = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
+        entry = json.loads(lines[1])
+        entry["m"]["content"] = "edited"
+        lines[1] = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
         path.write_bytes(b"".join(lines))
-    else:
-        path.unlink()
 
 
 async def _turns(agent: Agent, sid: str, first: int, count: int) -> None:
@@ -112,14 +133,17 @@ class TestRepair:
         ) as agent:
             await agent.sessions.seed(sid, {"scratchpad/data.txt": "x" * 300})
             await _turns(agent, sid, 0, 3)
-            path = _log(store, sid)
-            before = path.read_bytes()
+            before = _log(store, sid)
             assert before.count(b"\n") == 11  # four messages a turn, the last reply unlogged
+            segments = _segments(store, sid)
             healthy = await agent.sessions.repair(sid)
             assert (healthy.log, healthy.messages, healthy.messages_rebuilt) == ("fine", 11, 0)
-            assert healthy.prompts_rebuilt == 0 and path.read_bytes() == before
+            assert healthy.prompts_rebuilt == 0 and _segments(store, sid) == segments
+            _damage(store, sid, how)
 
-            _damage(path, how)
+        async with running_agent(  # a worker new to the session: nothing cached
+            client, task_queue, tmp_path, "reader", scripted(BOOK), store=store
+        ) as agent:
             refused = await agent.workflow.send(sid, "read it, turn 3")
             assert refused.kind == "rejected"
             _expect_rejected_naming_repair(refused.rejected, sid)
@@ -127,10 +151,10 @@ class TestRepair:
             report = await agent.sessions.repair(sid)
             assert report.log == ("missing" if how == "deleted" else "damaged")
             assert (report.messages, report.messages_rebuilt) == (11, 11)
-            assert path.read_bytes() == before
+            assert _log(store, sid) == before
 
             await _turns(agent, sid, 4, 1)
-            after = path.read_bytes()
+            after = _log(store, sid)
             assert after.startswith(before) and after.count(b"\n") == 16  # the rejected too
             again = await agent.sessions.repair(sid)
             assert (again.log, again.messages) == ("fine", 16)
@@ -212,9 +236,18 @@ class TestRepair:
                 assert time.monotonic() < deadline
                 await asyncio.sleep(0.2)
             await _turns(agent, sid, 2, 2)  # reopened from the checkpoint
-            path = _log(store, sid)
-            before = path.read_bytes()
-            _damage(path, "truncated")
+            before = _log(store, sid)
+            _damage(store, sid, "truncated")
+        async with running_agent(  # a worker new to the session: nothing cached
+            client,
+            task_queue,
+            tmp_path,
+            "reader",
+            scripted(BOOK),
+            store=store,
+            idle_close=timedelta(seconds=2),
+            model_calls_per_run=2,
+        ) as agent:
             refused = await agent.workflow.send(sid, "read it, turn 4")
             _expect_rejected_naming_repair(refused.rejected, sid)
             query = runs_query(sid)
@@ -243,9 +276,9 @@ class TestRepair:
             report = json.loads(out)
             assert report["log"] == "damaged" and report["messages"] == 15
             assert report["runs"] == len(runs) >= 4
-            assert path.read_bytes() == before
+            assert _log(store, sid) == before
             await _turns(agent, sid, 5, 1)
-            assert path.read_bytes().startswith(before)
+            assert _log(store, sid).startswith(before)
 
     async def test_a_reset_session_is_rebuilt_as_the_reset_left_it(
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
@@ -262,8 +295,7 @@ class TestRepair:
         ) as agent:
             await agent.sessions.seed(sid, {"scratchpad/data.txt": "x"})
             await _turns(agent, sid, 0, 3)
-            path = _log(store, sid)
-            whole = path.read_bytes()
+            whole = _log(store, sid)
             described = await agent.handle(sid).describe()
             events = (await agent.handle(sid).fetch_history()).events
             first_turn = next(
@@ -294,17 +326,20 @@ class TestRepair:
             assert (await agent.handle(sid).describe()).run_id != described.run_id
             rewound = await agent.sessions.repair(sid)
             assert (rewound.log, rewound.messages) == ("fine", 11)
-            assert path.read_bytes() == whole and rewound.runs == 2
+            assert _log(store, sid) == whole and rewound.runs == 2
             await _turns(agent, sid, 5, 1)
-            before = path.read_bytes()
-            assert before.count(b"\n") == 7 and before != whole  # turns 1 and 2 cut off
+            before = _log(store, sid)
+            assert before.count(b"\n") == 7 and before != whole  # the branch after turn 0
             assert before.splitlines()[:4] == whole.splitlines()[:4]
-            _damage(path, "truncated")
+            _damage(store, sid, "truncated")
+        async with running_agent(  # a worker new to the session: nothing cached
+            client, task_queue, tmp_path, "reader", scripted(BOOK), store=store, idle_close=None
+        ) as agent:
             refused = await agent.workflow.send(sid, "read it, turn 6")
             _expect_rejected_naming_repair(refused.rejected, sid)
             report = await agent.sessions.repair(sid)
             assert (report.log, report.messages) == ("damaged", 7)
-            assert path.read_bytes() == before
+            assert _log(store, sid) == before
             await _turns(agent, sid, 7, 1)
             view = await agent.sessions.view(sid)
         contents = [m.content for m in view.transcript if m.role == "user"]
@@ -326,7 +361,7 @@ class TestRebuild:
     def test_a_reset_rewinds_the_log_as_the_activity_did(self, tmp_path: Path) -> None:
         """Calls, then a reset that took the session back to its first call's end and on
         along another branch: the rebuilt log is the one the activity wrote."""
-        logs = TranscriptLogs(tmp_path)
+        logs = TranscriptLogs(FilesystemSessionStore(tmp_path))
         recorded: list[RunStarted | RecordedCall] = [RunStarted("run", None)]
         base = TranscriptLog()
         for n, texts in enumerate([("one", "two"), ("three",), ("four", "five")]):
@@ -340,7 +375,8 @@ class TestRebuild:
         logs.extend("s", first, rewound)
         rebuilt = rebuild("s", recorded)
         assert [m.content for m in rebuilt.messages] == ["one", "two", "three, again", "six"]
-        assert log_bytes(rebuilt.messages, rebuilt.digests) == _log(tmp_path, "s").read_bytes()
+        where = TranscriptLog(base=len(rebuilt.messages), base_hash=rebuilt.digests[-1])
+        assert (rebuilt.messages, rebuilt.digests) == logs.chain("s", where)
 
     def test_a_call_that_found_the_log_diverged_wrote_nothing(self) -> None:
         first = _call(1, TranscriptLog(), _said("one"))

@@ -1,8 +1,8 @@
 """activities/transcript_log.py: the store's log of each conversation.
 
-Each worker process caches the logs it read; these tests hold that cache to the file when
-other workers append to the same log (a session moving between workers), when a retry
-repeats a call, when a reset rewinds it, and when a crash tore its last line.
+The log is segments any worker writes; these tests hold each worker's cache to the chain a
+call names when other workers append (a session moving between workers), when a retry
+repeats a call, when a reset branches it, and when a segment is damaged.
 """
 
 from __future__ import annotations
@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.transcript_log import LOG_DIVERGED, LOG_FILE, TranscriptLogs
+from archmax_temporal.activities.session_store import FilesystemSessionStore, MemorySessionStore
+from archmax_temporal.activities.transcript_log import (
+    COMPACT_AFTER,
+    LEGACY_LOG_FILE,
+    LOG_DIVERGED,
+    SEGMENTS_DIR,
+    TranscriptLogs,
+    chain,
+    log_lines,
+)
 from archmax_temporal.workflows import transcript
 from archmax_temporal.workflows.hooks import transcript_view
 from archmax_temporal.workflows.identity import folder_name
@@ -27,53 +36,76 @@ def said(*texts: str) -> list[Message]:
     return [Message(role="user", content=t) for t in texts]
 
 
-def lines(root: Path) -> list[str]:
-    return (root / folder_name(SID) / LOG_FILE).read_text(encoding="utf-8").splitlines()
+def store(root: Path) -> FilesystemSessionStore:
+    return FilesystemSessionStore(root)
+
+
+def segments(root: Path) -> list[Path]:
+    return sorted((root / folder_name(SID) / SEGMENTS_DIR).iterdir())
+
+
+def at(conv: list[Message], end: str) -> TranscriptLog:
+    return TranscriptLog(base=len(conv), base_hash=end)
 
 
 class TestTranscriptLogs:
     def test_workers_taking_turns_each_see_the_others_appends(self, tmp_path: Path) -> None:
-        """A session's calls land on worker A, then B, then A again: A's cached log is
-        brought up to the file, never taken for the whole of it."""
-        a, b = TranscriptLogs(tmp_path), TranscriptLogs(tmp_path)
+        """A session's calls land on worker A, then B, then A again: each reads the chain
+        the call names from the segments, never its own cache for the whole of it."""
+        a, b = TranscriptLogs(store(tmp_path)), TranscriptLogs(store(tmp_path))
         conv, end = a.extend(SID, TranscriptLog(), said("one", "two"))
-        conv, end = b.extend(SID, TranscriptLog(base=len(conv), base_hash=end), said("three"))
-        conv, end = a.extend(SID, TranscriptLog(base=len(conv), base_hash=end), said("four"))
+        conv, end = b.extend(SID, at(conv, end), said("three"))
+        conv, end = a.extend(SID, at(conv, end), said("four"))
         assert [m.content for m in conv] == ["one", "two", "three", "four"]
-        assert [m.content for m in b.read(SID, 10)] == ["one", "two", "three", "four"]
-        assert len(lines(tmp_path)) == 4
-        assert a.digest_at(SID, 4) == b.digest_at(SID, 4) == end
+        assert [m.content for m in b.read(SID, at(conv, end))] == ["one", "two", "three", "four"]
+        assert len(segments(tmp_path)) == 3  # one per call that brought messages
+        assert a.chain(SID, at(conv, end))[1] == b.chain(SID, at(conv, end))[1]
 
     def test_a_retry_writes_nothing_twice(self, tmp_path: Path) -> None:
-        logs = TranscriptLogs(tmp_path)
+        logs = TranscriptLogs(store(tmp_path))
         first = logs.extend(SID, TranscriptLog(), said("one", "two"))
-        again = TranscriptLogs(tmp_path).extend(SID, TranscriptLog(), said("one", "two"))
-        assert again[1] == first[1] and len(lines(tmp_path)) == 2
+        again = TranscriptLogs(store(tmp_path)).extend(SID, TranscriptLog(), said("one", "two"))
+        assert again[1] == first[1] and len(segments(tmp_path)) == 1
 
-    def test_a_rewound_log_is_cut_where_the_session_stands(self, tmp_path: Path) -> None:
-        a, b = TranscriptLogs(tmp_path), TranscriptLogs(tmp_path)
-        conv, _ = a.extend(SID, TranscriptLog(), said("one", "two", "three"))
-        at_one = a.digest_at(SID, 1) or ""
+    def test_a_reset_branch_and_the_old_one_each_read_back_as_named(self, tmp_path: Path) -> None:
+        a, b = TranscriptLogs(store(tmp_path)), TranscriptLogs(store(tmp_path))
+        conv, old_end = a.extend(SID, TranscriptLog(), said("one"))
+        conv, old_end = a.extend(SID, at(conv, old_end), said("two", "three"))
+        at_one = a.chain(SID, TranscriptLog(base=3, base_hash=old_end))[1][0]
         conv, end = b.extend(SID, TranscriptLog(base=1, base_hash=at_one), said("other"))
         assert [m.content for m in conv] == ["one", "other"]
-        assert [m.content for m in a.read(SID, 10)] == ["one", "other"]  # a's cache followed
-        assert a.digest_at(SID, 2) == end and a.digest_at(SID, 3) is None
+        fresh = TranscriptLogs(store(tmp_path))
+        assert [m.content for m in fresh.read(SID, at(conv, end))] == ["one", "other"]
+        old = TranscriptLog(base=3, base_hash=old_end)
+        assert [m.content for m in fresh.read(SID, old)] == ["one", "two", "three"]
 
-    def test_a_torn_last_line_is_not_part_of_the_log(self, tmp_path: Path) -> None:
-        TranscriptLogs(tmp_path).extend(SID, TranscriptLog(), said("one", "two"))
-        path = tmp_path / folder_name(SID) / LOG_FILE
-        whole = path.read_bytes()
-        path.write_bytes(whole[:-9])  # the second line cut short by a crash
-        logs = TranscriptLogs(tmp_path)
-        assert [m.content for m in logs.read(SID, 10)] == ["one"]
-        assert len(lines(tmp_path)) == 1  # the torn line is gone: the next append is clean
-        logs.extend(SID, TranscriptLog(base=1, base_hash=logs.digest_at(SID, 1) or ""), said("two"))
-        assert [m.content for m in TranscriptLogs(tmp_path).read(SID, 10)] == ["one", "two"]
+    def test_a_failover_reads_only_the_segments_back(self, tmp_path: Path) -> None:
+        """A worker new to a session walks the chain back once; its next call reads
+        nothing."""
+        a = TranscriptLogs(store(tmp_path))
+        conv, end = a.extend(SID, TranscriptLog(), said("one"))
+        for n in range(5):
+            conv, end = a.extend(SID, at(conv, end), said(f"more {n}"))
+        b = TranscriptLogs(store(tmp_path))
+        conv, end = b.extend(SID, at(conv, end), said("seven"))
+        assert len(conv) == 7 and b.reads == 6
+        b.extend(SID, at(conv, end), said("eight"))
+        assert b.reads == 6
+
+    def test_a_long_walk_leaves_one_segment_from_the_start(self, tmp_path: Path) -> None:
+        a = TranscriptLogs(store(tmp_path))
+        conv, end = a.extend(SID, TranscriptLog(), said("m"))
+        for n in range(COMPACT_AFTER + 2):
+            conv, end = a.extend(SID, at(conv, end), said(f"m{n}"))
+        b = TranscriptLogs(store(tmp_path))
+        assert len(b.read(SID, at(conv, end))) == len(conv)
+        c = TranscriptLogs(store(tmp_path))
+        assert len(c.read(SID, at(conv, end))) == len(conv) and c.reads == 1
 
     def test_a_log_that_lost_what_the_session_recorded_is_a_final_error(
         self, tmp_path: Path
     ) -> None:
-        logs = TranscriptLogs(tmp_path)
+        logs = TranscriptLogs(store(tmp_path))
         logs.extend(SID, TranscriptLog(), said("one"))
         with pytest.raises(ApplicationError) as caught:
             logs.extend(SID, TranscriptLog(base=3, base_hash="f" * 64), said("four"))
@@ -81,20 +113,39 @@ class TestTranscriptLogs:
         assert SID in caught.value.message
         assert f"archmax repair {SID}" in caught.value.message  # what to do about it
 
-    def test_a_line_whose_digest_does_not_chain_ends_the_log(self, tmp_path: Path) -> None:
+    def test_a_segment_whose_lines_do_not_chain_is_not_the_log(self, tmp_path: Path) -> None:
         """A message edited in place (its JSON still valid, its digest the old one's) is not
-        taken for the log: the log ends before it, and the call that names more is refused
-        with the repair command."""
-        logs = TranscriptLogs(tmp_path)
-        _, end = logs.extend(SID, TranscriptLog(), said("one", "two", "three"))
-        path = tmp_path / folder_name(SID) / LOG_FILE
-        edited = path.read_bytes().replace(b'"content": "two"', b'"content": "2"')
-        path.write_bytes(edited)
-        fresh = TranscriptLogs(tmp_path)
-        assert [m.content for m in fresh.read(SID, 10)] == ["one"]
+        taken for the log: the call that names it is refused with the repair command."""
+        logs = TranscriptLogs(store(tmp_path))
+        conv, end = logs.extend(SID, TranscriptLog(), said("one", "two", "three"))
+        (path,) = segments(tmp_path)
+        path.write_bytes(path.read_bytes().replace(b'"content": "two"', b'"content": "2"'))
+        fresh = TranscriptLogs(store(tmp_path))
         with pytest.raises(ApplicationError, match=f"archmax repair {SID}") as caught:
-            fresh.extend(SID, TranscriptLog(base=3, base_hash=end), said("four"))
+            fresh.extend(SID, at(conv, end), said("four"))
         assert caught.value.type == LOG_DIVERGED
+
+    def test_a_log_file_from_before_segments_is_read_once(self, tmp_path: Path) -> None:
+        """A folder store written before segments keeps its log in one file: a chain the
+        segments do not reach is read from it (a torn last line is not part of it), then
+        kept as a segment."""
+        conv, end = TranscriptLogs(MemorySessionStore()).extend(
+            SID, TranscriptLog(), said("one", "two")
+        )
+        legacy = tmp_path / folder_name(SID) / LEGACY_LOG_FILE
+        legacy.parent.mkdir(parents=True)
+        chained, previous = [], ""
+        for message in conv:
+            previous = chain(previous, message)
+            chained.append((message, previous))
+        legacy.write_text(log_lines(0, chained) + '{"n": 2, "h": "torn', encoding="utf-8")
+        logs = TranscriptLogs(store(tmp_path))
+        conv, end = logs.extend(SID, at(conv, end), said("three"))
+        assert [m.content for m in conv] == ["one", "two", "three"]
+        assert len(segments(tmp_path)) == 2  # the file's chain as a segment, and the call's
+        legacy.unlink()
+        again = TranscriptLogs(store(tmp_path)).read(SID, at(conv, end))
+        assert [m.content for m in again] == ["one", "two", "three"]
 
 
 class TestTheWindow:

@@ -34,6 +34,7 @@ async def skipping_environment() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(find_test_server()),
         data_converter=DATA_CONVERTER,
+        test_server_startup_timeout=timedelta(seconds=60),  # 5 s by default: too short loaded
     )
     try:
         yield env

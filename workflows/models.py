@@ -638,6 +638,8 @@ class SessionView(_Model):
     only; the host prepends the store's log (``sessions.view`` does)."""
     logged: int = 0
     """How many messages the store's log holds (the host reads that many)."""
+    logged_hash: str = ""
+    """The chained digest of the log's first ``logged`` messages (names its chain)."""
     trail_offset: int = 0
     """The trail index of ``trail[0]`` (the host prepends the store's ``trail.json``)."""
     trail_persisted: int = 0

@@ -231,6 +231,7 @@ def view(
         todos=s.todos,
         transcript_offset=s.transcript_offset,
         logged=s.logged,
+        logged_hash=s.logged_hash,
         trail_offset=s.trail_offset,
         trail_persisted=s.trail_persisted,
     )
