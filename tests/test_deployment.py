@@ -275,6 +275,36 @@ class TestComposeFile:
             _interpolated(env)
 
 
+@pytest.fixture(scope="module")
+def section() -> str:
+    """The README's "Scaling out" section."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("\n### Scaling out: N workers on N machines\n")
+    return text[start : text.index("\n### ", start + 1)]
+
+
+class TestReadmeScalingOut:
+    """The README's "Scaling out" section names what the compose file sets for a worker."""
+
+    def test_names_every_store_and_temporal_variable_the_workers_get(
+        self, section: str, services: dict[str, dict[str, Any]]
+    ) -> None:
+        env = services["worker"]["environment"]
+        wanted = [
+            key
+            for key in env
+            if key.startswith(("AWS_", "TEMPORAL_")) or key in ("ARCHMAX_STORE", "ARCHMAX_ROOT")
+        ]
+        assert len(wanted) >= 8
+        for key in wanted:
+            assert f"`{key}`" in section or f"{key}=" in section, key
+        assert env["ARCHMAX_STORE"] in section
+
+    def test_explains_the_store_identity_check(self, section: str) -> None:
+        for word in ("`_store.json`", "`StoreMismatchError`", "docker compose up", "http://"):
+            assert word in section, word
+
+
 _VARIABLE = re.compile(r"\$(?:(\$)|\{(\w+)(?:(:?[-?])([^}]*))?\})")
 
 
