@@ -1,7 +1,8 @@
 """Deployment: ``docker-compose.yml`` is a valid Compose file on today's Temporal images, with
-health checks and the search attributes registered; the Dockerfile runs the worker as a
-non-root user with a health check, its dependencies pinned. (No Docker daemon here: the files
-are checked, not run.)"""
+health checks and the search attributes registered, two worker replicas and ``serve`` sharing
+no volume, all on one ``s3://`` session store; the Dockerfile runs the worker as a non-root
+user with a health check, its dependencies pinned. (No Docker daemon here: the files are
+checked, not run.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 import pytest
@@ -21,6 +23,8 @@ from archmax_temporal.workflows import search_attributes as sa
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = Path(__file__).parent / "fixtures" / "compose" / "compose-spec.json"
+ARCHMAX_SERVICES = ("worker", "serve")
+"""The services built from the Dockerfile, which read and write the session store."""
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +44,19 @@ def _script(service: dict[str, Any]) -> str:
     return "\n".join(command) if isinstance(command, list) else str(command)
 
 
+def _validator() -> jsonschema.Draft7Validator:
+    """A validator of the draft the vendored schema declares, draft-07 (its ``$schema`` is
+    spelt ``https://…/draft-07/schema``, which jsonschema does not look up by itself)."""
+    schema = json.loads(SCHEMA.read_text())
+    assert re.fullmatch(r"https?://json-schema\.org/draft-07/schema#?", schema["$schema"])
+    jsonschema.Draft7Validator.check_schema(schema)
+    return jsonschema.Draft7Validator(schema)
+
+
 class TestComposeFile:
     def test_validates_against_the_compose_schema(self, compose: dict[str, Any]) -> None:
         """The whole file (anchors resolved) is a valid Compose document."""
-        validator = jsonschema.Draft201909Validator(json.loads(SCHEMA.read_text()))
+        validator = _validator()
         errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(compose)]
         assert errors == []
 
@@ -51,8 +64,10 @@ class TestComposeFile:
         """The validation is real: a misspelt service key is refused."""
         broken = json.loads(json.dumps(compose))
         broken["services"]["worker"]["healthckeck"] = {}
-        validator = jsonschema.Draft201909Validator(json.loads(SCHEMA.read_text()))
-        assert list(validator.iter_errors(broken))
+        assert list(_validator().iter_errors(broken))
+        replicas = json.loads(json.dumps(compose))
+        replicas["services"]["worker"]["deploy"]["replicas"] = [2]
+        assert list(_validator().iter_errors(replicas))
 
     def test_todays_temporal_images_and_no_auto_setup(
         self, services: dict[str, dict[str, Any]]
@@ -99,18 +114,21 @@ class TestComposeFile:
     def test_health_checks_and_start_order(self, services: dict[str, dict[str, Any]]) -> None:
         """Database, server, worker and serve have health checks; worker and serve wait for
         the setup job; the worker's check asks /readyz."""
-        for name in ("postgresql", "temporal", "worker", "serve"):
+        for name in ("postgresql", "temporal", "minio", "worker", "serve"):
             assert services[name].get("healthcheck", {}).get("test"), name
-        for name in ("worker", "serve"):
-            condition = services[name]["depends_on"]["temporal-setup"]["condition"]
-            assert condition == "service_completed_successfully"
+        for name in ARCHMAX_SERVICES:
+            for job in ("temporal-setup", "minio-setup"):
+                condition = services[name]["depends_on"][job]["condition"]
+                assert condition == "service_completed_successfully", (name, job)
+        assert services["minio-setup"]["depends_on"]["minio"]["condition"] == "service_healthy"
         worker_env = services["worker"]["environment"]
         port = worker_env["ARCHMAX_HEALTH_ADDRESS"].rpartition(":")[2]
         assert f"127.0.0.1:{port}/readyz" in " ".join(services["worker"]["healthcheck"]["test"])
         assert "/healthz" in " ".join(services["serve"]["healthcheck"]["test"])
 
     def test_ports_published(self, services: dict[str, dict[str, Any]]) -> None:
-        """gRPC 7233 and the HTTP API 7243, the UI, serve and the worker's metrics."""
+        """gRPC 7233 and the HTTP API 7243, the UI, serve, MinIO and the worker's metrics, all
+        on loopback."""
         published = {
             name: {str(p).rsplit(":", 1)[-1] for p in s.get("ports", [])}
             for name, s in services.items()
@@ -118,8 +136,116 @@ class TestComposeFile:
         assert {"7233", "7243"} <= published["temporal"]
         assert "8080" in published["temporal-ui"]
         assert "8000" in published["serve"]
+        assert "9000" in published["minio"]
         assert services["worker"]["environment"]["ARCHMAX_METRICS_ADDRESS"].endswith(":9464")
         assert "9464" in published["worker"]
+        for name, service in services.items():
+            for port in service.get("ports", []):
+                assert str(port).startswith("127.0.0.1:"), (name, port)
+
+    def test_two_worker_replicas_with_no_fixed_host_port(
+        self, services: dict[str, dict[str, Any]]
+    ) -> None:
+        """The worker runs as two replicas; a replicated service publishes no fixed host port
+        (two containers cannot bind one, and ``--scale`` may add more), nor names its
+        container."""
+        assert services["worker"]["deploy"]["replicas"] == 2
+        assert "replicas" not in services["serve"].get("deploy", {})
+        for name, service in services.items():
+            if int(service.get("deploy", {}).get("replicas", 1)) == 1:
+                continue
+            assert "container_name" not in service, name
+            for port in service.get("ports", []):
+                host_ip, host_port, container_port = str(port).split(":")
+                assert (host_ip, host_port) == ("127.0.0.1", ""), (name, port)
+                assert container_port
+
+    def test_no_volume_holds_sessions(self, services: dict[str, dict[str, Any]]) -> None:
+        """Workers and serve mount nothing but the authoring root, read-only: no named volume,
+        nothing writable, nothing at the image's folder-store path. Sessions are in the
+        object store."""
+        folder_store = re.search(r"ARCHMAX_STORE=(\S+)", (REPO / "Dockerfile").read_text())
+        assert folder_store is not None
+        for name in ARCHMAX_SERVICES:
+            env = services[name]["environment"]
+            mounts = services[name].get("volumes", [])
+            assert len(mounts) == 1, (name, mounts)
+            source, target, mode = str(mounts[0]).rsplit(":", 2)
+            assert (target, mode) == (env["ARCHMAX_ROOT"], "ro"), (name, mounts)
+            assert source.startswith(("./", "${ARCHMAX_AUTHORING")), (name, source)
+            assert not target.startswith(folder_store[1]), name
+
+    def test_every_archmax_service_shares_one_s3_store(
+        self, services: dict[str, dict[str, Any]]
+    ) -> None:
+        """Every service that names ARCHMAX_STORE names the same ``s3://bucket/prefix``, with
+        the same endpoint, region and credentials; the endpoint is this file's MinIO and the
+        bucket is the one its setup job creates."""
+        stores = {
+            name: s["environment"]["ARCHMAX_STORE"]
+            for name, s in services.items()
+            if isinstance(s.get("environment"), dict) and "ARCHMAX_STORE" in s["environment"]
+        }
+        assert set(stores) == set(ARCHMAX_SERVICES)
+        assert len(set(stores.values())) == 1
+        url = urlsplit(next(iter(stores.values())))
+        assert url.scheme == "s3" and url.netloc and url.path.strip("/")
+        s3_variables = (
+            "AWS_ENDPOINT_URL",
+            "AWS_REGION",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+        )
+        settings = {
+            name: tuple(services[name]["environment"].get(key) for key in s3_variables)
+            for name in ARCHMAX_SERVICES
+        }
+        assert len(set(settings.values())) == 1
+        endpoint, region, key_id, secret = settings["worker"]
+        assert all((endpoint, region, key_id, secret))
+        host = urlsplit(endpoint)
+        assert host.scheme == "http" and host.hostname in services
+        assert host.hostname == "minio" and host.port == 9000
+        assert services["minio-setup"]["environment"]["BUCKET"] == url.netloc
+        assert 'mb --ignore-existing "store/$$BUCKET"' in _script(services["minio-setup"])
+
+    @pytest.mark.parametrize(
+        "env",
+        [{}, {"MINIO_ROOT_USER": "someone", "MINIO_ROOT_PASSWORD": "a-longer-secret"}],
+        ids=["dev-defaults", "from-the-environment"],
+    )
+    def test_the_s3_key_is_minios_and_comes_from_the_environment(self, env: dict[str, str]) -> None:
+        """archmax's S3 key is the bundled MinIO's root credentials: from the host's
+        environment when set there, else the labelled development defaults; the same on
+        every side (the workers, serve, MinIO and the bucket job)."""
+        services = _interpolated({"ARCHMAX_SERVE_TOKENS": "tok", **env})["services"]
+        user = services["minio"]["environment"]["MINIO_ROOT_USER"]
+        password = services["minio"]["environment"]["MINIO_ROOT_PASSWORD"]
+        if env:
+            assert (user, password) == (env["MINIO_ROOT_USER"], env["MINIO_ROOT_PASSWORD"])
+        assert len(password) >= 8  # MinIO refuses a shorter root password
+        for name in ARCHMAX_SERVICES:
+            service_env = services[name]["environment"]
+            assert service_env["AWS_ACCESS_KEY_ID"] == user, name
+            assert service_env["AWS_SECRET_ACCESS_KEY"] == password, name
+        setup = services["minio-setup"]["environment"]
+        assert (setup["MINIO_ROOT_USER"], setup["MINIO_ROOT_PASSWORD"]) == (user, password)
+
+    def test_secret_defaults_are_only_the_labelled_minio_dev_credentials(self) -> None:
+        """In the raw file, a secret-looking value with a default (``${VAR:-…}``) is only
+        MinIO's root credentials, under the comment that labels them development values;
+        every other one in archmax's services is a ``${VAR…}`` reference or passed through."""
+        text = (REPO / "docker-compose.yml").read_text()
+        defaults = set(re.findall(r"\$\{(\w+):-[^}]+\}", text))
+        secret_like = {d for d in defaults if re.search(r"KEY|SECRET|PASSWORD|TOKEN|USER", d)}
+        assert secret_like == {"MINIO_ROOT_USER", "MINIO_ROOT_PASSWORD"}
+        labelled = text.index("LOCAL TRIAL ONLY")
+        assert labelled < text.index("${MINIO_ROOT_USER:-") < text.index("x-archmax:")
+        raw = yaml.safe_load(text)["services"]
+        for name in ARCHMAX_SERVICES:
+            for key, value in raw[name]["environment"].items():
+                if re.search(r"KEY|SECRET|PASSWORD|TOKEN", key):
+                    assert value is None or str(value).startswith("${"), (name, key)
 
     def test_archmax_commands_parse(self, services: dict[str, dict[str, Any]]) -> None:
         """The worker's and serve's command lines are ones the CLI accepts."""
@@ -147,6 +273,36 @@ class TestComposeFile:
         env = {} if token is None else {"ARCHMAX_SERVE_TOKENS": token}
         with pytest.raises(ValueError, match="ARCHMAX_SERVE_TOKENS"):
             _interpolated(env)
+
+
+@pytest.fixture(scope="module")
+def section() -> str:
+    """The README's "Scaling out" section."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("\n### Scaling out: N workers on N machines\n")
+    return text[start : text.index("\n### ", start + 1)]
+
+
+class TestReadmeScalingOut:
+    """The README's "Scaling out" section names what the compose file sets for a worker."""
+
+    def test_names_every_store_and_temporal_variable_the_workers_get(
+        self, section: str, services: dict[str, dict[str, Any]]
+    ) -> None:
+        env = services["worker"]["environment"]
+        wanted = [
+            key
+            for key in env
+            if key.startswith(("AWS_", "TEMPORAL_")) or key in ("ARCHMAX_STORE", "ARCHMAX_ROOT")
+        ]
+        assert len(wanted) >= 8
+        for key in wanted:
+            assert f"`{key}`" in section or f"{key}=" in section, key
+        assert env["ARCHMAX_STORE"] in section
+
+    def test_explains_the_store_identity_check(self, section: str) -> None:
+        for word in ("`_store.json`", "`StoreMismatchError`", "docker compose up", "http://"):
+            assert word in section, word
 
 
 _VARIABLE = re.compile(r"\$(?:(\$)|\{(\w+)(?:(:?[-?])([^}]*))?\})")
