@@ -481,8 +481,14 @@ def describe_store(location: str | Path) -> str:
         scheme, _, rest = text.partition("://")
         host = re.split(r"[/?#]", rest, maxsplit=1)[0].rpartition("@")[2]
         return f"{scheme}://{host}"
-    host = parts.netloc.rpartition("@")[2]
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if at and ":" not in userinfo and parts.scheme.lower() in _CONTAINER_AT_ACCOUNT:
+        host = f"{userinfo}@{host}"  # abfs://<container>@<account>…: no credential
     return f"{parts.scheme}://{host}{parts.path}"
+
+
+_CONTAINER_AT_ACCOUNT: Final = frozenset({"abfs", "abfss"})
+"""Schemes whose URL names ``<container>@<account>`` where others put a user."""
 
 
 def _truthy(value: str | None) -> bool:
@@ -505,13 +511,14 @@ def _client_options(scheme: str, env: Mapping[str, str]) -> ClientConfig:
     return options
 
 
-def open_store(location: str | Path, *, env: Mapping[str, str] | None = None) -> SessionStore:
+def open_store(location: str | Path) -> SessionStore:
     """The session store at ``location``: a folder (a path, or ``file:///…``) as a
     :class:`FilesystemSessionStore`; ``s3://bucket/prefix``, ``gs://…``, ``az://…`` /
     ``abfs://…`` or ``memory://`` as an :class:`ObjectSessionStore`. Credentials, region and
     endpoint come from the provider's environment variables (``AWS_ACCESS_KEY_ID``,
-    ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``, …; ``env``, by default
-    ``os.environ``), never from the URL. An unknown scheme or a malformed URL is a
+    ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL``, ``GOOGLE_…``,
+    ``AZURE_…``), never from the URL; ``AWS_ENDPOINT_URL=http://…`` (or ``AWS_ALLOW_HTTP``)
+    allows plain HTTP. An unknown scheme or a malformed URL is a
     :class:`ConfigurationError` naming it (without credentials). No request is made."""
     if isinstance(location, Path):
         return FilesystemSessionStore(location)
@@ -554,11 +561,10 @@ def open_store(location: str | Path, *, env: Mapping[str, str] | None = None) ->
             f"session store {shown!r}: the URL names no bucket or container "
             f"({scheme}://<bucket>/<prefix>)"
         )
-    environment = os.environ if env is None else env
     try:
         store = from_url(
             location,
-            client_options=_client_options(scheme, environment),
+            client_options=_client_options(scheme, os.environ),
             retry_config=RETRIES,
         )
     except (BaseError, ValueError, OSError) as exc:
