@@ -144,13 +144,16 @@ def _reason(exc: Exception) -> str:
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
+def _no_container(exc: Exception) -> bool:
+    """Whether ``exc`` says the bucket (container) is missing: S3 and Azure answer 404 for it,
+    which the client reports as a missing object."""
+    return any(marker in str(exc) for marker in _NO_CONTAINER)
+
+
 def _store_failure(exc: Exception, rel: str) -> StoreIOError:
     """``exc``, a failure of the store itself while working on ``rel``, as a retryable
     :class:`StoreIOError` in the session's terms."""
-    if any(marker in str(exc) for marker in _NO_CONTAINER):
-        reason = "the bucket or container does not exist"
-    else:
-        reason = _reason(exc)
+    reason = "the bucket or container does not exist" if _no_container(exc) else _reason(exc)
     return StoreIOError(f"the session store failed on '{_shown(rel)}' ({reason})", rel)
 
 
@@ -170,7 +173,7 @@ def _translated(rel: str) -> Iterator[None]:
     except WorkspaceError:
         raise
     except FileNotFoundError as exc:
-        if any(marker in str(exc) for marker in _NO_CONTAINER):
+        if _no_container(exc):
             raise _store_failure(exc, rel) from None
         raise _not_found(rel) from None
     except (AlreadyExistsError, PreconditionError):
@@ -214,8 +217,8 @@ class ObjectSessionStore:
         self._store = store
         self._prefix = prefix.strip("/")
         self._description = description or type(store).__name__
-        own = getattr(store, "prefix", None)
-        self._prefix_bytes = len(str(own or "").encode()) + len(self._prefix.encode()) + 2
+        own = getattr(store, "prefix", None)  # an S3, GCS or Azure store's own prefix
+        self._own_prefix_bytes = len(str(own).encode()) + 1 if own else 0
 
     @property
     def description(self) -> str:
@@ -236,13 +239,13 @@ class ObjectSessionStore:
         rel = normalize_path(path)
         folder = self._full(folder_name(session_id))
         key = f"{folder}/{rel}" if rel else folder
-        _check_name(rel, self._prefix_bytes + len(key.encode()))
+        _check_name(rel, self._own_prefix_bytes + len(key.encode()))
         return folder, key, rel
 
     def _shared(self, key: str) -> tuple[str, str]:
         rel = shared_key(key)
         full = self._full(rel)
-        _check_name(rel, self._prefix_bytes + len(full.encode()))
+        _check_name(rel, self._own_prefix_bytes + len(full.encode()))
         return full, rel
 
     # -- requests ----------------------------------------------------------------------------
@@ -254,7 +257,7 @@ class ObjectSessionStore:
                 result = obstore.get(self._store, key)
                 return bytes(result.bytes()), result.meta["e_tag"]
             except FileNotFoundError as exc:
-                if any(marker in str(exc) for marker in _NO_CONTAINER):
+                if _no_container(exc):
                     raise
                 return None
 
@@ -263,7 +266,7 @@ class ObjectSessionStore:
             try:
                 obstore.head(self._store, key)
             except FileNotFoundError as exc:
-                if any(marker in str(exc) for marker in _NO_CONTAINER):
+                if _no_container(exc):
                     raise
                 return False
             return True
@@ -497,7 +500,8 @@ def _truthy(value: str | None) -> bool:
 
 def _client_options(scheme: str, env: Mapping[str, str]) -> ClientConfig:
     """The HTTP client's options: the timeouts, and plain HTTP where the environment asks for
-    it (an S3-compatible server such as MinIO at ``AWS_ENDPOINT_URL=http://…``)."""
+    it: an S3-compatible server such as MinIO at ``AWS_ENDPOINT_URL=http://…``, or
+    ``<AWS|GOOGLE|AZURE>_ALLOW_HTTP=true``."""
     options: ClientConfig = {"timeout": REQUEST_TIMEOUT, "connect_timeout": CONNECT_TIMEOUT}
     if scheme in ("s3", "s3a"):
         endpoint = env.get("AWS_ENDPOINT_URL") or env.get("AWS_ENDPOINT") or ""
@@ -505,7 +509,7 @@ def _client_options(scheme: str, env: Mapping[str, str]) -> ClientConfig:
     elif scheme == "gs":
         insecure = _truthy(env.get("GOOGLE_ALLOW_HTTP"))
     else:
-        insecure = _truthy(env.get("AZURE_ALLOW_HTTP")) or _truthy(env.get("AZURE_USE_EMULATOR"))
+        insecure = _truthy(env.get("AZURE_ALLOW_HTTP"))
     if insecure:
         options["allow_http"] = True
     return options

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import obstore
 import pytest
+from obstore.exceptions import GenericError
 from obstore.store import MemoryStore, from_url
 
 from archmax_temporal.activities.object_store import (
@@ -195,6 +196,32 @@ class TestFailures:
             assert str(port) not in message and "archmax-sessions" not in message
             assert not caught.value.to_application_error().non_retryable
         assert time.monotonic() - started < 60
+
+    def test_a_refusal_by_the_store_names_its_status_and_code_only(
+        self, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A 403 (credentials the bucket refuses): the status and the store's error code, not
+        the request's URL, its signature, or the secret in the environment."""
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI-hidden")
+        store = open_store("memory://")
+
+        def refused(*_args: object, **_kwargs: object) -> None:
+            raise GenericError(
+                "Generic S3 error: Error performing PUT http://127.0.0.1:9/bucket/pre/chat/"
+                "scratchpad/a.txt?X-Amz-Signature=abc123&secret=wJalrXUtnFEMI-hidden in 3ms - "
+                'Server returned non-2xx status code: 403 Forbidden: <?xml version="1.0"?>'
+                "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+                "\n\nDebug source:\nGeneric { secret: wJalrXUtnFEMI-hidden }"
+            )
+
+        monkeypatch.setattr(obstore, "put", refused)
+        with pytest.raises(StoreIOError) as caught:
+            store.write_text(SID, "scratchpad/a.txt", "x")
+        assert str(caught.value) == (
+            "the session store failed on 'scratchpad/a.txt' "
+            "(GenericError: HTTP 403 Forbidden, AccessDenied)"
+        )
+        assert caught.value.path == "scratchpad/a.txt"
 
     def test_a_missing_bucket_is_a_fault_not_a_missing_file(
         self, s3_url: str, monkeypatch: pytest.MonkeyPatch
