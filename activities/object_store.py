@@ -99,10 +99,9 @@ RETRIES: Final[RetryConfig] = {
 owns retries: a store that stays down fails the activity (:class:`StoreIOError`), which
 Temporal retries with its own backoff, never the client for minutes inside one attempt."""
 
-OBJECT_SCHEMES: Final = frozenset(
-    {"s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "adl", "memory"}
-)
-"""URL schemes :func:`open_store` opens as an :class:`ObjectSessionStore`."""
+OBJECT_SCHEMES: Final = frozenset({"s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "memory"})
+"""URL schemes :func:`open_store` opens as an :class:`ObjectSessionStore` (``client.config``'s
+``STORE_SCHEMES`` names the same, for ``ARCHMAX_STORE``; a test holds them equal)."""
 
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
@@ -396,6 +395,19 @@ class ObjectSessionStore:
                 rel,
             )
         return data, version
+
+    def version_of(self, session_id: str, path: str) -> str | None:
+        """The object's ETag without reading it (one ``HEAD``); None when there is no file."""
+        _folder, key, rel = self._locate(session_id, path)
+        if not rel:
+            return None
+        with _translated(rel):
+            try:
+                return obstore.head(self._store, key)["e_tag"]
+            except FileNotFoundError as exc:
+                if _no_container(exc):
+                    raise
+                return None
 
     def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
         folder, key, rel = self._locate(session_id, path)
