@@ -73,13 +73,14 @@ def is_store_url(location: str) -> bool:
 
 @lru_cache(maxsize=8)
 def _open_store(location: str) -> SessionStore:
-    from archmax_temporal.activities.session_store import FilesystemSessionStore
+    """The store at ``location`` (a folder, ``file://``, or an object store's URL: see
+    :func:`~activities.object_store.open_store`); one per location and process."""
+    from archmax_temporal.activities.object_store import open_store
 
-    if location.startswith("file://"):
-        location = location[len("file://") :]
-    if is_store_url(location):
-        raise ConfigurationError(f"ARCHMAX_STORE: no object store backend for {location!r} yet")
-    return FilesystemSessionStore(Path(location))
+    try:
+        return open_store(location)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"ARCHMAX_STORE: {exc}") from None
 
 
 def idle_close_from(text: str | None) -> timedelta | None:

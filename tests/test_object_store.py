@@ -18,6 +18,7 @@ from obstore.store import MemoryStore, from_url
 
 from archmax_temporal.activities.object_store import (
     MAX_KEY_BYTES,
+    OBJECT_SCHEMES,
     ObjectSessionStore,
     describe_store,
     open_store,
@@ -35,6 +36,7 @@ from archmax_temporal.activities.session_store import (
     sweep_temporaries,
     write_upload,
 )
+from archmax_temporal.client.config import STORE_SCHEMES, RuntimeConfig
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.identity import folder_name
 from tests.s3server import SECRET_ACCESS_KEY
@@ -282,6 +284,24 @@ class TestOpenStore:
         assert "hidden" not in str(caught.value)
         if location:
             assert repr(describe_store(location)) in str(caught.value)
+
+    def test_archmax_store_opens_through_the_config(self, s3_url: str, tmp_path: Path) -> None:
+        """``ARCHMAX_STORE=s3://…`` gives hosts and workers this store (one per location);
+        a location it refuses names the variable."""
+        config = RuntimeConfig.from_env({"ARCHMAX_STORE": s3_url}, root=tmp_path)
+        store = config.session_store()
+        assert isinstance(store, ObjectSessionStore) and config.session_store() is store
+        store.write_text(SID, "trigger.json", "{}")
+        assert open_store(s3_url).read_text(SID, "trigger.json") == "{}"
+        folder = RuntimeConfig.from_env({"ARCHMAX_STORE": str(tmp_path / "s")}, root=tmp_path)
+        assert isinstance(folder.session_store(), FilesystemSessionStore)
+        bad = RuntimeConfig.from_env({"ARCHMAX_STORE": "ftp://host/x"}, root=tmp_path)
+        with pytest.raises(ConfigurationError, match=r"^ARCHMAX_STORE: .*unknown scheme 'ftp'"):
+            bad.session_store()
+
+    def test_one_list_of_schemes(self) -> None:
+        """The schemes ``ARCHMAX_STORE`` takes as a URL are the ones the store opens."""
+        assert set(STORE_SCHEMES) == OBJECT_SCHEMES
 
     def test_describe_store_drops_credentials_and_query(self, tmp_path: Path) -> None:
         assert describe_store("s3://AKIA:hidden@bucket/pre?sig=hidden#f") == "s3://bucket/pre"
