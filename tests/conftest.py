@@ -157,7 +157,7 @@ async def running_agent(
     workflow: str,
     server: ScriptedModelServer,
     *,
-    store: Path | None = None,
+    store: Path | str | None = None,
     worker: bool = True,
     search_attributes: bool = True,
     tools: Sequence[Any] = (),
@@ -168,10 +168,13 @@ async def running_agent(
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
-    replays the whole history, so each test is also a determinism test)."""
+    replays the whole history, so each test is also a determinism test). ``store``: the
+    sessions' folder (default ``<root>/sessions``), or an object store's URL (``s3_url``)."""
+    store_url = store if isinstance(store, str) else None
     config = RuntimeConfig(
         root=root,
-        store=store or root / "sessions",
+        store=store if isinstance(store, Path) else root / "sessions",
+        store_url=store_url,
         address="unused",
         task_queue=task_queue,
         address_configured=True,
@@ -189,7 +192,8 @@ async def running_agent(
         client,
         task_queue=task_queue,
         model=model_config(server),
-        store_dir=config.store,
+        store_dir=None if store_url else config.store,
+        store=config.session_store() if store_url else None,
         max_cached_workflows=worker_cache,
         authoring_root=root,
         host_tools=as_host_tools(tools),

@@ -5,12 +5,14 @@ One script of tool calls (every tool: reads, writes, refusals of every kind) run
 :class:`ObjectSessionStore` on a real S3 API (moto in server mode, ``s3_url``); the results
 must be equal byte for byte, and so must the files left behind. Then what only a shared store
 owes a fleet of workers: two writers holding the same version, exactly one wins; an object
-created "if absent" by many at once, exactly once.
+created "if absent" by many at once, exactly once. Last, a whole session on S3: a worker and a
+host on the dev server, nothing on local disk.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import uuid
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.effects import EffectJournal
@@ -39,6 +42,7 @@ from archmax_temporal.workflows.contracts.workspace import (
     WorkspaceToolResult,
 )
 from archmax_temporal.workflows.zones import RUNTIME_INTERNAL
+from tests.conftest import Scripted, running_agent, write_workflow
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe"
 LONG = "n" * 300
@@ -440,3 +444,73 @@ class TestConditionalWritesOnS3:
         created = race(6, lambda i: stores[i].write_shared_once("_specs/s.json", b"%d" % i))
         assert sorted(created, key=str) == [False] * 5 + [True]
         assert stores[0].read_shared("_specs/s.json") == b"%d" % created.index(True)
+
+
+SESSION_SPEC = """
+states:
+  inbox:
+    triggers: { manual: }
+    instructions: Read the attachment, keep notes.
+"""
+
+SESSION_PLAYBOOK = json.dumps(
+    {
+        "rules": [
+            {
+                "when": {"last_tool": "read_file", "last_tool_result": "/(?P<total>TOTAL \\d+)/"},
+                "reply": {"content": "The invoice says {total}."},
+            },
+            {
+                "when": {"last_tool": "write_file"},
+                "reply": {"content": "Noted."},
+            },
+            {
+                "when": {"last_user": "invoice"},
+                "reply": {
+                    "tool_calls": [
+                        {"name": "read_file", "arguments": {"file_path": "${{{{invoice}}}}"}}
+                    ]
+                },
+            },
+            {
+                "when": {"last_user": "note"},
+                "reply": {
+                    "tool_calls": [
+                        {
+                            "name": "write_file",
+                            "arguments": {"file_path": "scratchpad/notes.md", "content": "paid"},
+                        }
+                    ]
+                },
+            },
+            {"when": {}, "reply": {"content": "ok"}},
+        ]
+    }
+)
+
+
+async def test_a_session_runs_on_s3_end_to_end(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path, s3_url: str
+) -> None:
+    """A host and a worker on one ``s3://`` store: files handed over land in the bucket, the
+    agent reads and writes them through its tools across two turns, and the session folder
+    on local disk never appears."""
+    write_workflow(tmp_path, "inbox", SESSION_SPEC)
+    server = scripted(SESSION_PLAYBOOK)
+    sid = f"s3-session-{uuid.uuid4().hex[:8]}"
+    raw = bytes(range(256))
+    async with running_agent(client, task_queue, tmp_path, "inbox", server, store=s3_url) as agent:
+        first = await agent.workflow.send(
+            sid,
+            "here is the invoice",
+            files={"invoice": ("invoice.txt", "TOTAL 412"), "scan": ("scan.bin", raw)},
+        )
+        second = await agent.workflow.send(sid, "note that it is paid")
+    assert first.reply == "The invoice says TOTAL 412."
+    assert second.reply == "Noted."
+    assert first.variables["invoice"].value == "scratchpad/attachments/invoice.txt"
+    store = open_store(s3_url)
+    assert store.read_bytes(sid, "scratchpad/attachments/scan.bin") == raw
+    assert store.read_text(sid, "scratchpad/notes.md") == "paid"
+    assert any(p.startswith("artifacts/") for p in store.walk(sid, ""))
+    assert not (tmp_path / "sessions").exists()
