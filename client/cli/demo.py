@@ -127,7 +127,7 @@ async def run_demo(root: Path | None = None, conversation: str | None = None) ->
                 f"See it in the Temporal UI: {ui}/namespaces/{config.namespace}/workflows/"
                 f"{conversation_id}"
             )
-            _say(f"Artifacts: {config.store / folder_name(conversation_id) / 'artifacts'}")
+            _say(f"Artifacts: {config.store_location}/{folder_name(conversation_id)}/artifacts")
             _say(
                 f"Its events: ARCHMAX_TASK_QUEUE={DEMO_TASK_QUEUE} archmax events "
                 f"{conversation_id}  (the demo's own task queue, never the default one)"
