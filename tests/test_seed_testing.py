@@ -17,6 +17,7 @@ import pytest
 from archmax_temporal.activities.session_store import PathEscapeError, ReadOnlyPathError
 from archmax_temporal.client.cli.app import run_cli
 from archmax_temporal.client.cli.render import camel_json, summary_detail, summary_line
+from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.host import Agent, SessionsSurface
 from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.assertions import TurnView
@@ -320,7 +321,8 @@ async def test_a_refused_seed_is_a_typed_error_naming_the_path(
 ) -> None:
     """``sessions.seed`` refuses mounts and runtime areas with the typed error (its class,
     its path), not the wire's ``ApplicationError``."""
-    agent = SimpleNamespace(config=SimpleNamespace(store=tmp_path / "sessions", root=tmp_path))
+    config = RuntimeConfig(root=tmp_path, store=tmp_path / "sessions")
+    agent = SimpleNamespace(config=config)
     surface = SessionsSurface(cast(Agent, agent))
     with pytest.raises(error) as raised:
         await surface.seed("s-1", {path: "x"})
