@@ -287,12 +287,13 @@ class StoreActivities:
         data = document.model_dump_json().encode("utf-8")
 
         def write() -> None:
+            order = _order()
+            version = self._store.version_of(sid, CHECKPOINT_FILE)  # before the claim check
             try:
-                self._claim(sid, _order())
+                self._claim(sid, order)
+                self._replace(sid, CHECKPOINT_FILE, data, version, order)
             except Superseded:
                 return  # a newer attempt of the session wrote after this one was scheduled
-            version = self._store.version_of(sid, CHECKPOINT_FILE)
-            self._store.write_if(sid, CHECKPOINT_FILE, data, version=version)
 
         with _failing_as("checkpoints", "write the session's checkpoint"):
             await asyncio.to_thread(write)
@@ -341,19 +342,20 @@ class StoreActivities:
             except StoreConflictError:
                 continue  # another attempt claimed in between: read it again
 
-    def _replace(self, session_id: str, path: str, text: str, order: tuple[float, int]) -> str:
-        """Write one document unless something newer did (conditional on the version this
-        worker last wrote, else the one the store has); its new version."""
-        data = text.encode("utf-8")
-        version = self._versions.get((session_id, path))
+    def _replace(
+        self, session_id: str, path: str, data: bytes, version: str | None, order: tuple[float, int]
+    ) -> str:
+        """Write one document if it is still at ``version`` (read before this attempt's claim
+        was checked); on a conflict, the claim again (:class:`Superseded` when a newer attempt
+        holds it), the version read again, the claim checked again, and another try. Its new
+        version."""
         for _ in range(3):
-            if version is None:
-                version = self._store.version_of(session_id, path)
             try:
                 written = self._store.write_if(session_id, path, data, version=version)
             except StoreConflictError:
-                self._claim(session_id, order)  # Superseded when a newer attempt wrote it
-                version = None
+                self._claim(session_id, order)
+                version = self._store.version_of(session_id, path)
+                self._claim(session_id, order)  # a newer write seen above has a newer claim
                 continue
             self._versions[(session_id, path)] = written
             return written
@@ -393,10 +395,16 @@ class StoreActivities:
             "trajectory.json": render(head, "messages", self._trajectory_texts(turn)),
         }
         order = _order()
+        paths = {name: f"{ARTIFACTS}/{name}" for name in documents}
+        versions = {
+            name: self._versions.get((sid, path)) or self._store.version_of(sid, path)
+            for name, path in paths.items()
+        }  # read before the claim is checked: a newer write seen here has a newer claim
         try:
             self._claim(sid, order)
             for name, text in documents.items():
-                written = self._replace(sid, f"{ARTIFACTS}/{name}", text, order)
+                data = text.encode("utf-8")
+                written = self._replace(sid, paths[name], data, versions[name], order)
                 if name == "trail.json":
                     steps.stamp = written
         except Superseded:

@@ -8,8 +8,9 @@ log changed under the cache (another worker, a reset).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,10 @@ from archmax_temporal.activities.store import StoreActivities
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import (
+    CheckpointInput,
     Message,
     PersistTurnInput,
+    SessionInput,
     ToolCall,
     TrailStep,
     TranscriptLog,
@@ -215,3 +218,71 @@ class TestPersistTurn:
         assert "another branch" in session.artifact("trajectory.json")
         assert "turn 1" not in session.artifact("trajectory.json")
         assert session.artifact("trail.json") == trail
+
+
+def _attempt(at: datetime, attempt: int) -> ActivityEnvironment:
+    """An activity environment whose attempt was scheduled at ``at``."""
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, current_attempt_scheduled_time=at, attempt=attempt)
+    return env
+
+
+def _turn(state: str) -> PersistTurnInput:
+    return PersistTurnInput(
+        session_id=SID,
+        workflow="w",
+        spec_hash="h",
+        spec=SPEC,
+        state=state,
+        status="completed",
+        trail=[step(0)],
+        variables={},
+        usage=Usage(),
+    )
+
+
+class TestZombies:
+    """An attempt whose activity timed out keeps running (a zombie) after its retry, or the
+    next turn, wrote: nothing it writes afterwards lands."""
+
+    T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def _state(self, store: FilesystemSessionStore) -> str:
+        return str(json.loads(store.read_text(SID, "artifacts/metadata.json"))["state"])
+
+    async def test_an_older_attempt_writes_nothing_over_a_newer_one(self, tmp_path: Path) -> None:
+        store = FilesystemSessionStore(tmp_path)
+        retry = _attempt(self.T0 + timedelta(seconds=30), 2)
+        await retry.run(StoreActivities(store).persist_turn, _turn("newer"))
+        zombie = _attempt(self.T0, 1)
+        await zombie.run(StoreActivities(store).persist_turn, _turn("zombie"))
+        assert self._state(store) == "newer"
+        later = _attempt(self.T0 + timedelta(seconds=60), 1)
+        await later.run(StoreActivities(store).persist_turn, _turn("next turn"))
+        assert self._state(store) == "next turn"
+
+    async def test_a_zombie_that_read_the_versions_first_loses_its_writes(
+        self, tmp_path: Path
+    ) -> None:
+        """The zombie read every document's version, then the newer attempt claimed and
+        wrote: each of the zombie's conditional puts fails, and it stops."""
+        store = FilesystemSessionStore(tmp_path)
+        zombie = StoreActivities(store)
+        await _attempt(self.T0 - timedelta(seconds=30), 1).run(zombie.persist_turn, _turn("old"))
+        newer = StoreActivities(store)
+        await _attempt(self.T0 + timedelta(seconds=30), 2).run(newer.persist_turn, _turn("newer"))
+        # the zombie holds the versions it wrote itself: all stale now
+        await _attempt(self.T0, 1).run(zombie.persist_turn, _turn("zombie"))
+        assert self._state(store) == "newer"
+
+    async def test_a_checkpoint_of_an_older_attempt_is_not_written(self, tmp_path: Path) -> None:
+        store = FilesystemSessionStore(tmp_path)
+        await _attempt(self.T0 + timedelta(seconds=30), 1).run(
+            StoreActivities(store).persist_turn, _turn("newer")
+        )
+        checkpoint = CheckpointInput(
+            session_id=SID,
+            checkpoint=SessionInput(session_id=SID, workflow="w", spec=SPEC, spec_hash="h"),
+        )
+        await _attempt(self.T0, 1).run(StoreActivities(store).checkpoint, checkpoint)
+        assert not store.exists(SID, "checkpoints/session.json")
