@@ -243,6 +243,11 @@ class Tally:
     def total_http(self) -> int:
         return sum(self.http.values())
 
+    @property
+    def runs(self) -> set[str]:
+        """The workflow runs whose activities called the store."""
+        return {attempt.split(".")[0] for attempt in self.attempts if attempt != "-"}
+
 
 _LINE: Final = re.compile(r'"(?:\x1b\[[0-9;]*m)?([A-Z]+) (\S+) HTTP/[0-9.]+')
 
@@ -446,6 +451,9 @@ class Options:
     """Turns between the two failovers."""
     note_bytes: int = 1000
     """Size of the note each turn writes."""
+    model_calls_per_run: int | None = None
+    """Continue as new mid-turn after this many model calls (``create_agent``'s); None: when
+    Temporal suggests it, as in production."""
 
     @property
     def turns(self) -> int:
@@ -595,7 +603,13 @@ async def measure(
                 task_queue=queue,
                 address_configured=True,
             )
-            agent = await create_agent("desk", config=config, client=client, worker="external")
+            agent = await create_agent(
+                "desk",
+                config=config,
+                client=client,
+                worker="external",
+                model_calls_per_run=options.model_calls_per_run,
+            )
             sid = f"bench-store-{name.lower()}-{tag}"
             sides.append(Side(name, location, queue, sid, agent, requests))
         n = 0
@@ -649,7 +663,7 @@ ACTIVITIES: Final = (
 def _n(value: float | None, digits: int = 1) -> str:
     if value is None:
         return "-"
-    if abs(value - round(value)) < 1e-9 and abs(value) >= 1:
+    if abs(value - round(value)) < 1e-9:
         return f"{round(value):,}"
     return f"{value:,.{digits}f}"
 
@@ -744,19 +758,61 @@ def _times(
 
 
 def _growth(report: Report) -> list[str]:
-    """Bytes written or read per turn, by area, whose median over the last window's turns is
-    above the first window's (medians: the first turn's one-off writes do not count)."""
+    """Store calls (by method and area) and bytes written or read (by area) per turn whose
+    median over the last window's turns is above the first window's (medians: the first
+    turn's one-off writes do not count)."""
     grows: list[str] = []
     early, late = report.options.windows[0], report.options.windows[-1]
     for side in report.sides:
-        for what, of in (("written", _written), ("read", _read)):
+        for what, unit, of in (
+            ("calls", "", _pairs),
+            ("written", " B", _written),
+            ("read", " B", _read),
+        ):
             names = {k for t in side.turns.values() for k in of(t)}
             for name in sorted(names):
                 before = _median([of(t)[name] for t in report.window(side, early)])
                 after = _median([of(t)[name] for t in report.window(side, late)])
-                if after > before * 1.05 + 1:
-                    grows.append(f"{side.name}: {name} {what} {_n(before)} -> {_n(after)} B/turn")
+                if after > before * 1.05 + (1 if unit else 0):
+                    grows.append(
+                        f"{side.name}: {name} {what} {_n(before)} -> {_n(after)}{unit} a turn"
+                    )
     return grows
+
+
+def _pairs(tally: Tally) -> Counter[str]:
+    return tally.pairs
+
+
+def _trace(values: list[tuple[int, float]], limit: int = 12) -> str:
+    """``value (turns)`` for each stretch of turns with one value, e.g. ``41 (1), 38 (2-86)``."""
+    stretches: list[tuple[float, int, int]] = []
+    for turn, value in values:
+        if stretches and stretches[-1][0] == value and stretches[-1][2] == turn - 1:
+            stretches[-1] = (value, stretches[-1][1], turn)
+        else:
+            stretches.append((value, turn, turn))
+    shown = [
+        f"{_n(value)} ({first}{'' if first == last else f'-{last}'})"
+        for value, first, last in stretches[:limit]
+    ]
+    return ", ".join(shown) + (
+        f", … ({len(stretches) - limit} more)" if len(stretches) > limit else ""
+    )
+
+
+def _new_runs(side: Side, limit: int = 12) -> str:
+    """The turns in which the session's workflow continued as new, and whether mid-turn."""
+    seen: set[str] = set()
+    found: list[str] = []
+    for n in sorted(side.turns):
+        runs = side.turns[n].runs
+        if seen and runs - seen:
+            found.append(f"turn {n} ({'mid-turn' if len(runs) > 1 else 'between turns'})")
+        seen |= runs
+    if len(found) > limit:
+        found = [*found[:limit], f"… ({len(found) - limit} more)"]
+    return ", ".join(found) or "none"
 
 
 def _written(tally: Tally) -> Counter[str]:
@@ -775,7 +831,13 @@ def render(report: Report) -> str:
     out = [
         f"bench.store: one session per side, {options.turns} turns of {STEPS} model steps "
         f"(write_file, read_file, edit_file of a {options.note_bytes} B note, the answer), then "
-        f"two failovers {options.gap} turns apart; runs of each session (continue-as-new): "
+        f"two failovers {options.gap} turns apart; "
+        + (
+            f"model_calls_per_run {options.model_calls_per_run}; "
+            if options.model_calls_per_run
+            else ""
+        )
+        + "runs of each session (continue-as-new): "
         f"folder {report.runs.get('folder', '?')}, S3 {report.runs.get('S3', '?')}; "
         f"{report.seconds:.0f} s",
         "",
@@ -929,6 +991,18 @@ def render(report: Report) -> str:
         f"- store calls and requests per model step: "
         f"{'FLAT' if all(c.flat for c in found) else 'NOT FLAT'}"
     )
+    for side in report.sides:
+        long = [n for n in sorted(side.turns) if n <= options.turns]
+        out.append(
+            f"- {side.name}, store calls per turn, turn by turn: "
+            + _trace([(n, side.turns[n].total_calls) for n in long])
+        )
+        if side.requests is not None:
+            out.append(
+                f"- {side.name}, HTTP requests per turn, turn by turn: "
+                + _trace([(n, side.turns[n].total_http) for n in long])
+            )
+        out.append(f"- {side.name}, continue-as-new: {_new_runs(side)}")
     grows = _growth(report)
     out.append(
         "- what grows with the session: " + ("; ".join(grows) if grows else "nothing counted here")
@@ -984,12 +1058,24 @@ def cli() -> None:
     )
     parser.add_argument("--gap", type=int, default=5, help="turns between the two failovers")
     parser.add_argument("--note-bytes", type=int, default=1000, help="size of each turn's note")
+    parser.add_argument(
+        "--model-calls-per-run",
+        type=int,
+        default=None,
+        help="continue as new mid-turn after this many model calls (default: when Temporal "
+        "suggests it)",
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: windows 1-2,5-5, gap 0")
     args = parser.parse_args()
     options = (
         QUICK
         if args.quick
-        else Options(parse_windows(args.windows), gap=args.gap, note_bytes=args.note_bytes)
+        else Options(
+            parse_windows(args.windows),
+            gap=args.gap,
+            note_bytes=args.note_bytes,
+            model_calls_per_run=args.model_calls_per_run,
+        )
     )
     report = asyncio.run(main(options))
     print(render(report))
