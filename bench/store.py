@@ -24,7 +24,9 @@ What is counted, for each turn:
 * **HTTP requests** (the S3 side): the requests moto served, read from its access log as it
   grows (:class:`RequestLog`), by kind (GET, HEAD, LIST, PUT, DELETE): what "requests" means
   on an object store. The S3 side's store calls are serialized (one at a time, as a session's
-  activities run anyway), so each call's requests are the log lines it added;
+  activities run anyway), so each call's requests are the log lines it added; a request of
+  the turn that no worker call made is the host's (``send`` reads the outcome's variables
+  from ``artifacts/variables.json``), shown apart;
 * **wall time** of the turn at the host (``workflow.send``), which includes the scripted
   model answering a request that grows with the conversation.
 
@@ -34,7 +36,10 @@ first window to the last. Then **failover**: the workers are stopped and fresh o
 caches, a new store client) take the sessions over; their first turn walks the session's
 conversation log back segment by segment (and compacts it once the walk is long), their second
 is warm again. After ``--gap`` more turns a second fresh worker takes over, to show what the
-compaction bounds. See bench/README.md for figures.
+compaction bounds. Last, turn-by-turn traces of store calls and requests per turn, the turns
+where the session continued as new (mid-turn or between turns), and what grew from the first
+window to the last (by method and area, on medians). The exit status is 1 when store calls or
+requests per model step grew. See bench/README.md for figures.
 """
 
 from __future__ import annotations
