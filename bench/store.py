@@ -678,7 +678,7 @@ def _x(folder: float | None, s3: float | None) -> str:
 
 
 def _span(window: tuple[int, int]) -> str:
-    return f"{window[0]}-{window[1]}"
+    return f"{window[0]}" if window[0] == window[1] else f"{window[0]}-{window[1]}"
 
 
 def _median(values: list[float]) -> float:
