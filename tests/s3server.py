@@ -67,6 +67,12 @@ class S3Server:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def log(self) -> Path:
+        """The file the server's output goes to: after its start-up lines, one line per
+        request served (werkzeug's access log, written before the response leaves)."""
+        return self._log_path
+
+    @property
     def pid(self) -> int:
         assert self._process is not None, "not started"
         return self._process.pid
