@@ -37,6 +37,7 @@ import json
 import os
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,9 @@ from archmax_temporal.workflows.zones import CHECKPOINTS
 
 EFFECTS: Final = f"{CHECKPOINTS}/effects"
 """Where a session's journal lives (runtime-internal: never listed, read or written by tools)."""
+
+REMEMBERED_ENTRIES: Final = 10_000
+"""How many entries' recording times a process keeps (for pruning without reading again)."""
 
 EFFECT_MAX_AGE: Final = 24 * 3600.0
 """Seconds after which any entry is pruned: no call is retried for this long (the longest
@@ -169,6 +173,9 @@ class EffectJournal:
 
     def __init__(self, store: SessionStore) -> None:
         self._store = store
+        self._recorded: OrderedDict[tuple[str, str], float] = OrderedDict()
+        """When each entry this process read while pruning was recorded (entries are written
+        once): a turn's prune reads only the entries it has not seen, not every old one."""
 
     def load(self, session_id: str, key: str, request: str) -> JournalEntry | None:
         """The entry of ``key`` if it records this very request, else None."""
@@ -304,20 +311,33 @@ class EffectJournal:
         for name in names:
             path = f"{EFFECTS}/{name}"
             if not (run_id and name.startswith(f"{run_id}.")):
-                try:
-                    entry = JournalEntry.model_validate_json(
-                        self._store.read_text(session_id, path)
-                    )
-                except (WorkspaceError, ValidationError):
+                recorded = self._recorded_at(session_id, name)
+                if recorded is None or recorded >= cutoff:
                     continue
-                if entry.recorded_at >= cutoff:
-                    continue
+            self._recorded.pop((session_id, name), None)
             try:
                 delete_file(self._store, session_id, path)
             except FileNotFoundInWorkspaceError:
                 continue
             removed += 1
         return removed
+
+    def _recorded_at(self, session_id: str, name: str) -> float | None:
+        """When the entry ``name`` was recorded (read once per process), or None when it is
+        no readable entry."""
+        known = self._recorded.get((session_id, name))
+        if known is not None:
+            self._recorded.move_to_end((session_id, name))
+            return known
+        try:
+            text = self._store.read_text(session_id, f"{EFFECTS}/{name}")
+            recorded = JournalEntry.model_validate_json(text).recorded_at
+        except (WorkspaceError, ValidationError):
+            return None
+        self._recorded[(session_id, name)] = recorded
+        while len(self._recorded) > REMEMBERED_ENTRIES:
+            self._recorded.popitem(last=False)
+        return recorded
 
 
 def pause_after_effect(tool: str, key: str) -> None:

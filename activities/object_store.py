@@ -68,6 +68,7 @@ from archmax_temporal.activities.session_store import (
 )
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.identity import folder_name
+from archmax_temporal.workflows.zones import ARTIFACTS, CHECKPOINTS
 
 if TYPE_CHECKING:
     from obstore.store import ClientConfig, ObjectStore, RetryConfig
@@ -200,6 +201,11 @@ def _check_name(rel: str, key_bytes: int) -> None:
             f"with the store's prefix and the session's folder; at most {MAX_KEY_BYTES})",
             rel,
         )
+
+
+_RUNTIME_AREAS: Final = frozenset({CHECKPOINTS, ARTIFACTS})
+"""The session areas only the runtime writes, each document at a fixed place: a conditional
+write there skips the folder checks (a list and a head per folder above it)."""
 
 
 class ObjectSessionStore:
@@ -411,7 +417,8 @@ class ObjectSessionStore:
 
     def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
         folder, key, rel = self._locate(session_id, path)
-        self._check_writable(folder, key, rel)
+        if rel.split("/", 1)[0] not in _RUNTIME_AREAS:  # the runtime's own areas hold no
+            self._check_writable(folder, key, rel)  # folder where it writes a file: no checks
         try:
             with _translated(rel):
                 result = obstore.put(

@@ -24,8 +24,10 @@ index and the digest before it) and holding its messages as lines
   ``checkpoints/transcript.jsonl`` (:data:`LEGACY_LOG_FILE`); a chain the segments do not
   reach is read from it, and written as one segment so the file is read once.
 
-After a walk of more than :data:`COMPACT_AFTER` segments (a worker new to a long session),
-the chain is also written as one segment from the start, so the next walk is one read.
+A worker new to a session walks its chain back once (then keeps it). The walk is bounded:
+after every :data:`COMPACT_EVERY`-th segment of a chain the writer adds one that spans the
+16 before it, after every 256th one that spans 256 (and so on), and a walk takes the widest
+segment that ends where it stands, so it reads at most about 15 segments a level.
 
 Prompts and tool schemas are kept once per digest under ``checkpoints/prompts/``: a call
 sends the text when it changed since the run's last call and its digest otherwise.
@@ -64,8 +66,13 @@ SEGMENTS_DIR: Final = "checkpoints/transcript"
 LEGACY_LOG_FILE: Final = "checkpoints/transcript.jsonl"
 """Where a folder store kept a session's log before segments (read, never written)."""
 
-COMPACT_AFTER: Final = 16
-"""Segments a walk reads before it writes the chain again as one segment from the start."""
+COMPACT_EVERY: Final = 16
+"""Every 16th segment of a chain is followed by one spanning the 16 before it (and every
+256th by one spanning 256, …): a walk back from any point reads at most about 15 segments
+per level, however long the session."""
+
+CACHED_PROMPTS: Final = 256
+"""Prompts and tool lists a worker process keeps in memory (by session and digest)."""
 
 PROMPTS_DIR: Final = "checkpoints/prompts"
 """Where prompts and tool schemas are kept by digest, relative to a session's folder."""
@@ -249,6 +256,11 @@ class TranscriptLogs:
         """Per session: the last chain read or written (any branch of the log)."""
         self.reads = 0
         """Segments (and legacy files) this process read: what a cache miss cost."""
+        self._prompts: OrderedDict[tuple[str, str], str] = OrderedDict()
+        """Prompts this process wrote or read, by session and digest (content-addressed:
+        never stale), so a call that names one reads nothing."""
+        self._bounds: dict[str, list[int]] = {}
+        """Per cached session: where the segments of its cached chain end (for compaction)."""
 
     # --- reading ----------------------------------------------------------------------
 
@@ -285,13 +297,15 @@ class TranscriptLogs:
         for named in names:
             ending.setdefault((named.end, named.digest), []).append(named)
         pieces: list[tuple[list[Message], list[str]]] = []
+        ends: list[int] = []
         end, digest, full = base, base_hash[:_NAME_DIGEST], base_hash
         prefix: tuple[list[Message], list[str]] | None = None
         legacy: tuple[list[Message], list[str]] | None = None
-        read = 0
+        bounds: list[int] = []
         while prefix is None:
             prefix = self._cached(session_id, end, full)
             if prefix is not None:
+                bounds = self._bounds_to(session_id, end)
                 break
             candidates = sorted(ending.get((end, digest), []), key=lambda n: n.first)
             for named in candidates:  # the widest first
@@ -300,11 +314,11 @@ class TranscriptLogs:
                 except FileNotFoundInWorkspaceError:
                     continue
                 self.reads += 1
-                read += 1
                 parsed = _parse_segment(data, named)
                 if parsed is not None and parsed[2][-1] == full:
                     previous, messages, digests = parsed
                     pieces.append((messages, digests))
+                    ends.append(named.end)
                     end, digest, full = named.first, previous[:_NAME_DIGEST], previous
                     if end == 0:
                         prefix = ([], [])
@@ -317,15 +331,21 @@ class TranscriptLogs:
                     prefix = held_messages[:end], held_digests[:end]
                     if end:
                         self._write_segment(session_id, 0, "", list(zip(*prefix, strict=True)))
+                        bounds = [end]
                     break
                 raise diverged(session_id, base, self._held(names, len(held_digests)))
         messages, digests = list(prefix[0]), list(prefix[1])
         for piece_messages, piece_digests in reversed(pieces):
             messages.extend(piece_messages)
             digests.extend(piece_digests)
-        if read > COMPACT_AFTER:
-            self._write_segment(session_id, 0, "", list(zip(messages, digests, strict=True)))
+        self._bounds[session_id] = [*bounds, *reversed(ends)]
         return messages, digests
+
+    def _bounds_to(self, session_id: str, end: int) -> list[int]:
+        """Where the cached chain's segments end, up to ``end`` (itself one: a call's base
+        is where an earlier call ended)."""
+        kept = [b for b in self._bounds.get(session_id, []) if b <= end]
+        return kept if not end or (kept and kept[-1] == end) else [*kept, end]
 
     def _chain(self, session_id: str, base: int, base_hash: str) -> tuple[list[Message], list[str]]:
         cached = self._cached(session_id, base, base_hash) if base_hash or not base else None
@@ -333,6 +353,7 @@ class TranscriptLogs:
             cached = self._walk(session_id, base, base_hash)
             self._remember(session_id, *cached)
         else:
+            self._bounds[session_id] = self._bounds_to(session_id, base)
             self._cache.move_to_end(session_id)
         return cached
 
@@ -340,7 +361,8 @@ class TranscriptLogs:
         self._cache[session_id] = (messages, digests)
         self._cache.move_to_end(session_id)
         while len(self._cache) > CACHED_SESSIONS:
-            self._cache.popitem(last=False)
+            dropped, _ = self._cache.popitem(last=False)
+            self._bounds.pop(dropped, None)
 
     def forget(self, session_id: str) -> None:
         """Drop the session's cached chain (after a repair rewrote its log)."""
@@ -357,6 +379,19 @@ class TranscriptLogs:
         with contextlib.suppress(StoreConflictError):
             self._store.write_if(session_id, name, segment_bytes(first, prev, lines), version=None)
 
+    def _compact(self, session_id: str, messages: list[Message], digests: list[str]) -> None:
+        """Record the segment just written; after every :data:`COMPACT_EVERY`-th (and every
+        ``COMPACT_EVERY**2``-th, …) write one more spanning that many before it."""
+        bounds = self._bounds.setdefault(session_id, [])
+        bounds.append(len(messages))
+        count, span = len(bounds), COMPACT_EVERY
+        while count % span == 0:
+            first = bounds[count - span - 1] if count > span else 0
+            prev = digests[first - 1] if first else ""
+            lines = list(zip(messages[first:], digests[first:], strict=True))
+            self._write_segment(session_id, first, prev, lines)
+            span *= COMPACT_EVERY
+
     def extend(
         self, session_id: str, log: TranscriptLog, new: list[Message]
     ) -> tuple[list[Message], str]:
@@ -369,10 +404,11 @@ class TranscriptLogs:
             for message in new:
                 previous = chain(previous, message)
                 lines.append((message, previous))
-            if lines:
-                self._write_segment(session_id, log.base, log.base_hash if log.base else "", lines)
             messages = [*messages, *(m for m, _ in lines)]
             digests = [*digests, *(h for _, h in lines)]
+            if lines:
+                self._write_segment(session_id, log.base, log.base_hash if log.base else "", lines)
+                self._compact(session_id, messages, digests)
             self._remember(session_id, messages, digests)
             return list(messages), digests[-1] if digests else ""
 
@@ -390,12 +426,19 @@ class TranscriptLogs:
         """The prompt (or schema text) with ``digest``: ``text`` is kept when given, else
         read from where an earlier call kept it."""
         path = f"{PROMPTS_DIR}/{digest}"
+        known = self._prompts.get((session_id, digest))
+        if known is not None:
+            self._prompts.move_to_end((session_id, digest))
+            return known
         if text is not None:
             with contextlib.suppress(StoreConflictError):
                 self._store.write_if(session_id, path, text.encode("utf-8"), version=None)
+            self._keep_prompt(session_id, digest, text)
             return text
         try:
-            return self._store.read_text(session_id, path)
+            text = self._store.read_text(session_id, path)
+            self._keep_prompt(session_id, digest, text)
+            return text
         except FileNotFoundInWorkspaceError:
             raise ApplicationError(
                 f"prompt {digest[:12]}… of session {session_id!r} is not in the store: "
@@ -407,6 +450,13 @@ class TranscriptLogs:
             ) from None
         except WorkspaceError as exc:
             raise exc.to_application_error() from None
+
+    def _keep_prompt(self, session_id: str, digest: str, text: str) -> None:
+        if not digest:
+            return
+        self._prompts[(session_id, digest)] = text
+        while len(self._prompts) > CACHED_PROMPTS:
+            self._prompts.popitem(last=False)
 
     def tools(
         self, session_id: str, digest: str | None, tools: list[ToolSchema]

@@ -34,7 +34,7 @@ Reported for windows of turns of the long session (``--windows``), per turn and 
 side by side with S3 ÷ folder, and whether store calls and requests per step stay flat from the
 first window to the last. Then **failover**: the workers are stopped and fresh ones (empty
 caches, a new store client) take the sessions over; their first turn walks the session's
-conversation log back segment by segment (and compacts it once the walk is long), their second
+conversation log back segment by segment (bounded by the writers' compactions), their second
 is warm again. After ``--gap`` more turns a second fresh worker takes over, to show what the
 compaction bounds. Last, turn-by-turn traces of store calls and requests per turn, the turns
 where the session continued as new (mid-turn or between turns), and what grew from the first
@@ -1026,8 +1026,8 @@ def render(report: Report) -> str:
 
 
 QUICK: Final = Options(windows=((1, 2), (5, 5)), gap=0)
-"""``--quick``: a smoke run (its first failover still walks more than ``COMPACT_AFTER``
-segments, so it compacts)."""
+"""``--quick``: a smoke run (its first failover walks a log longer than ``COMPACT_EVERY``
+segments, so the writers' compaction bounds it)."""
 
 
 async def main(options: Options) -> Report:

@@ -9,10 +9,9 @@ from pathlib import Path
 from temporalio.client import Client
 
 from archmax_temporal.activities.session_store import MemorySessionStore
-from archmax_temporal.activities.transcript_log import COMPACT_AFTER
+from archmax_temporal.activities.transcript_log import COMPACT_EVERY
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 from bench.store import (
-    COMPACTION,
     HOST,
     QUICK,
     STEPS,
@@ -57,7 +56,7 @@ async def test_quick_run_is_flat_and_counts_real_requests(
 ) -> None:
     """The bench's ``--quick`` run: every turn makes its four model steps on both sides, the
     S3 side's requests are the server's own, store calls per step do not grow, and a fresh
-    worker walks the log back (compacting it once the walk is long)."""
+    worker walks the log back in a bounded number of reads (the writers' compactions)."""
     report = await measure(client, s3_server, s3_url, QUICK, tmp_path)
     text = render(report)
     assert all(check.flat for check in checks(report)), text
@@ -74,12 +73,11 @@ async def test_quick_run_is_flat_and_counts_real_requests(
         assert tally.total_http == 0
     first = report.failovers[0]
     for side in report.sides:
-        walked = first.first[side.name]
-        assert first.segments[side.name] > COMPACT_AFTER
-        assert segments_read(walked) == first.segments[side.name], text
-        assert walked.pairs[COMPACTION] == 1, text
+        walked = segments_read(first.first[side.name])
+        held = first.segments[side.name]
+        assert 0 < walked <= 2 * COMPACT_EVERY and (walked < held or held <= COMPACT_EVERY), text
         assert segments_read(first.second[side.name]) == 0, text
     second = report.failovers[1]
-    assert segments_read(second.first["S3"]) < first.segments["S3"], text  # bounded
+    assert segments_read(second.first["S3"]) <= 2 * COMPACT_EVERY, text  # bounded
     assert "| store calls / model step |" in text
     assert HOST in text

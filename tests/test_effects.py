@@ -293,6 +293,26 @@ class TestWorkspaceTools:
 
 
 class TestPruning:
+    def test_a_turns_prune_reads_only_entries_it_has_not_seen(self) -> None:
+        """Another run's young entries stay for a day; each turn's prune reads them once per
+        process, not every turn (requests per turn stay flat)."""
+        reads: list[str] = []
+
+        class Counting(MemorySessionStore):
+            def read_text(self, session_id: str, path: str) -> str:
+                reads.append(path)
+                return super().read_text(session_id, path)
+
+        journal = EffectJournal(Counting())
+        for n in range(3):
+            journal.record(SID, f"old-run.{n}", "write_file", "r", Effect("ok"))
+        assert journal.prune(SID, "run-1") == 0 and len(reads) == 3
+        for turn in range(5):
+            journal.record(SID, f"run-1.{turn}", "write_file", "r", Effect("ok"))
+            assert journal.prune(SID, "run-1") == 1
+        assert len(reads) == 3
+        assert journal.prune(SID, "run-1", now=time.time() + 2 * 86400) == 3
+
     async def test_a_turns_end_prunes_its_runs_entries_and_old_ones(
         self, store: FilesystemSessionStore, tmp_path: Path
     ) -> None:

@@ -166,7 +166,8 @@ class TestRepair:
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
     ) -> None:
         """The prompts a run sent once and named after: deleted, rebuilt from the call that
-        carried them, and the next call of the same run finds them."""
+        carried them, and the next call of the same run (on a worker new to the session,
+        which has not kept them) finds them."""
         write_workflow(tmp_path, "reader", READER)
         store = tmp_path / "sessions"
         sid = "repair-prompts"
@@ -180,6 +181,9 @@ class TestRepair:
             assert len(kept) == 2  # the system prompt and the tool list
             for prompt in prompts.iterdir():
                 prompt.unlink()
+        async with running_agent(  # a worker new to the session: nothing cached
+            client, task_queue, tmp_path, "reader", scripted(BOOK), store=store, idle_close=None
+        ) as agent:
             refused = await agent.workflow.send(sid, "read it, turn 1")
             assert refused.kind == "rejected"
             _expect_rejected_naming_repair(refused.rejected, sid)

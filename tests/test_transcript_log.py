@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.session_store import FilesystemSessionStore, MemorySessionStore
 from archmax_temporal.activities.transcript_log import (
-    COMPACT_AFTER,
+    COMPACT_EVERY,
     LEGACY_LOG_FILE,
     LOG_DIVERGED,
     SEGMENTS_DIR,
@@ -92,15 +92,25 @@ class TestTranscriptLogs:
         b.extend(SID, at(conv, end), said("eight"))
         assert b.reads == 6
 
-    def test_a_long_walk_leaves_one_segment_from_the_start(self, tmp_path: Path) -> None:
+    def test_a_fresh_worker_walks_a_long_session_in_few_reads(self, tmp_path: Path) -> None:
+        """Every 16th segment is followed by one spanning the 16 before it (every 256th by
+        one spanning 256): a worker new to a 300-call session reads at most a few dozen."""
         a = TranscriptLogs(store(tmp_path))
         conv, end = a.extend(SID, TranscriptLog(), said("m"))
-        for n in range(COMPACT_AFTER + 2):
+        for n in range(299):
             conv, end = a.extend(SID, at(conv, end), said(f"m{n}"))
         b = TranscriptLogs(store(tmp_path))
-        assert len(b.read(SID, at(conv, end))) == len(conv)
-        c = TranscriptLogs(store(tmp_path))
-        assert len(c.read(SID, at(conv, end))) == len(conv) and c.reads == 1
+        assert [m.content for m in b.read(SID, at(conv, end))] == [m.content for m in conv]
+        assert b.reads <= 2 * COMPACT_EVERY
+        assert len(segments(tmp_path)) == 300 + 300 // COMPACT_EVERY + 1
+
+    def test_a_prompt_is_read_from_the_store_once(self, tmp_path: Path) -> None:
+        a, b = TranscriptLogs(store(tmp_path)), TranscriptLogs(store(tmp_path))
+        assert a.prompt(SID, "d1", "be brief") == "be brief"
+        (tmp_path / folder_name(SID) / "checkpoints/prompts/d1").unlink()
+        assert a.prompt(SID, "d1", None) == "be brief"  # this process wrote it
+        with pytest.raises(ApplicationError, match="archmax repair"):
+            b.prompt(SID, "d1", None)
 
     def test_a_log_that_lost_what_the_session_recorded_is_a_final_error(
         self, tmp_path: Path
