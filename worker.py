@@ -40,6 +40,8 @@ from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import PACKAGE_VERSION, StoreActivities
+from archmax_temporal.activities.store_check import StoreCheckInterceptor
+from archmax_temporal.activities.store_identity import describe_store, session_store_ref
 from archmax_temporal.activities.telemetry import ModelCallMetricsInterceptor
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.activities.workspace import WorkspaceActivities
@@ -55,6 +57,7 @@ from archmax_temporal.connection import core_logging, poller_listed
 from archmax_temporal.connection import worker_identity as worker_identity
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.session import ArchmaxSession
+from archmax_temporal.workflows.store_binding import StoreBindingInterceptor
 from archmax_temporal.workflows.telemetry import WorkflowTelemetryInterceptor
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=15)
@@ -81,6 +84,13 @@ def telemetry_interceptors() -> list[Interceptor]:
     """What every worker runs its sessions with: the session's fields bound on activity log
     lines, archmax's metrics from workflow and activity code."""
     return [LogContextInterceptor(), ModelCallMetricsInterceptor(), WorkflowTelemetryInterceptor()]
+
+
+def workflow_interceptors() -> list[Interceptor]:
+    """The interceptors that decide commands of the session workflow, so every worker and
+    every replayer runs them: a session's store in its activities' headers, and an activity
+    that workers of another store refused scheduled again (:mod:`workflows.store_binding`)."""
+    return [StoreBindingInterceptor()]
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -157,7 +167,9 @@ def build_worker(
     (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
     protocol on stdin and stdout, so a host can wrap it (a container, a jail).
     The worker registers exactly the activities :mod:`workflows.contracts` records (a
-    missing, extra or doubled one is a ``ValueError``). ``interceptors`` run after the
+    missing, extra or doubled one is a ``ValueError``). It reads (or creates) its store's
+    identity first and refuses the activities of sessions created in another store
+    (:mod:`activities.store_identity`). ``interceptors`` run after the store's and the
     telemetry ones every worker has (:func:`telemetry_interceptors`; ``telemetry=False``
     leaves them out: no session fields on activity log lines, and of archmax's metrics only
     those workflow code records itself, as ``bench/telemetry.py`` compares).
@@ -165,6 +177,9 @@ def build_worker(
     from archmax_temporal.workflows import contracts
 
     store = FilesystemSessionStore(store_dir)
+    # The store's identity, read (or created) before any work: this worker runs only the
+    # activities of sessions created in it (activities.store_identity).
+    own_store = session_store_ref(store, describe=describe_store(store_dir))
     root = authoring_root or store_dir.parent
     workspace = WorkspaceActivities(store, root)
     hidden = [store_dir, root]  # host folders never named in what a tool answers
@@ -198,7 +213,12 @@ def build_worker(
         graceful_shutdown_timeout=graceful_shutdown,
         identity=identity,
         build_id=None if deployment is not None else build_id or code_build_id(),
-        interceptors=[*(telemetry_interceptors() if telemetry else []), *interceptors],
+        interceptors=[
+            StoreCheckInterceptor(own_store),  # a refused activity runs nothing, counts nothing
+            *(telemetry_interceptors() if telemetry else []),
+            *workflow_interceptors(),
+            *interceptors,
+        ],
         deployment_config=WorkerDeploymentConfig(
             version=deployment,
             use_worker_versioning=True,
