@@ -40,6 +40,8 @@ from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore, SessionStore
 from archmax_temporal.activities.store import PACKAGE_VERSION, StoreActivities
+from archmax_temporal.activities.store_check import StoreCheckInterceptor
+from archmax_temporal.activities.store_identity import describe_store, session_store_ref
 from archmax_temporal.activities.telemetry import ModelCallMetricsInterceptor
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.activities.workspace import WorkspaceActivities
@@ -55,6 +57,7 @@ from archmax_temporal.connection import core_logging, poller_listed
 from archmax_temporal.connection import worker_identity as worker_identity
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.session import ArchmaxSession
+from archmax_temporal.workflows.store_binding import StoreBindingInterceptor
 from archmax_temporal.workflows.telemetry import WorkflowTelemetryInterceptor
 
 GRACEFUL_SHUTDOWN = timedelta(seconds=15)
@@ -81,6 +84,13 @@ def telemetry_interceptors() -> list[Interceptor]:
     """What every worker runs its sessions with: the session's fields bound on activity log
     lines, archmax's metrics from workflow and activity code."""
     return [LogContextInterceptor(), ModelCallMetricsInterceptor(), WorkflowTelemetryInterceptor()]
+
+
+def workflow_interceptors() -> list[Interceptor]:
+    """The interceptors that decide commands of the session workflow, so every worker and
+    every replayer runs them: a session's store in its activities' headers, and an activity
+    that workers of another store refused scheduled again (:mod:`workflows.store_binding`)."""
+    return [StoreBindingInterceptor()]
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -130,6 +140,7 @@ def build_worker(
     model: ModelConfig,
     store_dir: Path | None = None,
     store: SessionStore | None = None,
+    store_description: str | None = None,
     max_cached_workflows: int = 1000,
     identity: str | None = None,
     authoring_root: Path | None = None,
@@ -159,7 +170,9 @@ def build_worker(
     (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
     protocol on stdin and stdout, so a host can wrap it (a container, a jail).
     The worker registers exactly the activities :mod:`workflows.contracts` records (a
-    missing, extra or doubled one is a ``ValueError``). ``interceptors`` run after the
+    missing, extra or doubled one is a ``ValueError``). It reads (or creates) its store's
+    identity first and refuses the activities of sessions created in another store
+    (:mod:`activities.store_identity`). ``interceptors`` run after the store's and the
     telemetry ones every worker has (:func:`telemetry_interceptors`; ``telemetry=False``
     leaves them out: no session fields on activity log lines, and of archmax's metrics only
     those workflow code records itself, as ``bench/telemetry.py`` compares).
@@ -170,6 +183,10 @@ def build_worker(
         if store_dir is None:
             raise ValueError("build_worker needs a session store (store) or its folder (store_dir)")
         store = FilesystemSessionStore(store_dir)
+    # The store's identity, read (or created) before any work: this worker runs only the
+    # activities of sessions created in it (activities.store_identity).
+    where = store_description or (str(store_dir) if store_dir is not None else "")
+    own_store = session_store_ref(store, describe=describe_store(where or type(store).__name__))
     root = authoring_root or (store_dir.parent if store_dir is not None else Path.cwd())
     workspace = WorkspaceActivities(store, root)
     hidden = [p for p in (store_dir, root) if p is not None]  # never named in a tool's answer
@@ -203,7 +220,12 @@ def build_worker(
         graceful_shutdown_timeout=graceful_shutdown,
         identity=identity,
         build_id=None if deployment is not None else build_id or code_build_id(),
-        interceptors=[*(telemetry_interceptors() if telemetry else []), *interceptors],
+        interceptors=[
+            StoreCheckInterceptor(own_store),  # a refused activity runs nothing, counts nothing
+            *(telemetry_interceptors() if telemetry else []),
+            *workflow_interceptors(),
+            *interceptors,
+        ],
         deployment_config=WorkerDeploymentConfig(
             version=deployment,
             use_worker_versioning=True,
@@ -440,6 +462,7 @@ async def serve(
     model: ModelConfig,
     store_dir: Path | None = None,
     store: SessionStore | None = None,
+    store_description: str | None = None,
     authoring_root: Path,
     host_tools: Sequence[HostTool] = (),
     hook_executors: Mapping[str, HookExecutor] | None = None,
@@ -459,6 +482,7 @@ async def serve(
         model=model,
         store_dir=store_dir,
         store=store,
+        store_description=store_description,
         identity=identity,
         authoring_root=authoring_root,
         host_tools=host_tools,

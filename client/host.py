@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
@@ -43,6 +44,7 @@ from archmax_temporal.activities.session_store import (
     write_upload,
 )
 from archmax_temporal.activities.store import read_checkpoint, stored_trail
+from archmax_temporal.activities.store_identity import describe_store, session_store_ref
 from archmax_temporal.activities.stored_variables import resolve_variables
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.config import RuntimeConfig
@@ -124,6 +126,7 @@ from archmax_temporal.workflows.models import (
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.spec import MANUAL_TRIGGER
+from archmax_temporal.workflows.store_binding import MISMATCH
 from archmax_temporal.workflows.zones import ARTIFACTS
 
 if TYPE_CHECKING:
@@ -169,13 +172,40 @@ WAITING_ON: Final = {
 """What a retried activity is, in a summary's ``waiting on …`` line (else its name)."""
 
 
+def _store_wait(described: WorkflowExecutionDescription) -> str | None:
+    """``waiting on a worker of its store: <why>`` for a session whose activity a worker of
+    another store refused (``StoreMismatchError``) and that waits for its next attempt."""
+    for pending in described.raw_description.pending_activities:
+        failure = pending.last_failure
+        if (
+            failure.application_failure_info.type == MISMATCH
+            and pending.state != PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+        ):
+            attempt = pending.attempt
+            return f"waiting on a worker of its store: {failure.message} (attempt {attempt})"
+    return None
+
+
 def _retrying(described: WorkflowExecutionDescription) -> str | None:
-    """``waiting on the model: <last failure>`` for a session whose activity is retrying."""
+    """``waiting on the model: <last failure>`` for a session whose activity is retrying (on
+    a worker of its store first: :func:`_store_wait`)."""
+    refused = _store_wait(described)
+    if refused is not None:
+        return refused
     for pending in described.raw_description.pending_activities:
         if pending.attempt > 1 and pending.last_failure.message:
             what = WAITING_ON.get(pending.activity_type.name, pending.activity_type.name)
             return f"waiting on {what}: {pending.last_failure.message} (attempt {pending.attempt})"
     return None
+
+
+def _store_of(reopening: Checkpoint | None) -> dict[str, str | None]:
+    """The store a session reopening from its checkpoint recorded when it was created (none
+    recorded, an older session's: the store its checkpoint was read from, this host's)."""
+    if reopening is None or not reopening.checkpoint.store_id:
+        return {}
+    checkpoint = reopening.checkpoint
+    return {"store_id": checkpoint.store_id, "store_description": checkpoint.store_description}
 
 
 def mint_session_id() -> str:
@@ -304,6 +334,12 @@ class WorkflowSurface:
         if loaded.spec.disabled:
             await self._refuse_new_turn(sid, minted)
         current = agent.turn_spec
+        # the store the session is created in: its activities run only on that store's workers
+        created_in = await asyncio.to_thread(
+            session_store_ref,
+            agent.config.session_store(),
+            describe=describe_store(agent.config.store_location),
+        )
         session_input = SessionInput(
             session_id=sid,
             workflow=loaded.slug,
@@ -322,6 +358,8 @@ class WorkflowSurface:
             if agent.config.idle_close
             else None,
             limits=agent.config.limits,  # the session's validators hold firings to them
+            store_id=created_in.id,
+            store_description=created_in.description,
         )
         limits = agent.config.limits
         for var, (name, content) in (files or {}).items():
@@ -357,9 +395,11 @@ class WorkflowSurface:
                 reopening = await self._agent.sessions.closed(sid)
             operation = WithStartWorkflowOperation(
                 ArchmaxSession.run,
-                # a session whose run closed idle starts its next run from the checkpoint
+                # a session whose run closed idle starts its next run from the checkpoint, in
+                # the store it was created in
                 session_input.model_copy(
                     update={"carried": reopening.checkpoint.carried if reopening else None}
+                    | _store_of(reopening)
                 ),
                 id=sid,
                 task_queue=agent.config.task_queue,
@@ -695,7 +735,8 @@ class SessionsSurface:
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
         summary = await self._whole_variables(session_id, summary)
-        waiting = _retrying(described) if summary.status == "running" else None
+        # a finished session's idle checkpoint can wait on a worker of its store too
+        waiting = _retrying(described) if summary.status == "running" else _store_wait(described)
         return summary.model_copy(update={"waiting_on": waiting}) if waiting else summary
 
     async def read(self, session_id: str) -> SessionSummary:
@@ -953,7 +994,9 @@ class SessionsSurface:
         except Exception as exc:
             raise await self._typed(exc, session_id) from exc
         queue = described.task_queue or self._agent.config.task_queue
-        return await listed_summary(described, polled=await self._polled(queue))
+        summary = await listed_summary(described, polled=await self._polled(queue))
+        refused = None if summary.waiting_on else _store_wait(described)
+        return summary.model_copy(update={"waiting_on": refused}) if refused else summary
 
     async def _polled(self, task_queue: str) -> bool:
         """Whether a worker (a command's included) polls ``task_queue``; True when the server

@@ -202,6 +202,7 @@ async def open_runtime(
             model=model or ModelConfig.from_env(env),
             store_dir=None if config.store_url else config.store,
             store=config.session_store(),
+            store_description=config.store_location,
             identity=worker_identity(EPHEMERAL_IDENTITY_PREFIX),
             max_cached_workflows=worker_cache,
             authoring_root=config.root,

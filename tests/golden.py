@@ -38,7 +38,7 @@ from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
-from archmax_temporal.worker import DATA_CONVERTER, workflow_runner
+from archmax_temporal.worker import DATA_CONVERTER, workflow_interceptors, workflow_runner
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.session import ArchmaxSession
 from tests.conftest import EXAMPLES, copy_example, model_config, running_agent, write_workflow
@@ -50,11 +50,13 @@ RELEASE = version("archmax-temporal")
 
 
 def replayer() -> Replayer:
-    """A replayer of the session workflow as the worker runs it (same converter, sandbox)."""
+    """A replayer of the session workflow as the worker runs it (same converter, sandbox,
+    and the interceptors that decide commands)."""
     return Replayer(
         workflows=[ArchmaxSession],
         data_converter=DATA_CONVERTER,
         workflow_runner=workflow_runner(),
+        interceptors=workflow_interceptors(),
     )
 
 

@@ -356,7 +356,11 @@ class TestErrorWireForm:
         assert issubclass(errors.MissingDeliveryTriggerError, errors.SessionError)
         assert all(issubclass(cls, errors.ArchmaxError) for cls in ALL_ERRORS)
         retryable = {cls for cls in ALL_ERRORS if cls.retryable}
-        assert retryable == {errors.SessionBusyError, errors.TemporalUnavailableError}
+        assert retryable == {
+            errors.SessionBusyError,
+            errors.TemporalUnavailableError,
+            errors.StoreMismatchError,  # waits for a worker of the session's store
+        }
 
     def test_every_declared_error_class_is_mapped(self) -> None:
         """No ArchmaxError subclass in workflows.errors is missing from the type mapping."""

@@ -18,12 +18,13 @@ from temporalio.client import Client
 from temporalio.worker import Replayer
 
 from archmax_temporal.client.host import Agent
-from archmax_temporal.worker import DATA_CONVERTER, workflow_runner
+from archmax_temporal.worker import DATA_CONVERTER, workflow_interceptors, workflow_runner
 from archmax_temporal.workflows.errors import SessionAwaitingSubWorkflowError
 from archmax_temporal.workflows.models import (
     Message,
     Outcome,
     PendingInput,
+    SessionInput,
     SessionSummary,
     ToolMock,
 )
@@ -344,10 +345,24 @@ async def test_a_child_reads_a_file_argument_and_returns_a_file(
     assert EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED in types
     assert EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED in types
     assert EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED in types
+    # the child's folder is in its caller's store: it records the caller's store
+    parent_input, child_input = [
+        (await DATA_CONVERTER.decode(started.input.payloads, [SessionInput]))[0]
+        for started in (
+            recorded.events[0].workflow_execution_started_event_attributes
+            for recorded in (history, child_history)
+        )
+    ]
+    assert parent_input.store_id is not None
+    assert (child_input.store_id, child_input.store_description) == (
+        parent_input.store_id,
+        parent_input.store_description,
+    )
     replayer = Replayer(
         workflows=[ArchmaxSession],
         data_converter=DATA_CONVERTER,
         workflow_runner=workflow_runner(),
+        interceptors=workflow_interceptors(),
     )
     for recorded in (history, child_history):
         assert (await replayer.replay_workflow(recorded)).replay_failure is None

@@ -62,7 +62,7 @@ async def test_a_killed_worker_loses_nothing(
     first = _worker_process(client, task_queue, server.url, store)
     try:
         async with running_agent(
-            client, task_queue, ROOT, "support-inbox", server, worker=False
+            client, task_queue, ROOT, "support-inbox", server, store=store, worker=False
         ) as agent:
             parked = await agent.workflow.send(
                 None,
@@ -133,7 +133,7 @@ async def test_a_worker_killed_mid_model_call_is_noticed_in_seconds(
     second: subprocess.Popen[str] | None = None
     try:
         async with running_agent(
-            client, task_queue, root, "budgeted", server, worker=False
+            client, task_queue, root, "budgeted", server, store=store, worker=False
         ) as agent:
             turn = asyncio.ensure_future(agent.workflow.send("crash-model-1", "hello"))
             while not server.requests:

@@ -449,6 +449,8 @@ class Delegations:
             ),
             ancestors=[*own.ancestors, own.workflow],
             initial=SendInput(trigger=MANUAL_TRIGGER, variables=seeds),
+            store_id=own.store_id,  # the child's folder is in its caller's store
+            store_description=own.store_description,
         )
         try:
             handle = await workflow.start_child_workflow(

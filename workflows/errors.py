@@ -32,6 +32,8 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
     │   ├── SpecNeededError            a new turn under a workflow revision the session lacks
     │   └── TranscriptLogUnrecoverableError  the history cannot vouch for a rebuilt log
     ├── ConfigurationError             an environment variable holds an unusable value
+    │   └── StoreMismatchError         a worker of another store got a session's activity
+    ├── StoreIdentityError             the store's identity (``_store.json``) is unreadable
     ├── TemporalUnavailableError       the Temporal server did not answer (retryable)
     ├── ModelCallError                 the model endpoint refused a call for good (a 4xx)
     ├── SandboxError                   a hook or script could not give a result
@@ -195,6 +197,21 @@ class TranscriptLogUnrecoverableError(SessionError):
 
 class ConfigurationError(ArchmaxError):
     """An environment variable holds a value the runtime cannot use (it names the variable)."""
+
+
+class StoreMismatchError(ConfigurationError):
+    """A worker was handed an activity of a session created in another session store (its
+    ``ARCHMAX_STORE`` names another store): it runs nothing and fails the attempt, naming
+    both stores. Retryable: the session waits, losing nothing, until a worker of its own
+    store takes the activity (:mod:`workflows.store_binding`)."""
+
+    retryable: ClassVar[bool] = True
+
+
+class StoreIdentityError(ArchmaxError):
+    """The session store's identity (``_store.json``, written once when the store is first
+    used) cannot be read: not JSON, or not the identity's fields. Nothing is rewritten: a
+    store whose identity changed would disown every session created in it."""
 
 
 class TemporalUnavailableError(ArchmaxError):

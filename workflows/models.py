@@ -466,6 +466,15 @@ class SessionInput(_Model):
     """The :class:`TurnSpec` revision ``spec``, ``prompt``, ``hook_sources`` and ``delegates``
     are (None: a session started by a version that did not send one). A turn that opens
     under another revision replaces them; continue-as-new carries the current ones."""
+    store_id: str | None = None
+    """The identity of the session store the session was created in (``_store.json``'s
+    ``id``): every activity it schedules carries it, and a worker of another store refuses
+    them (:mod:`workflows.store_binding`). Kept across continue-as-new, idle close and
+    reopening, and handed to its sub-workflows. None: a session started by a version that
+    did not record one (any worker serves it, as before)."""
+    store_description: str | None = None
+    """Where that store was, as the host that created the session named it (a folder, or a
+    URL without credentials): for the message of a worker that refuses its activities."""
 
 
 class FileUpload(_Model):

@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         firing,
         projections,
         signatures,
+        store_binding,
         stored_variables,
         telemetry,
         transcript,
@@ -131,6 +132,12 @@ class ArchmaxSession:
         if input.carried is not None and input.carried.inflight is not None:
             self._busy = True  # a turn the last run handed on mid-way: drive it on first
             self._queue.append(ResumeTurn())
+
+    @property
+    def store(self) -> store_binding.StoreRef | None:
+        """The session store this session was created in: every activity it schedules
+        carries it, and workers of another store refuse them (:mod:`workflows.store_binding`)."""
+        return store_binding.session_store(self._ctx.input)
 
     # --- run loop -------------------------------------------------------------------------
 

@@ -367,6 +367,7 @@ async def _dev(args: argparse.Namespace, config: RuntimeConfig) -> int:
             model=ModelConfig.from_env(),
             store_dir=None if config.store_url else config.store,
             store=config.session_store(),
+            store_description=config.store_location,
             authoring_root=config.root,
             announce=announce,
             options=options,

@@ -83,7 +83,7 @@ async def replay_file(
     from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
     from temporalio.worker import Replayer
 
-    from archmax_temporal.worker import DATA_CONVERTER, workflow_runner
+    from archmax_temporal.worker import DATA_CONVERTER, workflow_interceptors, workflow_runner
     from archmax_temporal.workflows.session import ArchmaxSession
 
     try:
@@ -106,6 +106,7 @@ async def replay_file(
         workflows=[ArchmaxSession],
         data_converter=DATA_CONVERTER,
         workflow_runner=workflow_runner(),
+        interceptors=workflow_interceptors(),
         runtime=runtime,
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
