@@ -8,7 +8,9 @@ store's ``s3://`` URL with the S3 server's ``AWS_*`` variables, the model's vari
 parks for an event (``archmax_wait``); the host delivers the event, and the session edits the
 file a second time and completes. All the while a killer SIGKILLs a random ready worker every
 1-3 s (seeded: ``ARCHMAX_CLUSTER_SEED`` replays a run's choices) and starts a fresh one in a
-new empty folder, so one worker at least is always serving.
+new empty folder, so one worker at least is always serving. Every second worker lingers after
+applying an edit until it is killed, so kills also land in the moment a random one rarely
+hits: an edit written to S3 and not yet reported to Temporal.
 
 Then every session completed; each file, read from S3, is byte for byte what one write and two
 edits make (an edit applied twice would repeat its marker); each session's trail and
@@ -37,7 +39,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from archmax_temporal.activities.effects import EFFECTS
+from archmax_temporal.activities.effects import EFFECTS, PAUSE_AFTER_EFFECT_ENV
 from archmax_temporal.activities.object_store import open_store
 from archmax_temporal.activities.transcript_log import LOG_DIVERGED, TranscriptLogs
 from archmax_temporal.client.host import Agent
@@ -58,6 +60,12 @@ delivery taking the place of a settled firing."""
 
 KILL_EVERY: Final = (1.0, 3.0)
 """Seconds between two kills: uniform in this range."""
+
+LINGER_EVERY: Final = 2
+"""Every second worker, once it applied an edit, lingers before reporting it until it is
+killed (the fault tests' hook, ``ARCHMAX_TEST_PAUSE_AFTER_EFFECT``): a random kill rarely
+falls in the milliseconds between an edit's write and its report, where a retry that edited
+again would leave the edit twice; these workers make that moment common."""
 
 MIN_KILLS: Final = 6
 """Kills a run must have made for its verdict to mean anything."""
@@ -181,7 +189,16 @@ class Worker:
     """One worker process as if on a machine of its own, in ``folder`` (its cwd, HOME, TMPDIR
     and authoring root); its output goes to ``log``, outside that folder."""
 
-    def __init__(self, number: int, folder: Path, root: Path, log: Path, env: dict[str, str]):
+    def __init__(
+        self,
+        number: int,
+        folder: Path,
+        root: Path,
+        log: Path,
+        env: dict[str, str],
+        *,
+        lingers: bool,
+    ):
         self.number = number
         self.folder = folder
         cwd, home, tmp = folder / "cwd", folder / "home", folder / "tmp"
@@ -191,10 +208,15 @@ class Worker:
         shutil.copytree(root, own_root)  # each machine has its own checkout
         self.log = log
         self._log: IO[bytes] = log.open("wb")
+        self.marker = tmp / "applied-edits"
+        """Where a lingering worker notes each edit it applied and did not report."""
+        env = {**env, "HOME": str(home), "TMPDIR": str(tmp), "ARCHMAX_ROOT": str(own_root)}
+        if lingers:
+            env[PAUSE_AFTER_EFFECT_ENV] = f"edit_file={self.marker}"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "archmax_temporal", "worker"],
             cwd=cwd,
-            env={**env, "HOME": str(home), "TMPDIR": str(tmp), "ARCHMAX_ROOT": str(own_root)},
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -225,6 +247,11 @@ class Worker:
             self.process.wait(timeout=10)
         self._log.close()
 
+    @property
+    def caught_edits(self) -> int:
+        """Edits this worker applied and never reported (it lingered until it was killed)."""
+        return len(self.marker.read_text().splitlines()) if self.marker.exists() else 0
+
     def tail(self, lines: int = 15) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
@@ -249,6 +276,7 @@ class Cluster:
             self.root,
             self.base / "logs" / f"worker-{number}.log",
             self.env,
+            lingers=number % LINGER_EVERY == 0,
         )
         self.workers.append(worker)
         return worker
@@ -452,13 +480,16 @@ async def test_three_workers_killed_at_random_lose_nothing(
     kinds = Counter((p.kind, d.kind) for p, d in outcomes.values())
     failures = Counter(f for events in histories.values() for f in failures_in_history(events))
     retried = Counter(kind for events in histories.values() for kind in retried_after_kill(events))
+    caught = sum(w.caught_edits for w in cluster.workers)
     print(
         f"cluster: {SESSIONS} sessions, {cluster.kills} kills, {len(cluster.workers)} worker "
-        f"processes, outcomes {dict(kinds)}, wall {wall:.1f} s; retried after a kill: "
-        f"{dict(retried) or 'nothing'}; failures in histories {dict(failures) or 'none'}"
+        f"processes, outcomes {dict(kinds)}, wall {wall:.1f} s; {caught} edits killed between "
+        f"their write and their report; retried after a kill: {dict(retried) or 'nothing'}; "
+        f"failures in histories {dict(failures) or 'none'}"
     )
     assert cluster.kills >= MIN_KILLS, f"only {cluster.kills} kills: the run proved little"
     assert retried, "no kill caught a worker at work: the run proved little"
+    assert caught, "no kill fell between an edit's write and its report"
     assert kinds == {("parked", "completed"): SESSIONS}
     for sid, (parked, completed) in outcomes.items():
         assert (parked.state, parked.parked_channel) == ("draft", "input"), sid
