@@ -8,9 +8,9 @@ store's ``s3://`` URL with the S3 server's ``AWS_*`` variables, the model's vari
 parks for an event (``archmax_wait``); the host delivers the event, and the session edits the
 file a second time and completes. All the while a killer SIGKILLs a random ready worker every
 1-3 s (seeded: ``ARCHMAX_CLUSTER_SEED`` replays a run's choices) and starts a fresh one in a
-new empty folder, so one worker at least is always serving. Every second worker lingers after
-applying an edit until it is killed, so kills also land in the moment a random one rarely
-hits: an edit written to S3 and not yet reported to Temporal.
+new empty folder, so one worker at least is always serving. Every second worker, once it
+applied an edit, lingers until it is killed (and is spared until then), so kills also land in
+the moment a random one rarely hits: an edit written to S3 and not yet reported to Temporal.
 
 Then every session completed; each file, read from S3, is byte for byte what one write and two
 edits make (an edit applied twice would repeat its marker); each session's trail and
@@ -63,9 +63,10 @@ KILL_EVERY: Final = (1.0, 3.0)
 
 LINGER_EVERY: Final = 2
 """Every second worker, once it applied an edit, lingers before reporting it until it is
-killed (the fault tests' hook, ``ARCHMAX_TEST_PAUSE_AFTER_EFFECT``): a random kill rarely
-falls in the milliseconds between an edit's write and its report, where a retry that edited
-again would leave the edit twice; these workers make that moment common."""
+killed (the fault tests' hook, ``ARCHMAX_TEST_PAUSE_AFTER_EFFECT``), and the killer spares it
+until then: a random kill rarely falls in the milliseconds between an edit's write and its
+report, where a retry that edited again would leave the edit twice (without the effect
+journal, the random kills alone let that pass); these workers make that moment common."""
 
 MIN_KILLS: Final = 6
 """Kills a run must have made for its verdict to mean anything."""
@@ -208,6 +209,7 @@ class Worker:
         shutil.copytree(root, own_root)  # each machine has its own checkout
         self.log = log
         self._log: IO[bytes] = log.open("wb")
+        self.lingers = lingers
         self.marker = tmp / "applied-edits"
         """Where a lingering worker notes each edit it applied and did not report."""
         env = {**env, "HOME": str(home), "TMPDIR": str(tmp), "ARCHMAX_ROOT": str(own_root)}
@@ -297,7 +299,8 @@ class Cluster:
 
     async def killer(self, stop: asyncio.Event) -> None:
         """Every 1-3 s, SIGKILL a random ready worker and start a fresh one, as long as
-        another ready worker stays."""
+        another ready worker stays. A lingering worker is spared until it holds an edit
+        applied and unreported: its kill is one at that moment."""
         while not stop.is_set():
             try:
                 await asyncio.wait_for(stop.wait(), self.random.uniform(*KILL_EVERY))
@@ -307,7 +310,10 @@ class Cluster:
             ready = [w for w in self.live() if w.ready]
             if len(ready) < 2:
                 continue  # never the last ready worker: the queue is always served
-            victim = self.random.choice(ready)
+            victims = [w for w in ready if not w.lingers or w.caught_edits]
+            if not victims:
+                continue
+            victim = self.random.choice(victims)
             victim.kill()
             self.kills += 1
             self.start()
