@@ -8,8 +8,10 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import struct
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -321,6 +323,41 @@ def test_connections_send_without_nagle_delay() -> None:
             assert served[0].getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
         finally:
             conn.close()
+
+
+@pytest.mark.parametrize("close", ["reset", "close"])
+def test_a_client_gone_mid_request_is_dropped_quietly(
+    close: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A client that goes away in the middle of its request (a worker SIGKILLed during a
+    model call: its connection reset, or closed, before the body is whole) is dropped: no
+    traceback on stderr, no request recorded, no answer to a half-read body; the server goes
+    on serving."""
+    with ScriptedModelServer(Playbook.from_yaml("rules: [{reply: {content: hi}}]")) as srv:
+        gone = socket.create_connection((srv.host, srv.port), timeout=5)
+        gone.sendall(
+            b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+            b'Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model"'
+        )
+        deadline = time.monotonic() + 5
+        while not srv._connections:  # the server is reading the body
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        if close == "reset":
+            gone.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        gone.close()
+        while srv._connections:  # the server let the connection go
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        conn = http.client.HTTPConnection(srv.host, srv.port, timeout=5)
+        try:
+            body = json.dumps({"model": "m", "messages": [user("hello")]})
+            conn.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+            assert json.loads(conn.getresponse().read())["choices"][0]["message"]["content"] == "hi"
+        finally:
+            conn.close()
+    assert [r.body["messages"] for r in srv.requests] == [[user("hello")]]
+    assert "Traceback" not in capsys.readouterr().err
 
 
 async def test_streaming_yields_the_same_answer() -> None:

@@ -787,6 +787,14 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: ScriptedModelServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-request (a worker SIGKILLed during a model call) is no
+        error of the server's: dropped quietly. Anything else is printed as usual."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            logger.debug("scripted model: client %s went away mid-request", client_address)
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -847,7 +855,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(answer.status, answer.payload, answer.headers)
 
     def _read_body(self) -> dict[str, Any] | None:
-        """The JSON object body; on failure an error is already sent and None returned."""
+        """The JSON object body; on failure an error is already sent (none to a client gone
+        before its body was whole) and None returned."""
         try:
             length = int(self.headers.get("Content-Length") or 0)
         except ValueError:
@@ -857,6 +866,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, _error_body(400, "bad Content-Length", None, None))
             return None
         raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:  # the client went away before its body was whole
+            self.close_connection = True
+            return None
         try:
             body = json.loads(raw or b"null")
         except ValueError as exc:
