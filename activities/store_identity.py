@@ -120,17 +120,24 @@ class _Identities:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._known: dict[str, StoreIdentity] = {}
+        self._known: dict[int, tuple[SessionStore, StoreIdentity]] = {}
+        """By the store object (held, so its id is never reused): two stores that describe
+        themselves alike (two wrappers, two prefixes of one label) are never taken for one."""
 
     def get(self, store: SessionStore, describe: str) -> StoreIdentity:
         with self._lock:
-            known = self._known.get(describe)
+            known = self._known.get(id(store))
         if known is not None:
-            return known
+            return known[1]
         identity = establish_store_identity(store, describe=describe)
         with self._lock:
-            return self._known.setdefault(describe, identity)
+            if len(self._known) >= KNOWN_STORES:
+                self._known.clear()  # a process that opens store after store: read again
+            return self._known.setdefault(id(store), (store, identity))[1]
 
+
+KNOWN_STORES: Final = 256
+"""Store objects whose identity a process keeps (a host or worker opens one or two)."""
 
 _PROCESS: Final = _Identities()
 

@@ -570,7 +570,12 @@ async def serving(
     async with AsyncExitStack() as stack:
         for side in sides:
             worker = build_worker(
-                client, task_queue=side.queue, model=model, store=side.store, authoring_root=root
+                client,
+                task_queue=side.queue,
+                model=model,
+                store=side.store,
+                store_description=str(side.location),
+                authoring_root=root,
             )
             await stack.enter_async_context(worker)
         yield

@@ -170,6 +170,16 @@ class TestIdentityFile:
             identity.store_identity(store, describe=str(tmp_path))
         assert (tmp_path / identity.STORE_IDENTITY_KEY).read_bytes() == content
 
+    def test_two_stores_described_alike_keep_their_own_identities(self, tmp_path: Path) -> None:
+        """The process keeps identities by store, not by description: two stores wrapped
+        alike (a bench's counting proxies, say) are two stores."""
+        a = FilesystemSessionStore(tmp_path / "a")
+        b = FilesystemSessionStore(tmp_path / "b")
+        first = identity.store_identity(a, describe="the same label")
+        second = identity.store_identity(b, describe="the same label")
+        assert first.id != second.id
+        assert identity.read_store_identity(b) == second
+
     def test_read_once_per_process(self) -> None:
         """The process keeps a store's identity: the store is read once, not per session."""
         store = _CountingStore()
