@@ -93,6 +93,8 @@ STATUS: dict[type[e.ArchmaxError], int] = {
     e.TranscriptLogUnrecoverableError: 409,
     e.ConfigurationError: 500,
     e.TemporalUnavailableError: 503,
+    e.StoreMismatchError: 503,  # no worker of the session's store: it waits for one
+    e.StoreIdentityError: 500,  # the store's _store.json is unreadable: the operator's
     e.ModelCallError: 502,
     e.SandboxError: 500,
     e.ForbiddenSandboxImportError: 500,
