@@ -54,11 +54,11 @@ SESSIONS: Final = 30
 WORKERS: Final = 3
 """Worker processes alive at any time (one killed, one started in its place)."""
 
-IN_FLIGHT: Final = 30
+IN_FLIGHT: Final = 15
 """Firings the host has in flight at once: the sessions start in batches of this size, a
 delivery taking the place of a settled firing."""
 
-KILL_EVERY: Final = (2.0, 4.0)
+KILL_EVERY: Final = (1.0, 3.0)
 """Seconds between two kills: uniform in this range."""
 
 LINGER_EVERY: Final = 2

@@ -69,7 +69,7 @@ WORKSPACE_RETRY: Final = RetryPolicy(
     initial_interval=timedelta(milliseconds=200),
     backoff_coefficient=2.0,
     maximum_interval=timedelta(seconds=10),
-    maximum_attempts=5,
+    maximum_attempts=10,  # a call whose workers die again and again (tests/test_cluster.py)
     non_retryable_error_types=[
         "WorkspaceError",
         "PathEscapeError",
