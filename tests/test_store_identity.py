@@ -40,6 +40,7 @@ from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows import store_binding
+from archmax_temporal.workflows.contracts import workspace as workspace_contract
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import PLACE_FILES_ACTIVITY
 from archmax_temporal.workflows.errors import StoreIdentityError, StoreMismatchError
@@ -443,11 +444,18 @@ class TestSessionsKeepToTheirStore:
         tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
-        """A file placement (five attempts) refused by a worker of another store until its
-        attempts are used up does not refuse the firing: the session schedules it again
-        (behind its patch), and a worker of the right store places the file and completes
-        the turn; the history replays."""
+        """A file placement refused by a worker of another store until its attempts are used
+        up does not refuse the firing: the session schedules it again (behind its patch), and
+        a worker of the right store places the file and completes the turn; the history
+        replays. (The placement's policy is cut to three quick attempts here: how many there
+        are does not matter, that they run out does.)"""
         monkeypatch.setattr(store_binding, "STORE_WAIT_INTERVAL", timedelta(seconds=1))
+        quick = dataclasses.replace(
+            workspace_contract.WORKSPACE_RETRY,
+            maximum_attempts=3,
+            maximum_interval=timedelta(milliseconds=400),
+        )
+        monkeypatch.setattr(workspace_contract, "WORKSPACE_RETRY", quick)
         write_workflow(tmp_path, "desk", DESK)
         server = scripted(PLAYBOOK)
         store_a, store_b = tmp_path / "store-a", tmp_path / "store-b"
@@ -480,6 +488,7 @@ class TestSessionsKeepToTheirStore:
         for later in again[1:]:
             assert later.retry_policy.initial_interval.ToTimedelta() == timedelta(seconds=1)
             assert later.retry_policy.maximum_attempts == again[0].retry_policy.maximum_attempts
+        assert again[0].retry_policy.maximum_attempts == quick.maximum_attempts
         patches = [
             payload.data.decode()
             for e in history.events

@@ -168,6 +168,9 @@ class PendingDecision(_Model):
     transitions: list[DecisionEdge]
     evidence: list[str] = Field(default_factory=list)
     created_at: datetime
+    due_at: datetime | None = None
+    """When the state's ``deadline`` takes its ``onTimeout`` edge as the decision (None: the
+    state declares no deadline and the decision waits for a person)."""
 
 
 Pending = Annotated[PendingInput | PendingDecision, Field(discriminator="channel")]
