@@ -598,10 +598,15 @@ class WorkflowSurface:
         on_event: EventCallback | None = None,
         idempotency_key: str | None = None,
         mocks: Sequence[ToolMock] | None = None,
+        seq: int | None = None,
     ) -> Outcome:
         """Resume a session parked at a human state along the edge ``to``, as the reviewer.
-        ``mocks`` (a test case's) apply to the resumed turn (None keeps the session's)."""
-        decision = DecideInput(to=to, comment=comment, mocks=None if mocks is None else list(mocks))
+        ``mocks`` (a test case's) apply to the resumed turn (None keeps the session's).
+        ``seq``: the ``pending_decision.seq`` the reviewer saw; when the session has been
+        decided since, :class:`SessionNotParkedError` (None: whichever park stands)."""
+        decision = DecideInput(
+            to=to, comment=comment, mocks=None if mocks is None else list(mocks), seq=seq
+        )
         check_decision_size(self._agent.config.limits, decision)
         return await self._update(session_id, "decide", decision, on_event, idempotency_key)
 

@@ -104,8 +104,9 @@ def _user_project(tmp_path: Path) -> Path:
 
 
 def test_the_wheel_holds_one_top_level_package_with_its_types_and_the_demo(wheel: Path) -> None:
-    """Nothing but ``archmax_temporal`` (and its dist-info) at the top; ``py.typed`` and the
-    demo example ship inside it; no test, bench or task file rides along."""
+    """Nothing but ``archmax_temporal`` (and its dist-info) at the top; ``py.typed``, the
+    demo example and the inbox's templates, stylesheet and script ship inside it; no test,
+    bench or task file rides along."""
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     tops = {name.split("/")[0] for name in names}
@@ -115,6 +116,9 @@ def test_the_wheel_holds_one_top_level_package_with_its_types_and_the_demo(wheel
     assert "archmax_temporal/workflows/session.py" in names
     assert "archmax_temporal/worker.py" in names
     assert "archmax_temporal/examples/support-inbox/workflows/support-inbox/workflow.yaml" in names
+    http = "archmax_temporal/client/http"
+    shipped = {f"{http}/templates/{page}.html" for page in ("base", "list", "session", "login")}
+    assert shipped | {f"{http}/static/inbox.css", f"{http}/static/inbox.js"} <= set(names)
     assert not [n for n in names if "/tests/test_" in n or n.endswith("tasks.py")]
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     with zipfile.ZipFile(wheel) as archive:
@@ -132,7 +136,8 @@ def test_imports_beside_a_user_project_with_its_own_client_and_workflows(
     installed: Path, tmp_path: Path
 ) -> None:
     """From inside the user's project (cwd first on sys.path), the host API, the workflow and
-    the user's own packages all import, each from where it belongs."""
+    the user's own packages all import, each from where it belongs; the inbox finds its
+    templates and script in the installed package."""
     project = _user_project(tmp_path)
     script = (
         "import client, workflows\n"
@@ -142,6 +147,9 @@ def test_imports_beside_a_user_project_with_its_own_client_and_workflows(
         "assert client.OWNER.endswith('client'), client.__file__\n"
         "assert workflows.OWNER.endswith('workflows'), workflows.__file__\n"
         "assert 'site-packages' in session.__file__, session.__file__\n"
+        "from archmax_temporal.client.http.inbox import STATIC, TEMPLATES\n"
+        "assert 'site-packages' in str(TEMPLATES), TEMPLATES\n"
+        "assert (TEMPLATES / 'session.html').is_file() and (STATIC / 'inbox.js').is_file()\n"
         "print(__version__)\n"
     )
     ran = subprocess.run(

@@ -303,6 +303,14 @@ def check_decision(view: Admission, decision: DecideInput) -> None:
     """A decision: one of the parked human state's edges."""
     _wired(check_decision_size, view.limits, decision)
     pending = check_human_park(view)
+    if decision.seq is not None and decision.seq != pending.seq:
+        raise wire(
+            SessionNotParkedError(
+                f"session {view.session_id!r} was already decided: the decision this answers "
+                f"(#{decision.seq}) was taken, and it now waits at '{pending.state}' "
+                f"(decision #{pending.seq})"
+            )
+        )
     targets = [edge.to for edge in pending.transitions]
     if decision.to not in targets:
         raise wire(

@@ -531,6 +531,10 @@ class DecideInput(_Model):
     comment: str | None = None
     mocks: list[ToolMock] | None = None
     """A test case's declared mocks, for the turn this decision resumes (None: keep them)."""
+    seq: int | None = None
+    """The ``seq`` of the park this decision answers (``PendingDecision.seq``): refused when
+    the session was decided since and parks again (a stale form). None: whichever park
+    stands."""
 
 
 class ReplyInput(_Model):

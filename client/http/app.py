@@ -41,7 +41,7 @@ from archmax_temporal.client.host import Agent, minted_for_key
 from archmax_temporal.client.http import auth, reading
 from archmax_temporal.client.http.agents import AgentFactory
 from archmax_temporal.client.http.keys import KeyBindings, Keyed, file_digest
-from archmax_temporal.client.http.listing import list_page
+from archmax_temporal.client.http.listing import approvals_page, list_page
 from archmax_temporal.client.http.notify import Notifier
 from archmax_temporal.client.http.openapi import openapi_document
 from archmax_temporal.client.http.problems import (
@@ -136,10 +136,17 @@ class HttpService:
         return await self.agents(workflow)
 
     def authorize(self, request: Request) -> str:
-        """The caller: who its bearer token says it is (``anonymous`` with no tokens)."""
+        """The caller: who its bearer token says it is (``anonymous`` with no tokens). A read
+        (``GET``) may show the inbox's login cookie instead; a change always needs the bearer
+        token (the inbox's own forms carry a CSRF token instead)."""
         if not self.settings.tokens:
             return ANONYMOUS
-        token = auth.check_bearer(self.settings.tokens, request.headers.get("authorization"))
+        header = request.headers.get("authorization")
+        cookie = request.cookies.get(auth.LOGIN_COOKIE)
+        if header is None and cookie is not None and request.method in ("GET", "HEAD"):
+            token = auth.check_login_cookie(self.settings.tokens, cookie)
+        else:
+            token = auth.check_bearer(self.settings.tokens, header)
         return auth.caller_of_token(token)
 
     def authorize_signed(
@@ -403,7 +410,7 @@ async def decide(request: Request) -> Response:
 
     def call() -> Awaitable[Outcome]:
         return agent.workflow.decide(
-            session_id, to=body.to, comment=body.comment, idempotency_key=key
+            session_id, to=body.to, comment=body.comment, idempotency_key=key, seq=body.seq
         )
 
     return await service.settle(request, agent, session_id, keyed, call)
@@ -469,6 +476,24 @@ async def list_sessions(request: Request) -> Response:
         cursor=params.get("cursor"),
     )
     return _json({"sessions": [to_wire(s) for s in sessions], "nextCursor": cursor})
+
+
+@_endpoint
+async def list_approvals(request: Request) -> Response:
+    """``GET /v1/approvals``: the sessions awaiting a person's decision, across workflows, a
+    page at a time (read from visibility, like the session list: no worker needed)."""
+    service = _service(request)
+    service.authorize(request)
+    params = request.query_params
+    workflow = params.get("workflow")
+    limit = reading.integer(params.get("limit"), "limit", LIST_LIMIT_DEFAULT, 1, LIST_LIMIT_MAX)
+    if workflow is not None and not SLUG.match(workflow):
+        raise MalformedRequestError(f"workflow slug {workflow!r} is not kebab-case")
+    agent = await service.agent(None)
+    approvals, cursor = await approvals_page(
+        agent, workflow=workflow, limit=limit, cursor=params.get("cursor")
+    )
+    return _json({"approvals": [to_wire(a) for a in approvals], "nextCursor": cursor})
 
 
 @_endpoint
@@ -628,6 +653,7 @@ ROUTES = [
     Route("/openapi.json", openapi, methods=["GET"]),
     Route("/v1/workflows/{slug}/triggers/{trigger}", fire_trigger, methods=["POST"]),
     Route("/v1/sessions", list_sessions, methods=["GET"]),
+    Route("/v1/approvals", list_approvals, methods=["GET"]),
     # ``{id:path}``: an id may hold "/" (sent as %2F, which routing sees decoded); the id
     # itself is read from the raw path (_session_id). The bare summary route comes last.
     Route("/v1/sessions/{id:path}/events", session_events, methods=["GET"]),

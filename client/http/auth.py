@@ -1,4 +1,10 @@
-"""Who may call: bearer tokens on the API routes, Standard Webhooks signatures on trigger routes.
+"""Who may call: bearer tokens on the API routes, Standard Webhooks signatures on trigger routes,
+and the inbox's login cookie (a bearer token exchanged for it at ``/inbox/login``).
+
+The login cookie never holds the token: it is ``v1.<issued>.<HMAC-SHA256(token, issued)>``,
+verified against every configured token and valid for :data:`LOGIN_MAX_AGE`; removing a
+token from the configuration ends its cookies too. A form that changes state carries a CSRF
+token derived from the cookie (:func:`csrf_token`), which a page of another site cannot read.
 
 A signed request follows Standard Webhooks (https://www.standardwebhooks.com), verified with
 its reference library (``standardwebhooks``)::
@@ -34,6 +40,7 @@ from standardwebhooks import Webhook, WebhookVerificationError
 
 from archmax_temporal.client.http.problems import (
     AuthenticationRequiredError,
+    CsrfRejectedError,
     SignatureRejectedError,
 )
 from archmax_temporal.workflows.errors import ConfigurationError
@@ -187,3 +194,58 @@ def check_bearer(tokens: Collection[str], authorization: str | None) -> str:
 def caller_of_token(token: str) -> str:
     """A caller's identity from its bearer token: a digest, never the token itself."""
     return "token:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
+LOGIN_COOKIE = "archmax_inbox"
+LOGIN_MAX_AGE = 12 * 3600
+"""How long a login lasts (seconds): then the inbox asks for the token again."""
+
+_LOGIN = re.compile(r"^v1\.([0-9]{1,12})\.([A-Za-z0-9_-]{43})$")
+
+
+def _mac(token: str, message: str) -> str:
+    digest = hmac.new(token.encode(), message.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def login_cookie(token: str, *, now: float | None = None) -> str:
+    """The login cookie's value for ``token``, issued now: opaque, never the token."""
+    issued = int(time.time() if now is None else now)
+    return f"v1.{issued}.{_mac(token, f'login.{issued}')}"
+
+
+def check_login_cookie(
+    tokens: Collection[str],
+    value: str | None,
+    *,
+    now: float | None = None,
+    max_age: int = LOGIN_MAX_AGE,
+) -> str:
+    """The configured token whose login cookie ``value`` is, issued within ``max_age``;
+    otherwise :class:`AuthenticationRequiredError`."""
+    found = _LOGIN.match(value or "")
+    if found is None:
+        raise AuthenticationRequiredError("no login: sign in at /inbox/login")
+    issued = int(found.group(1))
+    age = (time.time() if now is None else now) - issued
+    if not -60 <= age <= max_age:
+        raise AuthenticationRequiredError("the login has expired: sign in again")
+    offered = found.group(2).encode()
+    matched: str | None = None
+    for known in tokens:  # every token compared, no early exit
+        if hmac.compare_digest(_mac(known, f"login.{issued}").encode(), offered):
+            matched = known
+    if matched is None:
+        raise AuthenticationRequiredError("the login is not one this server accepts")
+    return matched
+
+
+def csrf_token(token: str, cookie: str) -> str:
+    """The CSRF token of the forms a login (``cookie``, issued for ``token``) is shown."""
+    return _mac(token, f"csrf.{cookie}")
+
+
+def check_csrf(token: str, cookie: str, offered: str | None) -> None:
+    """Refuse a form whose CSRF token is not its login's (:class:`CsrfRejectedError`)."""
+    if not offered or not hmac.compare_digest(csrf_token(token, cookie).encode(), offered.encode()):
+        raise CsrfRejectedError("the form is not one this login was shown: reload the page")

@@ -1,4 +1,5 @@
-"""``GET /v1/sessions``: a page of this deployment's open sessions, and the cursor to the next.
+"""``GET /v1/sessions``: a page of this deployment's open sessions, and the cursor to the next;
+``GET /v1/approvals``: the same machinery, narrowed to the sessions awaiting a decision.
 
 The page is ``sessions.page``: visibility alone (search attributes and the listing each
 session publishes in its memo), so no query per session and no worker needed. The cursor is
@@ -12,12 +13,14 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from datetime import datetime
 from typing import cast
 
 from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.http.problems import MalformedRequestError
+from archmax_temporal.client.http.wire import Approval
 from archmax_temporal.workflows.models import SessionStatus, SessionSummary
 
 _DIGEST = 8
@@ -64,3 +67,47 @@ def _token(cursor: str, digest: bytes) -> bytes:
     if len(raw) <= _DIGEST or raw[:_DIGEST] != digest:
         raise MalformedRequestError("cursor is not one this server gave out for these filters")
     return raw[_DIGEST:]
+
+
+async def approvals_page(
+    agent: Agent, *, workflow: str | None, limit: int, cursor: str | None
+) -> tuple[list[Approval], str | None]:
+    """One page of the sessions awaiting a decision (a page of ``awaiting_decision``
+    sessions, read from visibility like the session list, so no worker is needed), the soonest
+    due first, then the longest waiting; and the cursor of the next page. A caller whose park
+    mirrors its sub-workflow's is left out: the child is listed, and decided, itself."""
+    sessions, next_cursor = await list_page(
+        agent,
+        status="awaiting_decision",
+        workflow=workflow,
+        due=False,
+        limit=limit,
+        cursor=cursor,
+    )
+    approvals = [approval for approval in map(approval_of, sessions) if approval is not None]
+    approvals.sort(key=_urgency)
+    return approvals, next_cursor
+
+
+def approval_of(summary: SessionSummary) -> Approval | None:
+    """The approval a summary stands for (None: it awaits no decision of its own)."""
+    pending = summary.pending_decision
+    if summary.status != "awaiting_decision" or pending is None or summary.delegation:
+        return None
+    return Approval(
+        session_id=summary.session_id,
+        workflow=summary.workflow,
+        state=pending.state,
+        title=pending.title,
+        handoff=summary.handoff,
+        transitions=pending.transitions,
+        seq=pending.seq,
+        created_at=pending.created_at,
+        due_at=pending.due_at,
+        waiting_on=summary.waiting_on,
+    )
+
+
+def _urgency(approval: Approval) -> tuple[bool, datetime, datetime]:
+    due = approval.due_at or approval.created_at
+    return (approval.due_at is None, due, approval.created_at)

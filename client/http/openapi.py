@@ -14,10 +14,16 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from archmax_temporal.client.events import SessionEvent
-from archmax_temporal.client.http.auth import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from archmax_temporal.client.http.auth import (
+    ID_HEADER,
+    LOGIN_COOKIE,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+)
 from archmax_temporal.client.http.problems import PROBLEM_JSON, STATUS, TITLES
 from archmax_temporal.client.http.wire import (
     Accepted,
+    ApprovalPage,
     Decision,
     Delivery,
     Health,
@@ -35,6 +41,19 @@ from archmax_temporal.workflows.spec import SLUG
 API_VERSION = "1"
 _REF = "#/components/schemas/{model}"
 _STATUSES = ["running", "awaiting_input", "awaiting_decision", "completed", "failed", "rejected"]
+_READ: list[dict[str, list[str]]] = [{"bearer": []}, {"login": []}]
+"""A read takes the bearer token or the inbox's login cookie."""
+_SLUG_QUERY = {
+    "name": "workflow",
+    "in": "query",
+    "schema": {"type": "string", "pattern": SLUG.pattern.replace(r"\Z", "$")},
+}
+_LIMIT = {
+    "name": "limit",
+    "in": "query",
+    "schema": {"type": "integer", "minimum": 1, "maximum": 200},
+}
+_CURSOR = {"name": "cursor", "in": "query", "schema": {"type": "string"}}
 
 
 def _schemas() -> dict[str, Any]:
@@ -43,6 +62,7 @@ def _schemas() -> dict[str, Any]:
         Outcome,
         SessionSummary,
         SessionPage,
+        ApprovalPage,
         SessionEvent,
         Accepted,
         Health,
@@ -243,26 +263,18 @@ def openapi_document() -> dict[str, Any]:
                 "description": "This deployment's open sessions (running workflows of its task "
                 "queue), newest first, each with its summary; a session that cannot answer in "
                 "time is left out.",
-                "security": [{"bearer": []}],
+                "security": _READ,
                 "parameters": [
                     {"name": "status", "in": "query", "schema": {"enum": _STATUSES}},
-                    {
-                        "name": "workflow",
-                        "in": "query",
-                        "schema": {"type": "string", "pattern": SLUG.pattern.replace(r"\Z", "$")},
-                    },
+                    _SLUG_QUERY,
                     {
                         "name": "due",
                         "in": "query",
                         "description": "only sessions parked for input whose resumeAt has passed",
                         "schema": {"type": "boolean"},
                     },
-                    {
-                        "name": "limit",
-                        "in": "query",
-                        "schema": {"type": "integer", "minimum": 1, "maximum": 200},
-                    },
-                    {"name": "cursor", "in": "query", "schema": {"type": "string"}},
+                    _LIMIT,
+                    _CURSOR,
                 ],
                 "responses": {
                     "200": {
@@ -273,10 +285,31 @@ def openapi_document() -> dict[str, Any]:
                 },
             }
         },
+        "/v1/approvals": {
+            "get": {
+                "summary": "List sessions awaiting a decision",
+                "description": "The inbox of the people who decide: every session of this "
+                "deployment parked at a human state, across workflows, with its handoff, the "
+                "edges a person may take, since when it waits and when a deadline decides it. "
+                "Paged like the session list (the same cursor rules) and read from visibility "
+                "alone, so it answers with no worker running; each page lists the soonest due "
+                "first, then the longest waiting. Decide with POST /v1/sessions/{id}/decide "
+                "(pass seq to refuse a decision taken since), or reply.",
+                "security": _READ,
+                "parameters": [_SLUG_QUERY, _LIMIT, _CURSOR],
+                "responses": {
+                    "200": {
+                        "description": "a page of approvals",
+                        "content": {"application/json": {"schema": _ref(ApprovalPage)}},
+                    },
+                    **_problems(400, 401, 503),
+                },
+            }
+        },
         "/v1/sessions/{id}": {
             "get": {
                 "summary": "A session's summary",
-                "security": [{"bearer": []}],
+                "security": _READ,
                 "parameters": [_SESSION_ID],
                 "responses": {
                     "200": {
@@ -294,7 +327,7 @@ def openapi_document() -> dict[str, Any]:
                 "`id:` is the event's seq, `seq.k` for the k-th further event read off the same "
                 "history event; reconnect with Last-Event-ID to resume with nothing lost or "
                 "repeated. With follow (the default) the stream stays open for new events.",
-                "security": [{"bearer": []}],
+                "security": _READ,
                 "parameters": [
                     _SESSION_ID,
                     {
@@ -390,6 +423,12 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "signature": {"type": "apiKey", "in": "header", "name": SIGNATURE_HEADER},
+                "login": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": LOGIN_COOKIE,
+                    "description": "the inbox's login (POST /inbox/login): reads only",
+                },
             },
         },
     }

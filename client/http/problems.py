@@ -11,6 +11,7 @@ The HTTP layer adds a few classes of its own, for what only a request can get wr
     ├── MalformedRequestError      400: a body that does not parse, a malformed path or header
     ├── AuthenticationRequiredError 401: no bearer token, or one that is not configured
     ├── SignatureRejectedError     403: a webhook signature missing, stale, wrong or replayed
+    ├── CsrfRejectedError          403: an inbox form without its login's CSRF token
     ├── RouteNotFoundError         404: no route at that path
     ├── MethodNotAllowedError      405: the route takes other methods
     ├── UnsupportedMediaTypeError  415: a body that is neither JSON nor multipart
@@ -46,6 +47,11 @@ class SignatureRejectedError(HttpError):
     """A signed trigger request whose signature does not verify, whose timestamp is outside
     the tolerance window, that lacks one of the three headers, that was received before (a
     replay), or whose ``Idempotency-Key`` is not its signed ``webhook-id``."""
+
+
+class CsrfRejectedError(HttpError):
+    """An inbox form that changes state without the CSRF token of the login it was shown to,
+    or sent from another origin."""
 
 
 class RouteNotFoundError(HttpError):
@@ -110,6 +116,7 @@ STATUS: dict[type[e.ArchmaxError], int] = {
     MalformedRequestError: 400,
     AuthenticationRequiredError: 401,
     SignatureRejectedError: 403,
+    CsrfRejectedError: 403,
     RouteNotFoundError: 404,
     MethodNotAllowedError: 405,
     UnsupportedMediaTypeError: 415,
@@ -161,6 +168,7 @@ __all__ = [
     "RETRY_AFTER_SECONDS",
     "STATUS",
     "AuthenticationRequiredError",
+    "CsrfRejectedError",
     "HttpError",
     "MalformedRequestError",
     "MethodNotAllowedError",

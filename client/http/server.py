@@ -12,6 +12,7 @@ from starlette.exceptions import HTTPException
 
 from archmax_temporal.activities.logs import get_logger
 from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.client.http import inbox
 from archmax_temporal.client.http.agents import AgentFactory, RootAgents
 from archmax_temporal.client.http.app import ROUTES, HttpService, _http_error
 from archmax_temporal.client.http.settings import ServeSettings
@@ -26,7 +27,7 @@ def create_app(
     settings: ServeSettings | None = None,
     worker: str | None = None,
 ) -> Starlette:
-    """The HTTP API as an ASGI app.
+    """The HTTP API as an ASGI app, with the inbox's pages at ``/inbox``.
 
     ``agent_factory`` gives the agent of a workflow slug (``None``: one for session routes);
     by default :class:`RootAgents` serves every workflow of ``config``'s authoring root over
@@ -55,11 +56,12 @@ def create_app(
             await service.aclose()
 
     app = Starlette(
-        routes=ROUTES,
+        routes=[*ROUTES, *inbox.ROUTES],
         exception_handlers={HTTPException: _http_error},
         lifespan=lifespan,
     )
     app.state.archmax = service
+    app.state.inbox = inbox.Inbox(service)
     return app
 
 
@@ -107,4 +109,5 @@ async def serve(
     if announce is not None:
         auth = "bearer tokens" if settings.auth_enabled else "no auth (loopback only)"
         announce(f"serving  http://{settings.host}:{settings.port}  ·  {auth}")
+        announce(f"inbox    http://{settings.host}:{settings.port}/inbox")
     await server.serve()

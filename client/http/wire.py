@@ -9,13 +9,14 @@ so the OpenAPI document describes exactly what :func:`to_wire` produces.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic_core import to_jsonable_python
 
-from archmax_temporal.workflows.models import SessionSummary, Variable
+from archmax_temporal.workflows.models import DecisionEdge, SessionSummary, Variable
 
 
 def to_wire(value: Any) -> Any:
@@ -101,6 +102,12 @@ class Decision(_Body):
 
     to: str = Field(description="the transition's target state")
     comment: str | None = None
+    seq: int | None = Field(
+        default=None,
+        description="the pendingDecision.seq this decision answers: refused (409 "
+        "SessionNotParkedError) when the session was decided since; omit to decide whichever "
+        "park stands",
+    )
 
 
 class Reply(_Body):
@@ -150,6 +157,38 @@ class SessionPage(BaseModel):
     )
 
 
+class Approval(BaseModel):
+    """A session awaiting a person's decision, as ``GET /v1/approvals`` lists it."""
+
+    session_id: str
+    workflow: str
+    state: str = Field(description="the human state the session is parked at")
+    title: str | None = Field(default=None, description="the human state's title")
+    handoff: str | None = Field(
+        default=None, description="the first line of the agent's handoff to the person"
+    )
+    transitions: list[DecisionEdge] = Field(description="the edges a person may decide")
+    seq: int = Field(description="the park's number: pass it as seq to decide")
+    created_at: datetime = Field(description="since when the session waits for a decision")
+    due_at: datetime | None = Field(
+        default=None, description="when a deadline decides it (null: no deadline)"
+    )
+    waiting_on: str | None = Field(
+        default=None, description="set when no worker serves the session (decisions wait)"
+    )
+
+
+class ApprovalPage(BaseModel):
+    """``GET /v1/approvals``: one page of sessions awaiting a decision."""
+
+    approvals: list[Approval] = Field(
+        description="the page's sessions, the soonest due first, then the longest waiting"
+    )
+    next_cursor: str | None = Field(
+        default=None, description="pass as ?cursor= for the next page; null on the last"
+    )
+
+
 class Health(BaseModel):
     """``GET /healthz``."""
 
@@ -159,6 +198,8 @@ class Health(BaseModel):
 
 __all__ = [
     "Accepted",
+    "Approval",
+    "ApprovalPage",
     "Decision",
     "Delivery",
     "FilePart",
