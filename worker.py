@@ -37,6 +37,7 @@ from archmax_temporal.activities.hook_executors import HookExecutor, HookExecuto
 from archmax_temporal.activities.host_tools import HostTool, HostToolActivities
 from archmax_temporal.activities.logs import LogContextInterceptor
 from archmax_temporal.activities.model import ModelActivities, ModelConfig
+from archmax_temporal.activities.notify import NotifyActivities, NotifyTarget
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore, SessionStore
 from archmax_temporal.activities.store import PACKAGE_VERSION, StoreActivities
@@ -154,6 +155,7 @@ def build_worker(
     telemetry: bool = True,
     deployment: WorkerDeploymentVersion | None = None,
     build_id: str | None = None,
+    notify: NotifyTarget | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
@@ -166,6 +168,9 @@ def build_worker(
     workspace tools; sessions' own files live in ``store`` (any session store: an object
     store, a folder), or the folder store at ``store_dir``.
     ``hook_executors`` serve the custom hook kinds a spec declares in ``extensions.hooks``.
+    ``notify`` is where the sessions' notifications go (a human state's deadline:
+    ``approval.expiring``, ``approval.expired``; :meth:`NotifyTarget.from_env` reads
+    ``ARCHMAX_NOTIFY_URL`` and ``ARCHMAX_NOTIFY_SECRET``); None: the worker sends none.
     ``sandbox_runtime`` is the command line that starts a hook's or script's sandbox process
     (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
     protocol on stdin and stdout, so a host can wrap it (a container, a jail).
@@ -202,6 +207,7 @@ def build_worker(
         HostToolActivities(host_tools, store, hidden).run,
         SandboxActivities(workspace, sandbox_runtime).run,
         HookExecutorActivities(hook_executors or {}, store, hidden).run,
+        NotifyActivities(notify).send,
     ]
     # Each implementation under the name its @activity.defn registers; the worker serves
     # exactly the contracts' activities (a missing, extra or doubled one raises here).
@@ -469,6 +475,7 @@ async def serve(
     announce: Callable[[str], None] | None = None,
     options: WorkerOptions | None = None,
     deployment: WorkerDeploymentVersion | None = None,
+    notify: NotifyTarget | None = None,
 ) -> None:
     """The body of ``archmax worker`` and ``archmax dev``: a long-lived worker (its identity
     marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT, with the
@@ -492,6 +499,7 @@ async def serve(
         max_concurrent_activities=options.max_concurrent_activities,
         graceful_shutdown=options.graceful_shutdown,
         deployment=deployment,
+        notify=notify,
     )
     health: HealthServer | None = None
     if options.health_address:
@@ -512,6 +520,8 @@ async def serve(
             else ""
         )
         announce(f"worker    queue {task_queue}{version}  ·  SIGTERM or Ctrl-C stops it")
+        if notify is not None:
+            announce(f"notify    {notify.url}")
         if not seen:
             announce(f"worker    its poller is not listed on {task_queue} yet")
         if options.metrics_address:

@@ -62,6 +62,9 @@ MODEL_ENV: Final = (
 )
 """The model configuration a worker reads; a change restarts the background worker."""
 
+NOTIFY_ENV: Final = ("ARCHMAX_NOTIFY_URL", "ARCHMAX_NOTIFY_SECRET")
+"""Where the worker sends the sessions' notifications; a change restarts it too."""
+
 
 class BackgroundWorkerError(DevServerError):
     """The background worker could not be started (it exited, or never polled)."""
@@ -103,7 +106,10 @@ def fingerprint(config: RuntimeConfig, address: str, env: Mapping[str, str]) -> 
         "root": str(config.root),
         "store": config.store_location,
         "search_attributes": config.search_attributes,
-        **{name: hashlib.sha256(env.get(name, "").encode()).hexdigest() for name in MODEL_ENV},
+        **{
+            name: hashlib.sha256(env.get(name, "").encode()).hexdigest()
+            for name in (*MODEL_ENV, *NOTIFY_ENV)
+        },
     }
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode()).hexdigest()
 

@@ -33,13 +33,17 @@ from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.workflows import contracts, hooks
+from archmax_temporal.workflows.contracts.notify import NOTIFY_ACTIVITY
 from archmax_temporal.workflows.contracts.sandbox import MAX_OUTPUT_LINES
+from archmax_temporal.workflows.deadlines import DEADLINE, EXPIRED
 from archmax_temporal.workflows.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
 from archmax_temporal.workflows.models import (
+    DecideInput,
     DeliverInput,
     Message,
     ModelCallInput,
     ModelCallResult,
+    NotifyInput,
     Outcome,
     PersistTurnInput,
     ReplyInput,
@@ -257,10 +261,14 @@ class _Reader:
             decoded = self._decode(attributes.input.payloads, WorkspaceToolInput)
         elif activity == SANDBOX_ACTIVITY:
             decoded = self._decode(attributes.input.payloads, SandboxRunInput)
+        elif activity == NOTIFY_ACTIVITY:
+            decoded = self._decode(attributes.input.payloads, NotifyInput)
         self._scheduled[event.event_id] = _Scheduled(
             activity=activity, summary=summary, input=decoded
         )
         found: list[SessionEvent] = []
+        if isinstance(decoded, NotifyInput):
+            found.extend(self._deadline_taken(event, decoded))
         if isinstance(decoded, ModelCallInput):
             found.extend(self._answered(event, decoded.messages))
         if activity == contracts.PERSIST_ACTIVITY and not self._updates:
@@ -488,11 +496,26 @@ class _Reader:
         if update == "deliver":
             delivery = self._decode(request.input.args.payloads, DeliverInput)
             data = {"trigger": getattr(delivery, "trigger", None)}
+        elif update == "decide":
+            decision = self._decode(request.input.args.payloads, DecideInput)
+            data = {"to": getattr(decision, "to", None)}
         elif update == "send" and parked == "input":
             # the send rule: a send to a session parked for input delivers its trigger
             sent = self._decode(request.input.args.payloads, SendInput)
             started, data = "delivered", {"trigger": getattr(sent, "trigger", None)}
         return [self._event(event, started, data)]
+
+    def _deadline_taken(self, event: HistoryEvent, sent: NotifyInput) -> list[SessionEvent]:
+        """A notification the session scheduled: its ``approval.expired`` (never one a later
+        run sent again) is the first command of the turn a passed deadline takes: ``decided``
+        by ``deadline``, along the state's ``onTimeout`` edge."""
+        if sent.resent or sent.notice.event != EXPIRED:
+            return []
+        self._parked = None
+        self._signals.clear()
+        notice = sent.notice
+        data = {"to": notice.on_timeout, "by": DEADLINE, "state": notice.state}
+        return [self._event(event, "decided", data)]
 
     def _refused_signal(self, event: HistoryEvent) -> list[SessionEvent]:
         """A ``deliver`` signal the session refused (it records the signal's number, the

@@ -1069,7 +1069,8 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
     memo at every settled turn, and its ``Archmax*`` search attributes (``source=
     "visibility"``; each variable by name and lock, with no value). With no worker polling,
     an open session's ``waiting_on`` says so, and how overdue a timed wake is: ``due 12 min
-    ago — no worker is polling; …``; a finished one (completed, failed, rejected) waits on
+    ago — no worker is polling; …`` (a decision's passed deadline: ``deadline passed 12 min
+    ago — …``); a finished one (completed, failed, rejected) waits on
     nothing."""
     attributes = execution.typed_search_attributes
     # Decoded straight into the model (one pass over the JSON), not to a dict validated after.
@@ -1092,6 +1093,12 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
                 if late.total_seconds() >= 0
                 else f"wakes in {span(-late.total_seconds())}; {NO_WORKER}"
             )
+        decision = listed.pending_decision
+        due_at = decision.due_at if decision is not None else None
+        if due_at is not None and status == "awaiting_decision":
+            late = datetime.now(UTC) - due_at
+            if late.total_seconds() >= 0:  # its deadline is taken when a worker runs it
+                waiting_on = f"deadline passed {span(late.total_seconds())} ago — {NO_WORKER}"
     delegation = listed.delegation
     return SessionSummary(
         session_id=execution.id,

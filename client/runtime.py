@@ -194,6 +194,7 @@ async def open_runtime(
     ):
         # loaded here: a command that only reads never loads the worker and its activities
         from archmax_temporal.activities.model import ModelConfig
+        from archmax_temporal.activities.notify import NotifyTarget
         from archmax_temporal.worker import build_worker
 
         worker = build_worker(
@@ -209,6 +210,7 @@ async def open_runtime(
             host_tools=host_tools,
             hook_executors=hook_executors,
             sandbox_runtime=sandbox_runtime,
+            notify=NotifyTarget.from_env(env),
         )
         await _start_worker(worker)
     return Runtime(client=client, config=config, server=server, worker=worker)

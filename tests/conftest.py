@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.host_tools import as_host_tools
 from archmax_temporal.activities.model import ModelConfig
+from archmax_temporal.activities.notify import NotifyTarget
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import DEFAULT_IDLE_CLOSE, RuntimeConfig
 from archmax_temporal.client.devserver import find_temporal_cli
@@ -165,11 +166,13 @@ async def running_agent(
     worker_cache: int = 0,
     idle_close: timedelta | None = DEFAULT_IDLE_CLOSE,
     limits: Limits | None = None,
+    notify: NotifyTarget | None = None,
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
     replays the whole history, so each test is also a determinism test). ``store``: the
-    sessions' folder (default ``<root>/sessions``), or an object store's URL (``s3_url``)."""
+    sessions' folder (default ``<root>/sessions``), or an object store's URL (``s3_url``);
+    ``notify``: where the worker sends the sessions' notifications (none by default)."""
     store_url = store if isinstance(store, str) else None
     config = RuntimeConfig(
         root=root,
@@ -198,6 +201,7 @@ async def running_agent(
         authoring_root=root,
         host_tools=as_host_tools(tools),
         hook_executors=hook_executors,
+        notify=notify,
     )
     async with w:
         yield agent

@@ -255,6 +255,7 @@ class TestActivityContracts:
             "archmax.sandbox.run",
             "archmax.hook.custom",
             "archmax.tool.host",
+            "archmax.notify.send",
         }
     )
     """The names every history records: they never change."""

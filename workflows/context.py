@@ -19,6 +19,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows import telemetry, transcript
     from archmax_temporal.workflows.models import (
+        DecidedBy,
         Message,
         NoteKind,
         SessionInput,
@@ -140,12 +141,21 @@ class SessionContext:
         self.session.hook_corrections = {}
 
     def trail(
-        self, to: str, kind: TrailKind, reason: str | None, *, spec_hash: str | None = None
+        self,
+        to: str,
+        kind: TrailKind,
+        reason: str | None,
+        *,
+        spec_hash: str | None = None,
+        by: DecidedBy | None = None,
     ) -> None:
         """Record a committed step of the audit trail, stamped with the workflow's clock (a
-        turn's opening step names the spec the turn runs under)."""
+        turn's opening step names the spec the turn runs under; a decision no person took
+        names who took it)."""
         self.session.trail.append(
-            TrailStep(to=to, kind=kind, reason=reason, ts=workflow.now(), spec_hash=spec_hash)
+            TrailStep(
+                to=to, kind=kind, reason=reason, ts=workflow.now(), spec_hash=spec_hash, by=by
+            )
         )
 
     def note(self, kind: NoteKind, text: str) -> None:

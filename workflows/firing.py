@@ -6,12 +6,12 @@ A *firing* is everything the session's run loop serves, one at a time, as a type
   reply at a human state), or a delegated child's own ``manual`` arrival;
 - :class:`DeliverFiring`: a delivery (the ``deliver`` update or signal), or the session's own
   timer waking a timed park (trigger ``timer`` with variable ``now``);
-- :class:`DecideFiring`: a reviewer's decision at a human state;
+- :class:`DecideFiring`: a reviewer's decision at a human state, or its deadline's;
 - :class:`ReplyFiring`: a person's reply at a human state;
 - :class:`ChildSettled`: a parked sub-workflow's report, by its session id.
 
 Each carries its idempotency key: the update's key its result is kept under (None for a
-signal, the timer and a child's report, which nobody waits on).
+signal, the timer, a deadline and a child's report, which nobody waits on).
 
 The checks run in the update validators (a refusal writes nothing to the history) and again
 in the handlers, over a read-only :class:`Admission` view of the session. They raise the typed
@@ -46,6 +46,7 @@ from archmax_temporal.workflows.errors import (
 )
 from archmax_temporal.workflows.limits import Limits
 from archmax_temporal.workflows.models import (
+    DecidedBy,
     DecideInput,
     DeliverInput,
     PendingDecision,
@@ -84,10 +85,12 @@ class DeliverFiring:
 
 @dataclass(frozen=True)
 class DecideFiring:
-    """A reviewer's decision at a human state."""
+    """A reviewer's decision at a human state, or the one its deadline takes (``by``, no
+    key: nobody waits on it, and a run that hands the session on takes it again)."""
 
     decision: DecideInput
     key: str | None = None
+    by: DecidedBy | None = None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from pydantic import (
     SerializerFunctionWrapHandler,
     model_serializer,
 )
+from pydantic.alias_generators import to_camel
 
 from archmax_temporal.workflows.limits import Limits
 from archmax_temporal.workflows.spec import WorkflowSpec
@@ -36,6 +37,10 @@ OutcomeKind = Literal["completed", "parked", "failed", "rejected"]
 Disposition = Literal["turn", "reply", "deliver", "decide"]
 NoteKind = Literal["decision", "event", "error", "after", "sub-workflow", "opening"]
 TrailKind = Literal["trigger", "agent", "human", "sub-workflow", "reset", "on_error"]
+DecidedBy = Literal["deadline"]
+"""Who took a decision at a human state when no person did: its ``deadline``."""
+ApprovalEvent = Literal["approval.expiring", "approval.expired"]
+"""The notifications a human state's deadline sends: ``warn`` before it, and when it passes."""
 TodoStatus = Literal["pending", "in_progress", "completed"]
 
 
@@ -137,6 +142,10 @@ class TrailStep(_Model):
     ts: datetime
     spec_hash: str | None = None
     """On the step that opens a turn: the hash of the spec the turn runs under."""
+    by: DecidedBy | None = Field(default=None, exclude_if=lambda value: value is None)
+    """On a ``human`` step no person took: who decided instead (``deadline``: the state's
+    deadline passed and its ``onTimeout`` edge was taken). Absent from archmax's shape
+    otherwise."""
 
 
 class PendingInput(_Model):
@@ -352,6 +361,12 @@ class SessionState(_Model):
     retry after continue-as-new still gets the first outcome (Temporal itself dedupes update
     ids within a run); the newest :data:`RECENT_FIRINGS` are kept, without their variables
     (``variables_delta`` with none: the host reads the session's)."""
+    warned: int | None = Field(default=None, exclude_if=lambda value: value is None)
+    """The ``seq`` of the pending decision whose ``approval.expiring`` notification went out
+    (its deadline's ``warn``), so a later run never warns of it again."""
+    outbox: list[NotifyInput] = Field(default_factory=list, exclude_if=lambda value: not value)
+    """Notifications scheduled and not yet delivered (or given up): a run that ends with one
+    in flight hands it on, and the next run sends it again under the same ``webhook-id``."""
 
 
 class InflightTurn(_Model):
@@ -535,6 +550,47 @@ class DecideInput(_Model):
     """The ``seq`` of the park this decision answers (``PendingDecision.seq``): refused when
     the session was decided since and parks again (a stale form). None: whichever park
     stands."""
+
+
+class ApprovalNotice(_Model):
+    """What an ``approval.expiring`` / ``approval.expired`` notification says: the decision
+    a human state waits for, when it is due, and the edge its deadline takes. On the wire its
+    fields are archmax's camelCase (``sessionId``, ``dueAt``, ``onTimeout``)."""
+
+    model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True)
+
+    event: ApprovalEvent
+    session_id: str
+    workflow: str
+    state: str
+    title: str | None = None
+    seq: int
+    """The decision's number in the session (:attr:`PendingDecision.seq`)."""
+    created_at: datetime
+    due_at: datetime
+    on_timeout: str
+    transitions: list[DecisionEdge] = Field(default_factory=list)
+    handoff: str | None = None
+    """The agent's message to the person at the park (cut to a few thousand characters)."""
+
+
+class NotifyInput(_Model):
+    """One outbound notification the session asks a worker to send
+    (``archmax.notify.send``). ``message_id`` is its ``webhook-id``: derived from the
+    session and the decision, the same on every attempt and in every run."""
+
+    message_id: str
+    notice: ApprovalNotice
+    resent: bool = False
+    """Sent again by a run that inherited it in flight (the events read no new fact in it)."""
+
+
+class NotifyResult(_Model):
+    """What became of a notification: POSTed and taken (``sent``, with the receiver's
+    status), or not sent because the worker has no ``ARCHMAX_NOTIFY_URL``."""
+
+    sent: bool
+    status: int | None = None
 
 
 class ReplyInput(_Model):

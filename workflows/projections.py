@@ -267,6 +267,8 @@ def current_details(s: SessionState, input: SessionInput, waiting: PendingDelega
     if s.status == "awaiting_decision" and s.pending_decision:
         edges = ", ".join(e.to for e in s.pending_decision.transitions)
         details.append(f"awaiting a decision at `{s.pending_decision.state}`: {edges}")
+        if s.pending_decision.due_at is not None:
+            details.append(f"decision due at {s.pending_decision.due_at.isoformat()}")
     if pending:
         details.append(f"waiting for: {pending.reason}")
         if pending.resume_at:

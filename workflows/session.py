@@ -11,6 +11,9 @@ position, variables and trail simply carry forward.
   no event in the history.
 - ``archmax_wait({until})`` parks on ``wait_condition`` with a durable timer; when it fires
   the session delivers itself trigger ``timer`` with variable ``now``.
+- A human state's ``deadline`` parks on the same kind of timer: at ``warn`` the session sends
+  ``approval.expiring``, at the deadline ``approval.expired``, and takes ``onTimeout`` as the
+  decision, by ``deadline`` (:mod:`workflows.deadlines`).
 
 This module is the shell: handlers, validators, queries, the run loop and continue-as-new.
 What a firing may be and whether it is admitted is :mod:`workflows.firing`; what it does, the
@@ -22,6 +25,7 @@ Workflow code does no I/O and reads no clock but ``workflow.now()``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import timedelta
 from typing import NoReturn
@@ -32,6 +36,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows import (
         contracts,
+        deadlines,
         delegation,
         firing,
         projections,
@@ -58,11 +63,13 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.hook_runner import HookRunner
     from archmax_temporal.workflows.models import (
         RECENT_FIRINGS,
+        ApprovalEvent,
         CheckpointInput,
         DecideInput,
         DeliverInput,
         Disposition,
         InflightTurn,
+        NotifyInput,
         Outcome,
         ReplyInput,
         SendInput,
@@ -123,6 +130,8 @@ class ArchmaxSession:
         self._variables_from: dict[str, Variable] = {}
         """The variables as the firing being served found them (its outcome carries what it
         changed)."""
+        self._sending: set[asyncio.Task[None]] = set()
+        """The notifications this run is sending (each also in the session's ``outbox``)."""
         self._turn.may_hand_over = lambda: (
             not self._queue and not (self._ctx.session.pending_delegations)
         )
@@ -145,6 +154,8 @@ class ArchmaxSession:
     async def run(self, input: SessionInput) -> SessionSummary:
         """Serve the session's firings forever; continue as new when the history grows."""
         limit = input.requests_per_run or contracts.DEFAULT_REQUESTS_PER_RUN
+        for handed_on in list(self._ctx.session.outbox):  # in flight when the last run ended
+            self._start_sending(handed_on.model_copy(update={"resent": True}))
         while True:
             if not await self._wait_for_work():
                 return self._summary()  # started for a refused firing: ends without a trace
@@ -201,7 +212,10 @@ class ArchmaxSession:
             return False
         wakes = isinstance(self._queue[0], DeliverFiring | DecideFiring | SendFiring)
         survives = all(
-            f.key is not None or (isinstance(f, DeliverFiring) and f.timer) for f in self._queue
+            f.key is not None
+            or (isinstance(f, DeliverFiring) and f.timer)
+            or (isinstance(f, DecideFiring) and f.by is not None)  # its deadline: due again
+            for f in self._queue
         )
         return (
             wakes
@@ -246,18 +260,19 @@ class ArchmaxSession:
                 )
         self._queue.clear()
         self._busy = False
-        await workflow.wait_condition(
-            lambda: workflow.all_handlers_finished() and not self._results
+        await workflow.wait_condition(  # a run's end would drop a notification still sending
+            lambda: workflow.all_handlers_finished() and not self._results and not self._sending
         )
         return self._summary()
 
     async def _wait_for_work(self) -> bool:
-        """Wait for the next firing; a timed park also wakes itself when ``resume_at`` passes.
+        """Wait for the next firing; a timed park also wakes itself when ``resume_at`` passes,
+        and a decision with a deadline is warned of and taken when its times come.
         False when the run should end instead: it started for a firing that was refused
         (an update-with-start whose update the validator refused) and none came since.
 
-        The wait always passes the park's timeout (None without ``until``) so its shape never
-        changes between replays.
+        The wait always passes the park's timeout (None without ``until`` or a deadline) so
+        its shape never changes between replays.
         """
         s = self._ctx.session
         if (
@@ -267,28 +282,93 @@ class ArchmaxSession:
             and workflow.patched(FIRST_FIRING_PATCH)
         ):
             return await self._await_first_firing()
-        pending = s.pending_input
-        timeout: timedelta | None = None
-        summary: str | None = None
-        idle = False
-        if s.status == "awaiting_input" and pending and pending.resume_at:
-            timeout = max(pending.resume_at - workflow.now(), timedelta(0))
-            summary = f"archmax_wait until {pending.resume_at.isoformat()}"
-        elif self._may_close_when_idle():
-            assert self._ctx.input.idle_close_s is not None
-            timeout = timedelta(seconds=self._ctx.input.idle_close_s)
-            summary = f"idle close after {timeout}"
-            idle = True
+        while True:
+            pending = s.pending_input
+            timeout: timedelta | None = None
+            summary: str | None = None
+            idle = False
+            deadline: deadlines.Timer | None = None
+            if s.status == "awaiting_input" and pending and pending.resume_at:
+                timeout = max(pending.resume_at - workflow.now(), timedelta(0))
+                summary = f"archmax_wait until {pending.resume_at.isoformat()}"
+            elif (deadline := deadlines.next_timer(self._ctx.spec, s, workflow.now())) is not None:
+                timeout = deadlines.timeout(deadline, workflow.now())
+                summary = deadline.summary
+            elif self._may_close_when_idle():
+                assert self._ctx.input.idle_close_s is not None
+                timeout = timedelta(seconds=self._ctx.input.idle_close_s)
+                summary = f"idle close after {timeout}"
+                idle = True
+            try:
+                await workflow.wait_condition(
+                    lambda: bool(self._queue), timeout=timeout, timeout_summary=summary
+                )
+            except TimeoutError:
+                if idle:
+                    return not await self._close_idle()
+                if deadline is not None:
+                    if self._deadline_reached(deadline):
+                        continue  # warned: wait on for the deadline (or a person)
+                    return True
+                self._busy = True
+                self._queue.append(firing.timer_wake(workflow.now()))
+            return True
+
+    def _deadline_reached(self, timer: deadlines.Timer) -> bool:
+        """A parked decision's deadline timer fired: at ``warn``, send ``approval.expiring``
+        and say the wait goes on (True); at the deadline, queue its decision (False). A firing
+        that came meanwhile (a person's) is served first, and the wait after it looks again."""
+        if self._queue:
+            return False
+        s = self._ctx.session
+        pending = s.pending_decision
+        assert pending is not None  # next_timer found it
+        if timer.kind == "warn":
+            s.warned = pending.seq
+            self._notify(deadlines.EXPIRING)
+            return True
+        self._busy = True
+        decision = deadlines.decision(self._ctx.spec, pending)
+        self._queue.append(DecideFiring(decision, by=deadlines.DEADLINE))
+        return False
+
+    def _notify(self, event: ApprovalEvent) -> None:
+        """Send notification ``event`` of the decision the session is parked at: kept in its
+        ``outbox`` until the activity is done with it, so a run that hands the session on
+        mid-way leaves it to the next."""
+        ctx = self._ctx
+        s = ctx.session
+        assert s.pending_decision is not None
+        request = deadlines.notice(
+            event,
+            session_id=ctx.session_id,
+            workflow=ctx.input.workflow,
+            spec=ctx.spec,
+            pending=s.pending_decision,
+            handoff=projections.last_reply(s) or None,
+        )
+        s.outbox.append(request)
+        self._start_sending(request)
+
+    def _start_sending(self, request: NotifyInput) -> None:
+        task = asyncio.create_task(self._send(request))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, request: NotifyInput) -> None:
+        """Schedule the notification activity; once it is done (delivered, not configured on
+        the worker, refused or given up), the outbox lets go of it."""
         try:
-            await workflow.wait_condition(
-                lambda: bool(self._queue), timeout=timeout, timeout_summary=summary
+            await contracts.notify.send(request, summary=deadlines.notice_summary(request))
+        except ActivityError as failure:
+            workflow.logger.warning(
+                "notification %s not delivered: %s",
+                request.message_id,
+                failure.cause or failure,
+                extra=telemetry.log_extra(self._ctx),
             )
-        except TimeoutError:
-            if idle:
-                return not await self._close_idle()
-            self._busy = True
-            self._queue.append(firing.timer_wake(workflow.now()))
-        return True
+        s = self._ctx.session
+        s.outbox = [r for r in s.outbox if r.message_id != request.message_id]
 
     def _may_close_when_idle(self) -> bool:
         """Whether this wait may end the run when nothing comes for ``idle_close_s``: a
@@ -309,6 +389,8 @@ class ArchmaxSession:
         run may end: not when the write failed (it waits again) or a firing came meanwhile
         (it is served). The next firing on the id starts a run from the checkpoint."""
         ctx = self._ctx
+        if self._sending:  # the checkpoint holds no notification the closing run still sends
+            await workflow.wait_condition(lambda: not self._sending)
         try:
             await contracts.store.checkpoint(
                 CheckpointInput(
@@ -362,9 +444,11 @@ class ArchmaxSession:
                     turn.publish()
                     await turn.drive()
                 return await self._settle("deliver")
-            case DecideFiring(decision=decision):
+            case DecideFiring(decision=decision, by=by):
                 self._disposition = "decide"
-                await turn.decide(decision)
+                if by is not None:  # the deadline passed: say so before the turn goes on
+                    self._notify(deadlines.EXPIRED)
+                await turn.decide(decision, by=by)
                 return await self._settle("decide")
             case ReplyFiring(message=message):
                 await turn.reply(message)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sized
+from datetime import timedelta
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -36,6 +37,7 @@ from pydantic import (
     model_validator,
 )
 
+from archmax_temporal.workflows.durations import InvalidUntilError, relative_duration
 from archmax_temporal.workflows.errors import SpecValidationError
 from archmax_temporal.workflows.paths import InvalidPathError, parse_path
 
@@ -377,6 +379,59 @@ class HookSpec(BaseModel):
 HookList = Annotated[list[HookSpec], _at_most(MAX_HOOKS, "hooks")]
 
 
+class DeadlineSpec(_Strict):
+    """A human state's deadline (this runtime's extension of archmax's format): ``after`` the
+    park, the decision is taken along ``onTimeout`` by ``deadline``; ``warn`` before that, a
+    notification says the decision is about to expire.
+
+    Durations are written in ``archmax_wait``'s relative ``until`` syntax (``90s``, ``30m``,
+    ``48h``, ``3d``) and counted from the park."""
+
+    after: Annotated[str, _text(MAX_SLUG_LENGTH)]
+    warn: Annotated[str, _text(MAX_SLUG_LENGTH)] | None = None
+    on_timeout: Slug = Field(alias="onTimeout")
+
+    @field_validator("after", "warn", mode="before")
+    @classmethod
+    def _written_with_a_unit(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):  # 48 is not read as seconds
+            raise ValueError(f"{value!r} is not a duration: write one such as 90s, 30m, 48h, 3d")
+        return value
+
+    @field_validator("after", "warn")
+    @classmethod
+    def _a_duration(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            span = relative_duration(value)
+        except InvalidUntilError as exc:
+            raise ValueError(str(exc)) from None
+        if span <= timedelta(0):
+            raise ValueError(f"duration {value!r} must be longer than zero")
+        return value
+
+    @model_validator(mode="after")
+    def _warn_before_the_deadline(self) -> DeadlineSpec:
+        warn = self.warn_before
+        if warn is not None and warn >= self.due_after:
+            raise ValueError(
+                f"warn ({self.warn}) must be shorter than after ({self.after}): the warning "
+                "goes out that long before the deadline"
+            )
+        return self
+
+    @property
+    def due_after(self) -> timedelta:
+        """How long after the park the deadline passes."""
+        return relative_duration(self.after)
+
+    @property
+    def warn_before(self) -> timedelta | None:
+        """How long before the deadline the ``approval.expiring`` notification goes out."""
+        return None if self.warn is None else relative_duration(self.warn)
+
+
 class StateSpec(_Strict):
     """One state of the machine; its key in ``states`` is its slug and identity."""
 
@@ -401,6 +456,9 @@ class StateSpec(_Strict):
     mounts: StateListSpec = Field(default_factory=StateListSpec)
     evidence: Annotated[list[Name], Entries] = Field(default_factory=list)
     approvers: Annotated[list[Name], Entries] = Field(default_factory=list)
+    deadline: DeadlineSpec | None = Field(default=None, exclude_if=lambda value: value is None)
+    """A human state's deadline (:class:`DeadlineSpec`). Left out of the dump when absent, so
+    a spec without one hashes and travels exactly as before the key existed."""
     metadata: dict[str, Any] | None = None
 
     @field_validator("triggers", mode="before")
@@ -649,6 +707,7 @@ def machine_problems(spec: WorkflowSpec) -> list[str]:
                 )
         if state.on_error is not None and state.on_error not in spec.states:
             problems.append(f"states.{slug}.on_error: undeclared state {state.on_error!r}")
+        problems.extend(deadline_problems(slug, state))
         for trigger_id, declaration in state.triggers.items():
             if trigger_id in declared_by:
                 problems.append(
@@ -674,6 +733,24 @@ def machine_problems(spec: WorkflowSpec) -> list[str]:
     if not declared_by:
         problems.append("states: Workflow has no start state (no state declares a trigger)")
     return problems
+
+
+def deadline_problems(slug: str, state: StateSpec) -> list[str]:
+    """What is wrong with ``state``'s ``deadline``: declared on a state that is not human,
+    or an ``onTimeout`` that is not one of the state's edges."""
+    deadline = state.deadline
+    if deadline is None:
+        return []
+    where = f"states.{slug}.deadline"
+    if not state.is_human:
+        return [f"{where}: only a human state (type: human) takes a deadline"]
+    edges = [t.to for t in state.transitions]
+    if deadline.on_timeout not in edges:
+        return [
+            f"{where}.onTimeout: {deadline.on_timeout!r} is not an edge of {slug!r} "
+            f"(its edges: {', '.join(edges) or 'none'})"
+        ]
+    return []
 
 
 def parse_spec(data: Any, source: str = "workflow.yaml") -> WorkflowSpec:

@@ -28,6 +28,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows import (
         contracts,
+        deadlines,
         delegation,
         governance,
         projections,
@@ -56,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.workflows.firing import FiringRefused
     from archmax_temporal.workflows.hook_runner import HookRunner, ScriptDispatcher, journal_entry
     from archmax_temporal.workflows.models import (
+        DecidedBy,
         DecideInput,
         DecisionEdge,
         DeliverInput,
@@ -231,8 +233,9 @@ class TurnEngine:
 
     # --- human states ---------------------------------------------------------------------
 
-    async def decide(self, decision: DecideInput) -> None:
-        """Commit the decision, note it, and continue in the target state."""
+    async def decide(self, decision: DecideInput, *, by: DecidedBy | None = None) -> None:
+        """Commit the decision, note it, and continue in the target state. ``by`` names who
+        took it when no person did (``deadline``: the state's deadline passed)."""
         ctx = self._ctx
         s = ctx.session
         pending = s.pending_decision
@@ -244,10 +247,11 @@ class TurnEngine:
         comment = decision.comment.strip() if decision.comment else None
         s.state = decision.to
         ctx.new_visit()
-        ctx.trail(decision.to, "human", comment)
+        ctx.trail(decision.to, "human", comment, by=by)
+        who = "the reviewer chose" if by is None else f"the {by} took"
         ctx.note(
             "decision",
-            f"[decision] the reviewer chose '{decision.to}' at '{pending.state}'"
+            f"[decision] {who} '{decision.to}' at '{pending.state}'"
             + (f": {comment}" if comment else "."),
         )
         ctx.session.follow_up = False
@@ -282,6 +286,7 @@ class TurnEngine:
             ],
             evidence=list(state.evidence),
             created_at=workflow.now(),
+            due_at=deadlines.due_at(state.deadline, workflow.now()),
         )
         s.status = "awaiting_decision"
         result = await self.call_model(handoff=True)

@@ -328,6 +328,7 @@ def _worker_options(args: argparse.Namespace) -> WorkerOptions:
 
 async def _worker(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.activities.notify import NotifyTarget
     from archmax_temporal.worker import connect, deployment_from_env, metrics_runtime, serve
 
     options = _worker_options(args)
@@ -345,12 +346,14 @@ async def _worker(args: argparse.Namespace, config: RuntimeConfig) -> int:
         announce=announce,
         options=options,
         deployment=deployment_from_env(),
+        notify=NotifyTarget.from_env(),
     )
     return 0
 
 
 async def _dev(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.activities.notify import NotifyTarget
     from archmax_temporal.client.devserver import ForegroundDevServer
     from archmax_temporal.worker import connect, metrics_runtime, serve
 
@@ -371,6 +374,7 @@ async def _dev(args: argparse.Namespace, config: RuntimeConfig) -> int:
             authoring_root=config.root,
             announce=announce,
             options=options,
+            notify=NotifyTarget.from_env(),
         )
     return 0
 

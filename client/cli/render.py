@@ -8,6 +8,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from pydantic import BaseModel
@@ -54,6 +55,15 @@ def handoff_of(messages: Sequence[Any]) -> str | None:
     return None
 
 
+def due_text(due_at: datetime, now: datetime | None = None) -> str:
+    """A decision's due time as a person reads it: ``2026-12-07T10:00Z (in 2 d)``, or
+    ``… (3 h ago)`` once it passed (its deadline is taken as soon as a worker runs)."""
+    now = now or datetime.now(UTC)
+    left = (due_at - now).total_seconds()
+    relative = f"in {span(left)}" if left >= 0 else f"{span(-left)} ago"
+    return f"{due_at.astimezone(UTC).strftime('%Y-%m-%dT%H:%MZ')} ({relative})"
+
+
 def err(line: str = "") -> None:
     print(line, file=sys.stderr, flush=True)
 
@@ -90,7 +100,8 @@ def _narrate_outcome(outcome: Outcome, trail_from: int) -> int:
     if outcome.kind == "parked" and isinstance(outcome.pending, PendingDecision):
         decision = outcome.pending
         edges = ", ".join(edge.to for edge in decision.transitions)
-        err(f"⏸ parked at {decision.state}, awaiting a decision: {edges}")
+        due = f" (due {due_text(decision.due_at)})" if decision.due_at else ""
+        err(f"⏸ parked at {decision.state}, awaiting a decision: {edges}{due}")
         first = decision.transitions[0].to if decision.transitions else "<state>"
         err(f"  decide: archmax decide {outcome.session_id} --to {first} [--comment …]")
         return 0
@@ -131,6 +142,8 @@ def summary_line(s: SessionSummary, handoff: str | None = None) -> str:
     if s.pending_decision is not None:
         edges = ", ".join(edge.to for edge in s.pending_decision.transitions)
         line += f"\n    decision at {s.pending_decision.state}: {edges or '(no edges)'}"
+        if s.pending_decision.due_at is not None:
+            line += f" · due {due_text(s.pending_decision.due_at)}"
         if handoff:
             first = handoff.splitlines()[0]
             line += f"\n    handoff: {first[:160]}{'…' if len(first) > 160 else ''}"
@@ -156,6 +169,8 @@ def summary_detail(s: SessionSummary, handoff: str | None = None) -> str:
             kind = f" ({edge.type})" if edge.type and edge.type != "none" else ""
             about = f": {edge.description}" if edge.description else ""
             lines.append(f"  → {edge.to}{kind}{about}")
+        if s.pending_decision.due_at is not None:
+            lines.append(f"due       {due_text(s.pending_decision.due_at)}")
         if handoff:
             lines.append("handoff")
             lines += [f"  {line}" for line in handoff.splitlines()]

@@ -25,7 +25,6 @@ them with any Standard Webhooks library.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import heapq
 import hmac
@@ -34,25 +33,23 @@ import secrets
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from standardwebhooks import Webhook, WebhookVerificationError
 
+from archmax_temporal.activities.webhooks import ID_HEADER as ID_HEADER
+from archmax_temporal.activities.webhooks import SECRET_BYTES as SECRET_BYTES
+from archmax_temporal.activities.webhooks import SECRET_PREFIX as SECRET_PREFIX
+from archmax_temporal.activities.webhooks import SIGNATURE_HEADER as SIGNATURE_HEADER
+from archmax_temporal.activities.webhooks import TIMESTAMP_HEADER as TIMESTAMP_HEADER
+from archmax_temporal.activities.webhooks import check_secret as check_secret
+from archmax_temporal.activities.webhooks import signed_headers as signed_headers
 from archmax_temporal.client.http.problems import (
     AuthenticationRequiredError,
     CsrfRejectedError,
     SignatureRejectedError,
 )
-from archmax_temporal.workflows.errors import ConfigurationError
 
-ID_HEADER = "webhook-id"
-TIMESTAMP_HEADER = "webhook-timestamp"
-SIGNATURE_HEADER = "webhook-signature"
 SIGNED_HEADERS = (ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
-
-SECRET_PREFIX = "whsec_"
-SECRET_BYTES = (24, 64)
-"""The decoded length a secret may have (Standard Webhooks: at least 192 bits, at most 512)."""
 
 SIGNATURE_TOLERANCE = 300
 """How far a signed request's timestamp may be from the server's clock, either way (seconds;
@@ -65,40 +62,9 @@ idempotency key, hence part of a Temporal update id)."""
 _TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
 
 
-def check_secret(secret: str, where: str) -> str:
-    """``secret`` when it is a Standard Webhooks secret (``whsec_`` and base64 of 24-64
-    bytes); otherwise :class:`ConfigurationError` naming ``where`` (never the secret)."""
-    encoded = secret.removeprefix(SECRET_PREFIX)
-    padded = encoded + "=" * (-len(encoded) % 4)
-    try:
-        key = base64.b64decode(padded, validate=True) if secret.startswith(SECRET_PREFIX) else b""
-    except (binascii.Error, ValueError):
-        key = b""
-    low, high = SECRET_BYTES
-    if not low <= len(key) <= high:
-        raise ConfigurationError(
-            f"{where}: a webhook secret is '{SECRET_PREFIX}' and the base64 of {low}-{high} "
-            "random bytes (make one with: echo whsec_$(openssl rand -base64 32))"
-        )
-    return secret
-
-
 def new_secret() -> str:
     """A fresh Standard Webhooks secret (32 random bytes)."""
     return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
-
-
-def signed_headers(
-    secret: str, body: bytes, *, message_id: str, now: float | None = None
-) -> dict[str, str]:
-    """The three headers that sign ``body`` as message ``message_id``, sent now."""
-    timestamp = int(time.time() if now is None else now)
-    signature = Webhook(secret).sign(message_id, datetime.fromtimestamp(timestamp, UTC), body)
-    return {
-        ID_HEADER: message_id,
-        TIMESTAMP_HEADER: str(timestamp),
-        SIGNATURE_HEADER: signature,
-    }
 
 
 @dataclass(frozen=True)

@@ -16,26 +16,33 @@ and this process sends one notification per firing, however often the firing is 
 Network errors, 408, 429 and 5xx are retried with backoff (``Retry-After`` honoured).
 
 This runs host-side, in the server that ran the turn: a notification still retrying when the
-server stops is lost. The durable version belongs in the workflow (an activity scheduled at the
-turn's end, retried by Temporal); until then a receiver can reconcile from
-``GET /v1/sessions``.
+server stops is lost; a receiver can reconcile from ``GET /v1/sessions``. (The notifications of
+a human state's deadline, ``approval.expiring`` and ``approval.expired``, are durable: the
+session schedules them as the worker's ``archmax.notify.send`` activity,
+``activities/notify.py``.) The id, the body's encoding and the signature are shared with that
+activity (:mod:`archmax_temporal.workflows.notifications`,
+:mod:`archmax_temporal.activities.webhooks`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 from collections import OrderedDict
 from typing import Any
 
 import httpx
 
 from archmax_temporal.activities.logs import get_logger
-from archmax_temporal.client.http.auth import signed_headers
+from archmax_temporal.activities.webhooks import (
+    RETRYABLE_STATUSES,
+    retry_after_seconds,
+    signed_headers,
+)
 from archmax_temporal.client.http.wire import to_wire
 from archmax_temporal.workflows.models import Outcome, PendingInput
+from archmax_temporal.workflows.notifications import encoded
+from archmax_temporal.workflows.notifications import notification_id as notification_id
 
 NOTIFY_ATTEMPTS = 5
 """How many times one notification is tried before it is given up (and logged)."""
@@ -55,17 +62,7 @@ SHUTDOWN_GRACE_SECONDS = 5.0
 SENT_MEMORY = 10_000
 """How many notifications' ids one server process remembers, to send each only once."""
 
-_RETRYABLE = frozenset({408, 425, 429, 500, 502, 503, 504})
-
 log = get_logger("archmax.http.notify")
-
-
-def notification_id(session_id: str, update_id: str) -> str:
-    """The ``webhook-id`` of the notification of firing ``update_id`` on ``session_id``: the
-    same wherever and however often it is sent, and free of the caller's text (the standard
-    asks that an id hold no ``.``)."""
-    digest = hashlib.sha256(f"{session_id}\n{update_id}".encode()).hexdigest()
-    return f"ntf_{digest[:32]}"
 
 
 def notification(outcome: Outcome) -> dict[str, Any]:
@@ -117,7 +114,7 @@ class Notifier:
         self._sent[message_id] = None
         while len(self._sent) > SENT_MEMORY:
             self._sent.popitem(last=False)
-        body = json.dumps(notification(outcome), separators=(",", ":")).encode()
+        body = encoded(notification(outcome))
         task = asyncio.get_running_loop().create_task(self.post(body, message_id))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -139,10 +136,10 @@ class Notifier:
             else:
                 if response.is_success:
                     return True
-                if response.status_code not in _RETRYABLE:
+                if response.status_code not in RETRYABLE_STATUSES:
                     log.warning("notification refused", key=key, status=response.status_code)
                     return False
-                retry_after = _seconds(response.headers.get("retry-after"))
+                retry_after = retry_after_seconds(response.headers.get("retry-after"))
                 log.warning("notification deferred", key=key, status=response.status_code)
             if attempt < self._attempts:
                 await asyncio.sleep(min(retry_after or delay, NOTIFY_MAX_DELAY_SECONDS))
@@ -160,12 +157,3 @@ class Notifier:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
         await self._client.aclose()
-
-
-def _seconds(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        return None

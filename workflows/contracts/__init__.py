@@ -19,6 +19,7 @@ activity                              module                         typed call
 ``archmax.sandbox.run``               :mod:`.sandbox`                :func:`.sandbox.run`
 ``archmax.hook.custom``               :mod:`.sandbox`                :func:`.sandbox.custom_hook`
 ``archmax.tool.host``                 :mod:`.host_tools`             :func:`.host_tools.run`
+``archmax.notify.send``               :mod:`.notify`                 :func:`.notify.send`
 ====================================  =============================  ========================
 
 :data:`ACTIVITIES` lists them all; the worker registers exactly :data:`ACTIVITY_NAMES`
@@ -31,7 +32,14 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Final
 
-from archmax_temporal.workflows.contracts import host_tools, model, sandbox, store, workspace
+from archmax_temporal.workflows.contracts import (
+    host_tools,
+    model,
+    notify,
+    sandbox,
+    store,
+    workspace,
+)
 from archmax_temporal.workflows.contracts.base import ActivityContract
 from archmax_temporal.workflows.contracts.model import (
     BUDGET_EXHAUSTED,
@@ -68,6 +76,7 @@ __all__ = [
     "check_registered",
     "host_tools",
     "model",
+    "notify",
     "sandbox",
     "store",
     "workspace",
@@ -98,6 +107,7 @@ ACTIVITIES: Final[tuple[ActivityContract, ...]] = (
     *workspace.CONTRACTS,
     *sandbox.CONTRACTS,
     host_tools.CONTRACT,
+    notify.CONTRACT,
 )
 """Every activity a worker serves, once."""
 
