@@ -46,14 +46,22 @@ def demo() -> None:
 
 def test() -> None:
     """ruff, mypy (strict over the package, its tests and the benchmarks), then the whole pytest
-    suite (the dev server is started by the tests)."""
+    suite, in parallel (the dev servers are started by the tests)."""
     _ensure_venv("test")
     _run(BIN / "ruff", "check", ".")
     _run(BIN / "ruff", "format", "--check", ".")
     # By package name, as they import each other: the folders are checked once, as
     # archmax_temporal.*, never a second time as top-level workflows.*, client.*, ...
     _run(BIN / "mypy", "-p", "archmax_temporal", "-p", "tests", "-p", "bench")
-    _run(BIN / "python", "-m", "pytest", *sys.argv[2:])
+    _run(BIN / "python", "-m", "pytest", *(sys.argv[2:] or _parallel()))
+
+
+def _parallel() -> list[str]:
+    """The whole suite runs on up to four pytest-xdist workers (one per core): each starts its
+    own dev server, and a test that waits on Temporal leaves its core to the other. Given
+    pytest arguments (one file, ``-k``), the run is as asked."""
+    workers = min(4, os.cpu_count() or 1)
+    return ["-n", str(workers), "--dist", "worksteal"] if workers > 1 else []
 
 
 def main() -> None:
