@@ -408,6 +408,10 @@ class TestRedis:
             ) as agent:
                 assert isinstance(agent.runtime.live, RedisChannel)
                 outcome = await agent.workflow.send(sid, "Hi", on_event=events.append)
+            deadline = asyncio.get_running_loop().time() + 10
+            while "".join(e.text for e in heard) != TEXT:  # the bare subscriber drops nothing
+                assert asyncio.get_running_loop().time() < deadline, heard
+                await asyncio.sleep(0.02)
             listener.cancel()
             await bare.aclose()
         finally:
@@ -415,8 +419,11 @@ class TestRedis:
             worker.wait(timeout=10)
         assert outcome.reply == TEXT
         message = next(e for e in events if e.type == "agent-text")
-        assert _shown(events) == {message.data["messageId"]: TEXT}
-        assert "".join(e.text for e in heard) == TEXT
+        # Over the network the last delta may come after the message (then it is dropped):
+        # what the deltas showed is the message's beginning, the message the whole.
+        ((shown_id, shown),) = _shown(events).items()
+        assert shown_id == message.data["messageId"] and TEXT.startswith(shown)
+        assert len(shown) > len(TEXT) // 2
         assert not (root / ".archmax" / "live").exists()  # nothing went the local way
 
 
