@@ -56,6 +56,7 @@ from archmax_temporal.connection import TemporalConnection as TemporalConnection
 from archmax_temporal.connection import connect as connect
 from archmax_temporal.connection import core_logging, poller_listed
 from archmax_temporal.connection import worker_identity as worker_identity
+from archmax_temporal.live import LiveChannel
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.store_binding import StoreBindingInterceptor
@@ -156,6 +157,7 @@ def build_worker(
     deployment: WorkerDeploymentVersion | None = None,
     build_id: str | None = None,
     notify: NotifyTarget | None = None,
+    live: LiveChannel | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
@@ -171,6 +173,9 @@ def build_worker(
     ``notify`` is where the sessions' notifications go (a human state's deadline:
     ``approval.expiring``, ``approval.expired``; :meth:`NotifyTarget.from_env` reads
     ``ARCHMAX_NOTIFY_URL`` and ``ARCHMAX_NOTIFY_SECRET``); None: the worker sends none.
+    ``live`` is where the model calls' text goes while it is written (``agent-text-delta``:
+    :func:`archmax_temporal.live.live_channel` reads ``ARCHMAX_STREAM_URL``, else the local
+    sockets of the root); None: nowhere (followers get the whole messages only).
     ``sandbox_runtime`` is the command line that starts a hook's or script's sandbox process
     (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
     protocol on stdin and stdout, so a host can wrap it (a container, a jail).
@@ -198,7 +203,7 @@ def build_worker(
     logs = TranscriptLogs(store)
     store_activities = StoreActivities(store, logs)
     implementations = [
-        ModelActivities(model, logs=logs).complete,
+        ModelActivities(model, logs=logs, live=live).complete,
         store_activities.persist_turn,
         store_activities.checkpoint,
         store_activities.put_variables,
@@ -476,6 +481,7 @@ async def serve(
     options: WorkerOptions | None = None,
     deployment: WorkerDeploymentVersion | None = None,
     notify: NotifyTarget | None = None,
+    live: LiveChannel | None = None,
 ) -> None:
     """The body of ``archmax worker`` and ``archmax dev``: a long-lived worker (its identity
     marks it as one, so commands leave the queue to it) until SIGTERM or SIGINT, with the
@@ -500,6 +506,7 @@ async def serve(
         graceful_shutdown=options.graceful_shutdown,
         deployment=deployment,
         notify=notify,
+        live=live,
     )
     health: HealthServer | None = None
     if options.health_address:
@@ -522,6 +529,8 @@ async def serve(
         announce(f"worker    queue {task_queue}{version}  ·  SIGTERM or Ctrl-C stops it")
         if notify is not None:
             announce(f"notify    {notify.url}")
+        if live is not None:
+            announce(f"live text {live.describe()}")
         if not seen:
             announce(f"worker    its poller is not listed on {task_queue} yet")
         if options.metrics_address:

@@ -19,6 +19,14 @@ place provider errors become Temporal errors, in three kinds:
   client's own parsing or ours finds it): the final ``ModelCallError``, which fails the turn
   through ``on_error`` after one attempt.
 
+Calls stream (``stream=True``; ``ARCHMAX_STREAMING=0`` turns it off for an endpoint that
+misbehaves): the message, text and tool calls, is assembled from the chunks into exactly what
+the whole answer would have been, so nothing downstream (the result, the history) changes.
+What breaks mid-stream maps onto the same kinds (:func:`stream_error`): a dropped connection
+or an error event without a status is transient, one with a status is read as that status, a
+chunk that is no chat completion chunk is the call's. While a session's own call streams, its
+text goes out as advisory live events (:mod:`archmax_temporal.live`), never into the history.
+
 Every provider text is scrubbed of the configured key and of key shapes before it reaches an
 error, a log or a history, and the model's own text is made valid UTF-8.
 The activity heartbeats while it waits, so a worker that dies mid-call is noticed within the
@@ -28,6 +36,7 @@ heartbeat timeout, not at the end of the call's time budget.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
@@ -39,6 +48,7 @@ from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.logs import get_logger
 from archmax_temporal.activities.transcript_log import TranscriptLogs
+from archmax_temporal.live import LiveChannel, LiveText, message_id
 from archmax_temporal.workflows.contracts.model import BUDGET_EXHAUSTED, MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import ModelCallError
 from archmax_temporal.workflows.models import (
@@ -54,6 +64,7 @@ from archmax_temporal.workflows.text import clean_str, scrub
 if TYPE_CHECKING:  # the ``openai`` package loads when a client is built (~1 s of imports)
     import openai
     from openai.types import CompletionUsage
+    from openai.types.chat import ChatCompletionChunk
 
 log = get_logger("archmax.model")
 
@@ -87,21 +98,35 @@ class ModelConfig:
     api_key: str | None = None
     default_model: str | None = None
     request_timeout: float = 170.0
+    streaming: bool = True
+    """Whether calls stream (``ARCHMAX_STREAMING``, default on; ``0`` for an endpoint that
+    misbehaves with server-sent events): only then is there live text."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ModelConfig:
         """archmax's names first (``ARCHMAX_API_BASE_URL``, ``ARCHMAX_API_KEY``,
-        ``ARCHMAX_MODEL``), then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``."""
+        ``ARCHMAX_MODEL``), then ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``; and
+        ``ARCHMAX_STREAMING``."""
         env = os.environ if env is None else env
         return cls(
             base_url=env.get("ARCHMAX_API_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
             api_key=env.get("ARCHMAX_API_KEY") or env.get("OPENAI_API_KEY") or None,
             default_model=env.get("ARCHMAX_MODEL") or None,
+            streaming=streaming_from(env.get("ARCHMAX_STREAMING")),
         )
 
     def describe(self) -> str:
         """A one-line, key-free description for narration."""
         return f"{self.default_model or 'unset'} @ {self.base_url or 'api.openai default'}"
+
+
+STREAMING_OFF = frozenset({"0", "false", "off", "no"})
+"""The values of ``ARCHMAX_STREAMING`` that turn streaming off."""
+
+
+def streaming_from(text: str | None) -> bool:
+    """``ARCHMAX_STREAMING``: on unless ``0`` (``false``, ``off``, ``no``)."""
+    return (text or "").strip().lower() not in STREAMING_OFF
 
 
 def openai_client(config: ModelConfig, *, max_retries: int = 0) -> openai.AsyncOpenAI:
@@ -131,11 +156,14 @@ class ModelActivities:
         config: ModelConfig,
         client: openai.AsyncOpenAI | None = None,
         logs: TranscriptLogs | None = None,
+        live: LiveChannel | None = None,
     ) -> None:
         self._config = config
         self._client = client or openai_client(config)
         self._logs = logs
         """The store's conversation logs (calls that carry only what is new read the rest)."""
+        self._live = live
+        """Where a streamed call's text goes while it is written (None: nowhere)."""
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def complete(self, call: ModelCallInput) -> ModelCallResult:
@@ -158,39 +186,88 @@ class ModelActivities:
         secrets = (self._config.api_key,)
         import openai  # loaded with the client (__init__)
 
+        request = chat_request(model, messages, tools, call.tool_choice)
+        live = self._live_text(call, info)
+        answering: Awaitable[Any]
+        if self._config.streaming:
+            answering = self._streamed(request, live)
+        else:
+            answering = self._client.chat.completions.create(**request)
+        if live is not None:
+            live.begin()
         try:
-            response = await _heartbeating(
-                self._client.chat.completions.create(
-                    **chat_request(model, messages, tools, call.tool_choice)
-                ),
-                budget_ms=call.budget_ms,
-            )
-        except TimeoutError:
-            raise ApplicationError(
-                f"budget.timeoutMs ({call.budget_ms} ms) exhausted by a model call in "
-                f"state '{call.state}'",
-                type=BUDGET_EXHAUSTED,
-                non_retryable=True,
-            ) from None
-        except openai.OpenAIError as exc:
-            error = translate_error(exc, attempt=info.attempt, secrets=secrets)
+            response = await _heartbeating(answering, budget_ms=call.budget_ms)
+            try:
+                result = _result(response, call, model)
+            except Exception as exc:  # a 200 whose body is not a chat completion
+                body = scrub(str(response)[:300], secrets)
+                raise ModelCallError(
+                    f"model endpoint answered with a body that is no chat completion "
+                    f"({type(exc).__name__}): {body}"
+                ).to_application_error() from None
+        except BaseException as exc:
+            if live is not None:
+                live.void()
+            if isinstance(exc, TimeoutError):
+                raise ApplicationError(
+                    f"budget.timeoutMs ({call.budget_ms} ms) exhausted by a model call in "
+                    f"state '{call.state}'",
+                    type=BUDGET_EXHAUSTED,
+                    non_retryable=True,
+                ) from None
+            if isinstance(exc, BrokenStream):
+                error = stream_error(exc.cause, attempt=info.attempt, secrets=secrets)
+            elif isinstance(exc, openai.OpenAIError):
+                error = translate_error(exc, attempt=info.attempt, secrets=secrets)
+            elif isinstance(exc, UNREADABLE):  # the client's own parsing of a 2xx body failed
+                error = unreadable_answer(exc, secrets)
+            else:
+                raise
             bound.warning("model call failed", error=error.message, kind=error.type)
             raise error from None
-        except UNREADABLE as exc:  # the client's own parsing of a 2xx body failed
-            error = unreadable_answer(exc, secrets)
-            bound.warning("model call failed", error=error.message, kind=error.type)
-            raise error from None
-        try:
-            result = _result(response, call, model)
-        except Exception as exc:  # a 200 whose body is not a chat completion
-            body = scrub(str(response)[:300], secrets)
-            raise ModelCallError(
-                f"model endpoint answered with a body that is no chat completion "
-                f"({type(exc).__name__}): {body}"
-            ).to_application_error() from None
+        if live is not None:
+            live.finish()
         if logged is not None:
             result.logged, result.log_hash = logged
         return result
+
+    def _live_text(self, call: ModelCallInput, info: activity.Info) -> LiveText | None:
+        """Where this call's text goes as it is written: a session's own turn's call (one
+        that keeps the store's log) that streams, with a channel; a rubric's grader never."""
+        if self._live is None or not self._config.streaming or call.log is None:
+            return None
+        return LiveText(
+            self._live,
+            call.session_id,
+            message_id(info.workflow_run_id, info.activity_id),
+            info.attempt,
+        )
+
+    async def _streamed(self, request: dict[str, Any], live: LiveText | None) -> _Assembled:
+        """The call with ``stream=True``: chunks assembled as they arrive (their text to
+        ``live``). An error once the answer started raises :class:`BrokenStream`; a chunk
+        that is no chat completion chunk, one of :data:`UNREADABLE`."""
+        import openai
+
+        stream = await self._client.chat.completions.create(
+            **request, stream=True, stream_options={"include_usage": True}
+        )
+        assembled = _Assembled()
+        try:
+            async for chunk in stream:
+                text = assembled.add(chunk)
+                if text and live is not None:
+                    live.write(text)
+        except (openai.APIError, OSError) as exc:
+            raise BrokenStream(exc) from exc
+        except (asyncio.CancelledError, *UNREADABLE):
+            raise
+        except Exception as exc:  # an older client's raw transport error
+            raise BrokenStream(exc) from exc
+        finally:
+            with contextlib.suppress(Exception):
+                await stream.close()
+        return assembled
 
     async def _conversation(
         self, call: ModelCallInput
@@ -243,32 +320,111 @@ async def _heartbeating(call: Awaitable[Any], *, budget_ms: int | None = None) -
 
 
 def _result(response: Any, call: ModelCallInput, model: str) -> ModelCallResult:
-    """The activity's result from a parsed completion: text and arguments made valid UTF-8
-    (a lone surrogate in them would wedge every history write that carries them)."""
-    if not response.choices:
-        raise ValueError("no choices")
-    choice = response.choices[0]
+    """The activity's result from a parsed completion, or from the chunks of a streamed one
+    (the same result for the same answer): text and arguments made valid UTF-8 (a lone
+    surrogate in them would wedge every history write that carries them)."""
+    if isinstance(response, _Assembled):
+        content, calls, finish_reason, reported, name = response.parts()
+    else:
+        if not response.choices:
+            raise ValueError("no choices")
+        choice = response.choices[0]
+        content = choice.message.content
+        calls = [
+            (tc.id, tc.function.name, tc.function.arguments)
+            for tc in (choice.message.tool_calls or [])
+            if tc.type == "function"
+        ]
+        finish_reason, reported, name = choice.finish_reason, response.usage, response.model
     tool_calls = [
         ToolCall(
-            id=clean_str(tc.id)[0],
-            name=clean_str(tc.function.name)[0],
-            arguments=clean_str(tc.function.arguments or "{}")[0],
+            id=clean_str(call_id)[0],
+            name=clean_str(function)[0],
+            arguments=clean_str(arguments or "{}")[0],
         )
-        for tc in (choice.message.tool_calls or [])
-        if tc.type == "function"
+        for call_id, function, arguments in calls
     ]
     if call.tool_choice == "none":
         tool_calls = []
-    content = choice.message.content
-    usage = usage_of(response.usage)
+    usage = usage_of(reported)
     log.info("model call", tool_calls=len(tool_calls), tokens=usage.total_tokens)
     return ModelCallResult(
         content=clean_str(content)[0] if isinstance(content, str) else None,
         tool_calls=tool_calls,
-        model=response.model or model,
-        finish_reason=choice.finish_reason,
+        model=name or model,
+        finish_reason=finish_reason,
         usage=usage,
     )
+
+
+class BrokenStream(Exception):
+    """A streamed answer broke off after it started (:func:`stream_error` translates it)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _Assembled:
+    """A streamed answer put back together chunk by chunk, as the ``openai`` client's own
+    accumulation does: the first choice's text and tool calls (by ``index``; their ``id``,
+    ``name`` and ``arguments`` strings concatenated), the last finish reason, the usage of
+    the closing chunk (``stream_options.include_usage``) and the model."""
+
+    def __init__(self) -> None:
+        self._text: list[str] | None = None
+        self._calls: dict[int, dict[str, str]] = {}
+        self._finish: str | None = None
+        self._usage: CompletionUsage | None = None
+        self._model: str | None = None
+        self._choices = 0
+        self.chunks = 0
+
+    def add(self, chunk: ChatCompletionChunk) -> str:
+        """Take one chunk in; the text it adds."""
+        self.chunks += 1
+        self._model = self._model or chunk.model
+        if chunk.usage is not None:
+            self._usage = chunk.usage
+        added = ""
+        for choice in chunk.choices or ():
+            if choice.index != 0:
+                continue
+            self._choices += 1
+            delta = choice.delta
+            if isinstance(delta.content, str):
+                self._text = [*(self._text or []), delta.content]
+                added += delta.content
+            for piece in delta.tool_calls or ():
+                slot = self._calls.setdefault(
+                    piece.index, {"id": "", "type": "", "name": "", "arguments": ""}
+                )
+                slot["id"] += piece.id or ""
+                slot["type"] = piece.type or slot["type"]
+                if piece.function is not None:
+                    slot["name"] += piece.function.name or ""
+                    slot["arguments"] += piece.function.arguments or ""
+            if choice.finish_reason is not None:
+                self._finish = choice.finish_reason
+        return added
+
+    def parts(
+        self,
+    ) -> tuple[str | None, list[tuple[str, str, str]], str | None, CompletionUsage | None, str]:
+        """What a whole answer holds: content, ``(id, name, arguments)`` of each function
+        call, finish reason, usage and model; ``ValueError`` when no choice ever came."""
+        if not self._choices:
+            raise ValueError("no choices")
+        calls = [
+            (slot["id"], slot["name"], slot["arguments"])
+            for _, slot in sorted(self._calls.items())
+            if slot["type"] in ("", "function")
+        ]
+        content = "".join(self._text) if self._text is not None else None
+        return content, calls, self._finish, self._usage, self._model or ""
+
+    def __repr__(self) -> str:
+        return f"<a stream of {self.chunks} chunk(s), {self._choices} with a choice>"
 
 
 def chat_request(
@@ -339,29 +495,48 @@ def translate_error(
     import openai
 
     if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
         detail = scrub(str(exc.message), secrets)
-        if status in CONFIGURATION_STATUS:
-            return configuration_error(
-                f"model endpoint refused the deployment's credentials or model ({status}): "
-                f"{detail}",
-                attempt,
-            )
-        if status in RETRYABLE_STATUS or status >= 500:
-            return _transient(
-                f"model endpoint answered {status}: {detail}",
-                attempt,
-                retry_after(exc.response.headers),
-            )
-        return ModelCallError(
-            f"model endpoint refused the call ({status}): {detail}"
-        ).to_application_error()
+        return _by_status(exc.status_code, detail, attempt, retry_after(exc.response.headers))
     if isinstance(exc, openai.APITimeoutError):
         return _transient("model endpoint timed out", attempt, None)
     if isinstance(exc, openai.APIConnectionError):
         cause = scrub(str(exc.__cause__ or exc), secrets)
         return configuration_error(f"model endpoint unreachable: {cause}", attempt)
     return ModelCallError(f"model call failed: {scrub(str(exc), secrets)}").to_application_error()
+
+
+def stream_error(
+    cause: BaseException, *, attempt: int = 1, secrets: tuple[str | None, ...] = ()
+) -> ApplicationError:
+    """What a stream that broke off after its answer started becomes: an error event that
+    carries an HTTP status (``code`` or ``status``) is read as that status would be
+    (:func:`translate_error`); a timeout is transient, as before an answer; a dropped
+    connection or an error event without a status is transient too (the endpoint answered,
+    and may well answer the same request whole)."""
+    import openai
+
+    if isinstance(cause, openai.APITimeoutError):
+        return _transient("model endpoint timed out mid-answer", attempt, None)
+    detail = scrub(str(cause) or type(cause).__name__, secrets)
+    body = getattr(cause, "body", None)
+    status = _status_of(body)
+    if status is not None:
+        return _by_status(status, f"{detail} (an error event mid-answer)", attempt, None)
+    return _transient(f"model endpoint broke off its answer: {detail}", attempt, None)
+
+
+def _status_of(body: object) -> int | None:
+    """The HTTP status an error event's body names (OpenAI-compatible gateways put it in
+    ``code``; some in ``status``)."""
+    if not isinstance(body, dict):
+        return None
+    for key in ("code", "status"):
+        value = body.get(key)
+        if isinstance(value, int) and 400 <= value <= 599:
+            return value
+        if isinstance(value, str) and value.isdigit() and 400 <= int(value) <= 599:
+            return int(value)
+    return None
 
 
 UNREADABLE = (ValueError, TypeError, AttributeError, KeyError)
@@ -376,6 +551,20 @@ def unreadable_answer(exc: Exception, secrets: tuple[str | None, ...] = ()) -> A
     return ModelCallError(
         f"model endpoint answered with a body that is no chat completion "
         f"({type(exc).__name__}: {detail})"
+    ).to_application_error()
+
+
+def _by_status(status: int, detail: str, attempt: int, delay: timedelta | None) -> ApplicationError:
+    """An HTTP status's kind: the deployment's, transient, or the call's."""
+    if status in CONFIGURATION_STATUS:
+        return configuration_error(
+            f"model endpoint refused the deployment's credentials or model ({status}): {detail}",
+            attempt,
+        )
+    if status in RETRYABLE_STATUS or status >= 500:
+        return _transient(f"model endpoint answered {status}: {detail}", attempt, delay)
+    return ModelCallError(
+        f"model endpoint refused the call ({status}): {detail}"
     ).to_application_error()
 
 

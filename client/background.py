@@ -59,8 +59,11 @@ MODEL_ENV: Final = (
     "ARCHMAX_API_KEY",
     "OPENAI_API_KEY",
     "ARCHMAX_MODEL",
+    "ARCHMAX_STREAMING",
+    "ARCHMAX_STREAM_URL",
 )
-"""The model configuration a worker reads; a change restarts the background worker."""
+"""The model configuration a worker reads (and where its live text goes); a change restarts
+the background worker."""
 
 NOTIFY_ENV: Final = ("ARCHMAX_NOTIFY_URL", "ARCHMAX_NOTIFY_SECRET")
 """Where the worker sends the sessions' notifications; a change restarts it too."""

@@ -10,6 +10,13 @@ session by long-polling the history (``follow=True``).
 
 Events come in history order; ``seq`` is the Temporal event id they were read from, so a host
 can resume a stream after the last one it saw (``after=seq``).
+
+One kind of event is not in the history, and never will be: the text a model writes while its
+call runs (``agent-text-delta``, ``agent-text-reset``: :mod:`archmax_temporal.live`). A stream
+that follows a session (``follow=True``) with a live channel merges them in as they arrive,
+each with the ``seq`` of the last history event before it (they are advisory: a resumed stream
+does not replay them); the durable ``agent-text`` with the same ``messageId`` follows, and a
+delta that arrives after it is dropped.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import contextlib
 import inspect
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import Any, Final, Literal, TypeVar
 
@@ -32,6 +39,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import DataConverter
 from temporalio.service import RPCError, RPCStatusCode
 
+from archmax_temporal.live import LIVE_TYPES, LiveChannel, LiveEvent, message_id
 from archmax_temporal.workflows import contracts, hooks
 from archmax_temporal.workflows.contracts.notify import NOTIFY_ACTIVITY
 from archmax_temporal.workflows.contracts.sandbox import MAX_OUTPUT_LINES
@@ -92,8 +100,12 @@ EVENT_TYPES: Final = (
     "hook-rejected", "rubric-start", "rubric-result", "script-result", "sub-workflow-start",
     "sub-workflow-result", "parked", "raised", "turn-end", "warning",
 )  # fmt: skip
-"""Every event ``type`` the stream emits: the reader emits no other and the README's Events
+"""Every event ``type`` the history reader emits: it emits no other and the README's Events
 section names each (``tests/test_registries.py``)."""
+
+LIVE_EVENT_TYPES: Final = LIVE_TYPES
+"""The advisory events a followed stream merges in from the live channel, never from the
+history (``agent-text-delta``, ``agent-text-reset``); the README names each too."""
 
 _WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
@@ -119,6 +131,7 @@ class _Scheduled(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     activity: str
+    activity_id: str = ""
     summary: str
     input: Any = None
 
@@ -130,6 +143,10 @@ class _Reader:
         self._session = session_id
         self._convert = converter.payload_converter
         self.offset = 0
+        self.run_id: str | None = None
+        """The run being read (its model calls' ``messageId`` starts with it): set by the
+        caller that knows it, else read off the run's start."""
+        self._run_known = False
         self._following: str | None = None
         """The key of the turn this run took over mid-way (continue-as-new): its caller's
         update arrives again, and is no new turn."""
@@ -144,9 +161,10 @@ class _Reader:
         self._updates: dict[str, str] = {}
         """Accepted updates not yet completed (update id → name): their turns end with the
         update's completion, which carries the Outcome."""
-        self._replies: dict[str, str] = {}
+        self._replies: dict[str, tuple[str, str | None]] = {}
         """Of those, the messages to a session parked at a human state (update id → the
-        agent's answer so far): park-message events in both directions, no re-park."""
+        agent's answer so far and its ``messageId``): park-message events in both directions,
+        no re-park."""
         self._parked: str | None = None
         """The channel the session is parked in, as the stream last said (None: not parked)."""
         self._signals: list[tuple[HistoryEvent, dict[str, Any] | None]] = []
@@ -194,7 +212,10 @@ class _Reader:
             return self._failed_activity(event)
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
             # A run continued as new starts where the last one stood (parked, say).
-            inputs = event.workflow_execution_started_event_attributes.input.payloads
+            opened = event.workflow_execution_started_event_attributes
+            if not self._run_known:
+                self.run_id = opened.original_execution_run_id or self.run_id
+            inputs = opened.input.payloads
             self._deliver_signals.clear()  # the session counts a run's signals from one
             self._scheduled.clear()  # event ids start again; no activity crosses runs
             self._wakes.clear()
@@ -264,7 +285,10 @@ class _Reader:
         elif activity == NOTIFY_ACTIVITY:
             decoded = self._decode(attributes.input.payloads, NotifyInput)
         self._scheduled[event.event_id] = _Scheduled(
-            activity=activity, summary=summary, input=decoded
+            activity=activity,
+            activity_id=attributes.activity_id,
+            summary=summary,
+            input=decoded,
         )
         found: list[SessionEvent] = []
         if isinstance(decoded, NotifyInput):
@@ -300,7 +324,7 @@ class _Reader:
                 verdict = _verdict_of(answer)
                 level: Level = "warn" if "failure" in verdict else "info"
                 return [self._event(event, "rubric-result", {**hook, **verdict}, level)]
-            return self._model_answer(event, answer)
+            return self._model_answer(event, answer, message_id(self.run_id, scheduled.activity_id))
         if activity == SANDBOX_ACTIVITY:
             run: SandboxRunResult | None = self._decode(result, SandboxRunResult)
             if run is None:
@@ -423,7 +447,13 @@ class _Reader:
             )
         return found
 
-    def _model_answer(self, event: HistoryEvent, answer: ModelCallResult) -> list[SessionEvent]:
+    def know_run(self, run_id: str) -> None:
+        """The next run read is ``run_id`` (its start event may name it otherwise: a reset)."""
+        self.run_id, self._run_known = run_id, True
+
+    def _model_answer(
+        self, event: HistoryEvent, answer: ModelCallResult, message: str
+    ) -> list[SessionEvent]:
         usage = answer.usage
         found = [
             self._event(
@@ -439,9 +469,11 @@ class _Reader:
         ]
         replying = next(iter(self._replies), None)
         if replying is not None and not answer.tool_calls:
-            self._replies[replying] = answer.content or ""  # outbound, at the update's end
+            # outbound, at the update's end
+            self._replies[replying] = (answer.content or "", message)
         elif answer.content:
-            found.append(self._event(event, "agent-text", {"text": answer.content}))
+            data = {"text": answer.content, "messageId": message}
+            found.append(self._event(event, "agent-text", data))
         for call in answer.tool_calls:
             try:
                 arguments = json.loads(call.arguments or "{}")
@@ -488,7 +520,7 @@ class _Reader:
             kind = ReplyInput if update == "reply" else SendInput
             body = self._decode(request.input.args.payloads, kind)
             text = getattr(body, "message", None) or ""
-            self._replies[update_id] = ""
+            self._replies[update_id] = ("", None)
             return [self._event(event, "park-message", {"direction": "inbound", "text": text})]
         parked, self._parked = self._parked, None
         data: dict[str, Any] = {}
@@ -603,7 +635,11 @@ class _Reader:
         if answer is not None and (outcome is None or outcome.kind == "parked"):
             # A reply moves the session nowhere: its answer, and the park as it was.
             self._parked = "decision"
-            return [self._event(event, "park-message", {"direction": "outbound", "text": answer})]
+            text, message = answer
+            data: dict[str, Any] = {"direction": "outbound", "text": text}
+            if message is not None:
+                data["messageId"] = message
+            return [self._event(event, "park-message", data)]
         if outcome is None:
             return [self._event(event, "turn-end", {})]
         if outcome.kind == "parked":
@@ -755,15 +791,92 @@ async def session_events(
     *,
     after: int = 0,
     follow: bool = False,
+    live: LiveChannel | None = None,
 ) -> AsyncIterator[SessionEvent]:
     """The session's events after position ``after`` (a ``seq``), across every run of its
     continue-as-new chain; with ``follow``, wait for new ones as the session runs, into the
-    runs it continues as (the iteration then ends only when the caller stops it)."""
+    runs it continues as (the iteration then ends only when the caller stops it), and, with a
+    ``live`` channel, the text its model calls write as they write it (subscribed before the
+    history is read)."""
+    if not follow or live is None:
+        async for event in _history_events(client, session_id, after=after, follow=follow):
+            yield event
+        return
+    async with live.subscribe(session_id) as deltas:
+        durable = _history_events(client, session_id, after=after, follow=True)
+        async for event in merged(durable, deltas, session_id, after):
+            yield event
+
+
+_END: Final = object()
+
+
+async def merged(
+    durable: AsyncIterator[SessionEvent],
+    deltas: AsyncIterator[LiveEvent],
+    session_id: str,
+    after: int = 0,
+) -> AsyncGenerator[SessionEvent, None]:
+    """The durable events, with the live ones merged in as they arrive: each live one as a
+    :class:`SessionEvent` with the ``seq`` of the last durable event before it; a delta of a
+    message whose ``agent-text`` (or outbound ``park-message``) came already is dropped."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def pump(source: AsyncIterator[Any]) -> None:
+        try:
+            async for item in source:
+                await queue.put(item)
+        except Exception as exc:
+            await queue.put(exc)
+            return
+        await queue.put(_END)
+
+    pumps = [asyncio.create_task(pump(durable)), asyncio.create_task(pump(deltas))]
+    position, finished = after, set[str]()
+    try:
+        while True:
+            item = await queue.get()
+            if item is _END:
+                if pumps[0].done():
+                    return  # the history ended (a stream that does not follow forever)
+                continue
+            if isinstance(item, Exception):
+                raise item
+            if isinstance(item, LiveEvent):
+                if item.message_id in finished:
+                    continue
+                yield SessionEvent(
+                    type=item.type,
+                    ts=item.ts,
+                    seq=position,
+                    session_id=session_id,
+                    data=item.data(),
+                )
+                continue
+            event: SessionEvent = item
+            position = max(position, event.seq)
+            message = event.data.get("messageId")
+            if isinstance(message, str):
+                finished.add(message)
+            yield event
+    finally:
+        for task in pumps:
+            task.cancel()
+        for task in pumps:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def _history_events(
+    client: Client, session_id: str, *, after: int, follow: bool
+) -> AsyncIterator[SessionEvent]:
+    """:func:`session_events` read off the history alone."""
     reader = _Reader(session_id, client.data_converter)
     chain = await run_chain(client, session_id)
     index = min(max(after, 0) // RUN_STRIDE, len(chain) - 1)  # a run starts afresh
     while index < len(chain):
         reader.offset = index * RUN_STRIDE
+        reader.know_run(chain[index])
         handle = client.get_workflow_handle(session_id, run_id=chain[index])
         async for event in handle.fetch_history_events(wait_new_event=follow):
             for found in reader.read(event):  # read all: later events need what came before
@@ -804,11 +917,13 @@ async def while_watching(
     session_id: str,
     on_event: EventCallback,
     action: Awaitable[T],
+    live: LiveChannel | None = None,
 ) -> T:
     """Run ``action`` (an update that settles one turn) while every new event of the session
-    goes to ``on_event``; return its result once the stream has also delivered the turn's
-    end. A new session's history does not exist until the update-with-start creates it, so
-    the stream retries until it does. An error in ``on_event`` is raised to the caller."""
+    goes to ``on_event`` (with a ``live`` channel, the model's text as it is written too);
+    return its result once the stream has also delivered the turn's end. A new session's
+    history does not exist until the update-with-start creates it, so the stream retries
+    until it does. An error in ``on_event`` is raised to the caller."""
     closed_run: str | None = None
     try:
         described = await client.get_workflow_handle(session_id).describe()
@@ -824,6 +939,16 @@ async def while_watching(
             raise
         after = 0
     ended = asyncio.Event()
+    # Subscribed once, before the action starts, for the whole watch: a new session's stream
+    # starts again until its history exists, and no text written meanwhile is missed.
+    relay: asyncio.Queue[LiveEvent] | None = None
+    subscription: contextlib.AsyncExitStack | None = None
+    relaying: asyncio.Task[None] | None = None
+    if live is not None:
+        subscription = contextlib.AsyncExitStack()
+        deltas = await subscription.enter_async_context(live.subscribe(session_id))
+        relay = asyncio.Queue()
+        relaying = asyncio.create_task(_relay(deltas, relay))
 
     async def follow() -> None:
         nonlocal after
@@ -832,7 +957,13 @@ async def while_watching(
             await asyncio.sleep(0.05)  # until the firing's run has started
         while True:
             try:
-                async for event in session_events(client, session_id, after=after, follow=True):
+                durable = _history_events(client, session_id, after=after, follow=True)
+                source = (
+                    merged(durable, _drained(relay), session_id, after)
+                    if relay is not None
+                    else durable
+                )
+                async for event in source:
                     after = event.seq
                     delivered = on_event(event)
                     if inspect.isawaitable(delivered):
@@ -858,10 +989,34 @@ async def while_watching(
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await watcher
+        if relaying is not None:
+            relaying.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await relaying
+        if subscription is not None:
+            await subscription.aclose()
+
+
+async def _relay(source: AsyncIterator[LiveEvent], into: asyncio.Queue[LiveEvent]) -> None:
+    """Move a subscription's events into a queue each stream of a watch reads afresh."""
+    async for event in source:
+        if into.qsize() >= LIVE_BACKLOG:
+            into.get_nowait()
+        into.put_nowait(event)
+
+
+async def _drained(queue: asyncio.Queue[LiveEvent]) -> AsyncIterator[LiveEvent]:
+    while True:
+        yield await queue.get()
+
+
+LIVE_BACKLOG: Final = 1024
+"""Live events a watch holds for a stream not reading yet (the oldest dropped past it)."""
 
 
 __all__ = [
     "EVENT_TYPES",
+    "LIVE_EVENT_TYPES",
     "PREVIEW_CHARS",
     "EventCallback",
     "SessionEvent",

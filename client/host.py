@@ -487,7 +487,9 @@ class WorkflowSurface:
     ) -> Outcome:
         if on_event is None:
             return await self._whole(session_id, await update)
-        watched = await while_watching(self._agent.client, session_id, on_event, update)
+        watched = await while_watching(
+            self._agent.client, session_id, on_event, update, live=self._agent.runtime.live
+        )
         return await self._whole(session_id, watched)
 
     async def _whole(self, session_id: str, outcome: Outcome) -> Outcome:
@@ -867,8 +869,15 @@ class SessionsSurface:
     ) -> AsyncIterator[SessionEvent]:
         """The session's events in archmax's vocabulary (``tool-called``, ``hook-verdict``,
         ``parked``, …), read from its Temporal history after event ``after``; with
-        ``follow``, as they happen (see :mod:`client.events`)."""
-        return session_events(self._agent.client, session_id, after=after, follow=follow)
+        ``follow``, as they happen, and the model's text as it is written
+        (``agent-text-delta``; see :mod:`client.events`)."""
+        return session_events(
+            self._agent.client,
+            session_id,
+            after=after,
+            follow=follow,
+            live=self._agent.runtime.live,
+        )
 
     async def _outdated(self, summaries: list[SessionSummary]) -> list[SessionSummary]:
         from temporalio.api.workflowservice.v1 import DescribeWorkerDeploymentRequest

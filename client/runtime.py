@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from archmax_temporal.activities.hook_executors import HookExecutor
     from archmax_temporal.activities.host_tools import HostTool
     from archmax_temporal.activities.model import ModelConfig
+    from archmax_temporal.live import LiveChannel
 
 LIVE_POLLER_WINDOW = timedelta(seconds=75)
 """A poller seen this recently counts as a live worker (idle long polls last about a minute)."""
@@ -134,6 +135,9 @@ class Runtime:
     config: RuntimeConfig
     server: DevServer | None = None
     worker: Worker | None = None
+    live: LiveChannel | None = None
+    """Where the sessions' live text is followed (and published, by an in-process worker):
+    :func:`archmax_temporal.live.live_channel`."""
     _closed: bool = field(default=False, repr=False)
 
     async def close(self) -> None:
@@ -143,6 +147,8 @@ class Runtime:
         self._closed = True
         if self.worker is not None:
             await self.worker.shutdown()
+        if self.live is not None:
+            await self.live.aclose()
 
 
 async def open_runtime(
@@ -165,6 +171,9 @@ async def open_runtime(
     session's next task at once instead of after the sticky timeout.
     """
     env = os.environ if env is None else env
+    from archmax_temporal.live import live_channel
+
+    live = live_channel(config.root, config.namespace, env)
     server: DevServer | None = None
     if client is None:
         if embedded(config):
@@ -188,7 +197,7 @@ async def open_runtime(
                 f"no worker polls task queue {config.task_queue!r} at {config.address}: start "
                 "one there (archmax worker); commands never run sessions' work themselves"
             )
-        return Runtime(client=client, config=config, server=server, worker=None)
+        return Runtime(client=client, config=config, server=server, worker=None, live=live)
     if mode == "inprocess" or (
         mode == "auto" and not await worker_polling(client, config.task_queue)
     ):
@@ -211,9 +220,10 @@ async def open_runtime(
             hook_executors=hook_executors,
             sandbox_runtime=sandbox_runtime,
             notify=NotifyTarget.from_env(env),
+            live=live,
         )
         await _start_worker(worker)
-    return Runtime(client=client, config=config, server=server, worker=worker)
+    return Runtime(client=client, config=config, server=server, worker=worker, live=live)
 
 
 async def _start_worker(worker: Worker) -> None:

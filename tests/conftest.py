@@ -30,6 +30,7 @@ from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.runtime import Runtime
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.live import LiveChannel
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.limits import Limits
@@ -127,6 +128,19 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         server.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Redis on 127.0.0.1 (``redis-server``, nothing persisted), one per test session,
+    started on first use; stopped by its pid at the end."""
+    from tests.redisserver import RedisServer
+
+    server = RedisServer(tmp_path_factory.mktemp("redis") / "redis.log").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
 @pytest.fixture
 def s3_url(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
     """``s3://<S3_BUCKET>/<fresh prefix>`` on ``s3_server``, for ``open_store`` or a worker's
@@ -167,12 +181,16 @@ async def running_agent(
     idle_close: timedelta | None = DEFAULT_IDLE_CLOSE,
     limits: Limits | None = None,
     notify: NotifyTarget | None = None,
+    model: ModelConfig | None = None,
+    live: LiveChannel | None = None,
     **agent_kwargs: Any,
 ) -> AsyncIterator[Agent]:
     """An agent bound to the test's server and queue, with a cache-less worker (every task
     replays the whole history, so each test is also a determinism test). ``store``: the
     sessions' folder (default ``<root>/sessions``), or an object store's URL (``s3_url``);
-    ``notify``: where the worker sends the sessions' notifications (none by default)."""
+    ``notify``: where the worker sends the sessions' notifications (none by default);
+    ``model``: the worker's model configuration (default: ``server``'s, streaming);
+    ``live``: where its model calls' text goes as it is written (default: nowhere)."""
     store_url = store if isinstance(store, str) else None
     config = RuntimeConfig(
         root=root,
@@ -194,7 +212,7 @@ async def running_agent(
     w = build_worker(
         client,
         task_queue=task_queue,
-        model=model_config(server),
+        model=model or model_config(server),
         store_dir=None if store_url else config.store,
         store=config.session_store() if store_url else None,
         max_cached_workflows=worker_cache,
@@ -202,6 +220,7 @@ async def running_agent(
         host_tools=as_host_tools(tools),
         hook_executors=hook_executors,
         notify=notify,
+        live=live,
     )
     async with w:
         yield agent

@@ -28,6 +28,7 @@ from archmax_temporal.client.host import Agent
 from archmax_temporal.client.http import ServeSettings, create_app
 from archmax_temporal.client.http.protocol import uvicorn_config
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
+from archmax_temporal.live import LiveChannel
 from tests.conftest import running_agent
 
 START_TIMEOUT = 20.0
@@ -91,9 +92,13 @@ async def http_api(
     *,
     store: Path,
     settings: ServeSettings | None = None,
+    live: LiveChannel | None = None,
 ) -> AsyncIterator[Api]:
-    """A worker for ``workflow`` on the test's loop and the HTTP API over the same root."""
-    async with running_agent(client, task_queue, root, workflow, model, store=store) as agent:
+    """A worker for ``workflow`` on the test's loop and the HTTP API over the same root
+    (``live``: where the worker's model calls publish their text as it is written)."""
+    async with running_agent(
+        client, task_queue, root, workflow, model, store=store, live=live
+    ) as agent:
         app = create_app(
             config=server_config(client, task_queue, root, store),
             settings=settings or ServeSettings(),
@@ -110,6 +115,28 @@ async def http_api(
 class SseEvent:
     id: str | None
     data: dict[str, Any]
+    name: str | None = None
+    """The message's ``event:`` field."""
+
+
+async def sse_messages(response: httpx.Response) -> AsyncIterator[SseEvent]:
+    """The SSE messages of an open response, one by one (its ``id:``, ``event:`` and JSON
+    ``data:``), to read in several steps."""
+    event_id: str | None = None
+    name: str | None = None
+    data: list[str] = []
+    async for line in response.aiter_lines():
+        if line.startswith(":"):
+            continue
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif line == "" and data:
+            yield SseEvent(event_id, json.loads("\n".join(data)), name)
+            event_id, name, data = None, None, []
 
 
 async def read_events(
@@ -117,25 +144,30 @@ async def read_events(
 ) -> list[SseEvent]:
     """Read events off an open SSE response: ``count`` of them, or up to and including the
     first of type ``until``, or to the end of the stream."""
+    return await read_messages(sse_messages(response), count=count, until=until)
+
+
+async def read_messages(
+    messages: AsyncIterator[SseEvent], *, count: int | None = None, until: str | None = None
+) -> list[SseEvent]:
+    """:func:`read_events` off :func:`sse_messages` (which may be read on afterwards)."""
     found: list[SseEvent] = []
-    event_id: str | None = None
-    data: list[str] = []
-    async for line in response.aiter_lines():
-        if line.startswith(":"):
-            continue
-        if line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
-        elif line == "" and data:
-            event = SseEvent(event_id, json.loads("\n".join(data)))
-            found.append(event)
-            event_id, data = None, []
-            if count is not None and len(found) >= count:
-                break
-            if until is not None and event.data["type"] == until:
-                break
+    async for event in messages:
+        found.append(event)
+        if count is not None and len(found) >= count:
+            break
+        if until is not None and event.data["type"] == until:
+            break
     return found
 
 
-__all__ = ["Api", "SseEvent", "http_api", "read_events", "server_config", "serving"]
+__all__ = [
+    "Api",
+    "SseEvent",
+    "http_api",
+    "read_events",
+    "read_messages",
+    "server_config",
+    "serving",
+    "sse_messages",
+]

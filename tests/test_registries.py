@@ -361,5 +361,10 @@ class TestEventTypes:
     def test_the_readme_names_every_type(self) -> None:
         readme = (REPO / "README.md").read_text(encoding="utf-8")
         section = readme.split("\n## Events\n", 1)[1].split("\n## ", 1)[0]
-        missing = [kind for kind in events.EVENT_TYPES if f"`{kind}`" not in section]
+        every = (*events.EVENT_TYPES, *events.LIVE_EVENT_TYPES)
+        missing = [kind for kind in every if f"`{kind}`" not in section]
         assert missing == []
+
+    def test_live_types_are_none_of_the_historys(self) -> None:
+        """The live channel's types never come from the history reader."""
+        assert not set(events.LIVE_EVENT_TYPES) & set(events.EVENT_TYPES)

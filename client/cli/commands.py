@@ -11,13 +11,14 @@ import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from archmax_temporal.client.cli.parser import UsageError, print_help
 from archmax_temporal.client.cli.render import (
     StatusLine,
+    TextPrinter,
     camel_json,
     err,
     handoff_of,
@@ -27,7 +28,7 @@ from archmax_temporal.client.cli.render import (
     summary_line,
 )
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.events import SessionEvent
+from archmax_temporal.client.events import LIVE_EVENT_TYPES, SessionEvent
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     SessionNotFoundError,
@@ -160,16 +161,16 @@ async def _run(args: argparse.Namespace, config: RuntimeConfig) -> int:
             except ArchmaxError:
                 before, spent = 0, Usage()
         err(f"session   {resolved.session_id}  ({resolved.disposition})")
-        async with _live(args) as on_event:
+        async with _live(args) as watch:
             outcome = await agent.workflow.send(
                 resolved.session_id,
                 message,
                 trigger=args.trigger,
                 variables=variables,
                 files=files,
-                on_event=on_event,
+                on_event=watch.on_event,
             )
-        return report_outcome(outcome, trail_from=before, spent_before=spent)
+        return report_outcome(outcome, trail_from=before, spent_before=spent, shown=watch.shown)
 
 
 async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
@@ -181,11 +182,16 @@ async def _deliver(args: argparse.Namespace, config: RuntimeConfig) -> int:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         err(f"session   {args.session}  (deliver {args.trigger})")
-        async with _live(args) as on_event:
+        async with _live(args) as watch:
             outcome = await agent.workflow.deliver(
-                args.session, trigger=args.trigger, variables=variables, on_event=on_event
+                args.session, trigger=args.trigger, variables=variables, on_event=watch.on_event
             )
-        return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
+        return report_outcome(
+            outcome,
+            trail_from=len(view.trail),
+            spent_before=view.summary.usage,
+            shown=watch.shown,
+        )
 
 
 async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
@@ -196,11 +202,16 @@ async def _decide(args: argparse.Namespace, config: RuntimeConfig) -> int:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         err(f"session   {args.session}  (decide → {args.to})")
-        async with _live(args) as on_event:
+        async with _live(args) as watch:
             outcome = await agent.workflow.decide(
-                args.session, to=args.to, comment=args.comment, on_event=on_event
+                args.session, to=args.to, comment=args.comment, on_event=watch.on_event
             )
-        return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
+        return report_outcome(
+            outcome,
+            trail_from=len(view.trail),
+            spent_before=view.summary.usage,
+            shown=watch.shown,
+        )
 
 
 async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
@@ -214,10 +225,15 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
         view = await agent.sessions.view(args.session)
         _check_workflow(args, view.summary)
         err(f"session   {args.session}  (reply)")
-        async with _live(args) as on_event:
-            outcome = await agent.workflow.reply(args.session, message, on_event=on_event)
+        async with _live(args) as watch:
+            outcome = await agent.workflow.reply(args.session, message, on_event=watch.on_event)
         # A reply moves the session nowhere: only what changed is narrated (no trail).
-        return report_outcome(outcome, trail_from=len(view.trail), spent_before=view.summary.usage)
+        return report_outcome(
+            outcome,
+            trail_from=len(view.trail),
+            spent_before=view.summary.usage,
+            shown=watch.shown,
+        )
 
 
 async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
@@ -329,6 +345,7 @@ def _worker_options(args: argparse.Namespace) -> WorkerOptions:
 async def _worker(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.activities.model import ModelConfig
     from archmax_temporal.activities.notify import NotifyTarget
+    from archmax_temporal.live import live_channel
     from archmax_temporal.worker import connect, deployment_from_env, metrics_runtime, serve
 
     options = _worker_options(args)
@@ -347,6 +364,7 @@ async def _worker(args: argparse.Namespace, config: RuntimeConfig) -> int:
         options=options,
         deployment=deployment_from_env(),
         notify=NotifyTarget.from_env(),
+        live=live_channel(config.root, config.namespace),
     )
     return 0
 
@@ -355,6 +373,7 @@ async def _dev(args: argparse.Namespace, config: RuntimeConfig) -> int:
     from archmax_temporal.activities.model import ModelConfig
     from archmax_temporal.activities.notify import NotifyTarget
     from archmax_temporal.client.devserver import ForegroundDevServer
+    from archmax_temporal.live import live_channel
     from archmax_temporal.worker import connect, metrics_runtime, serve
 
     options = _worker_options(args)
@@ -375,6 +394,7 @@ async def _dev(args: argparse.Namespace, config: RuntimeConfig) -> int:
             announce=announce,
             options=options,
             notify=NotifyTarget.from_env(),
+            live=live_channel(config.root, config.namespace),
         )
     return 0
 
@@ -427,32 +447,58 @@ async def _test(args: argparse.Namespace, config: RuntimeConfig) -> int:
     )
 
 
+@dataclass
+class _Watch:
+    """What a command that runs a turn watches it with: the ``on_event`` it passes, and the
+    messages it showed whole as they were written (never printed again)."""
+
+    on_event: Callable[[SessionEvent], None] | None
+    shown: set[str] = field(default_factory=set)
+
+
 @contextlib.asynccontextmanager
-async def _live(args: argparse.Namespace) -> AsyncIterator[Callable[[SessionEvent], None] | None]:
-    """The ``on_event`` of a command that runs a turn. With ``--verbose``, each of the turn's
+async def _live(args: argparse.Namespace) -> AsyncIterator[_Watch]:
+    """How a command that runs a turn watches it. With ``--verbose``, each of the turn's
     events on stderr as it happens, from the session's history (so it works whichever worker
     runs the session); on a terminal, a one-line status (elapsed time, what is in flight),
-    gone when the turn ends."""
+    gone when the turn ends; with stdout a terminal, the model's text as it is written
+    (stdout that is not a terminal gets exactly what it got before: the reply at the end)."""
     verbose = bool(getattr(args, "verbose", False))
-    if not sys.stderr.isatty():
-        yield narrate_event if verbose else None
+    text = TextPrinter(sys.stdout, sys.stderr) if sys.stdout.isatty() else None
+    status = StatusLine(sys.stderr) if sys.stderr.isatty() else None
+    if text is None and status is None:
+        yield _Watch(narrate_event if verbose else None)
         return
-    status = StatusLine(sys.stderr)
 
     def on_event(event: SessionEvent) -> None:
-        if verbose:
-            status.clear()
+        live = event.type in LIVE_EVENT_TYPES
+        if verbose and not live:
+            if status is not None:
+                status.clear()
+            if text is not None and event.type != "agent-text":
+                text.end_line()
             narrate_event(event)
-        status.saw(event)
+        if text is not None:
+            if live and status is not None:
+                status.clear()
+            text.saw(event)
+        if status is not None:
+            status.held = text is not None and text.writing
+            status.saw(event)
 
-    ticker = asyncio.create_task(status.tick())
+    ticker = asyncio.create_task(status.tick()) if status is not None else None
+    watch = _Watch(on_event, text.shown if text is not None else set())
     try:
-        yield on_event
+        yield watch
     finally:
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
-        status.clear()
+        if ticker is not None:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
+        if text is not None:
+            text.end_line()
+        if status is not None:
+            status.clear()
 
 
 def _check_workflow(args: argparse.Namespace, summary: SessionSummary) -> None:

@@ -225,7 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     events = sub.add_parser("events", help="a session's events, one JSON object per line")
     events.add_argument("session", help="the session's id")
-    events.add_argument("--follow", action="store_true", help="keep streaming as it runs")
+    events.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep streaming as it runs, with the model's text as it is written",
+    )
     events.add_argument("--after", type=int, default=0, help="only events after this seq")
 
     repair = sub.add_parser(

@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -78,14 +78,19 @@ def _flow(trail: Sequence[TrailStep]) -> None:
 
 
 def report_outcome(
-    outcome: Outcome, *, trail_from: int = 0, spent_before: Usage | None = None
+    outcome: Outcome,
+    *,
+    trail_from: int = 0,
+    spent_before: Usage | None = None,
+    shown: Collection[str] = (),
 ) -> int:
-    """Narrate ``outcome`` on stderr, print the reply on stdout; the exit code it deserves.
+    """Narrate ``outcome`` on stderr, print the reply on stdout (unless it is one of the
+    messages already ``shown`` whole as it was written); the exit code it deserves.
 
     The token footer closes the narration: what this command's turn spent (the session's
     usage less ``spent_before``), omitted when the endpoint reported nothing.
     """
-    code = _narrate_outcome(outcome, max(trail_from - outcome.trail_offset, 0))
+    code = _narrate_outcome(outcome, max(trail_from - outcome.trail_offset, 0), shown)
     spent = outcome.usage.since(spent_before) if spent_before is not None else outcome.usage
     tokens = footer_line(spent, configured_pricing(err))
     if tokens is not None:
@@ -93,9 +98,9 @@ def report_outcome(
     return code
 
 
-def _narrate_outcome(outcome: Outcome, trail_from: int) -> int:
+def _narrate_outcome(outcome: Outcome, trail_from: int, shown: Collection[str] = ()) -> int:
     _flow(outcome.trail[trail_from:])
-    if outcome.reply:
+    if outcome.reply and outcome.reply not in shown:
         print(outcome.reply, flush=True)
     if outcome.kind == "parked" and isinstance(outcome.pending, PendingDecision):
         decision = outcome.pending
@@ -254,7 +259,12 @@ class StatusLine:
     def text(self) -> str:
         return f"  ⋯ {span(self._clock() - self._started)} · {self.doing}"
 
+    held = False
+    """While true (the model's text is being written on the terminal), nothing is drawn."""
+
     def draw(self) -> None:
+        if self.held:
+            return
         self._stream.write("\r\x1b[2K" + self.text())
         self._stream.flush()
         self._shown = True
@@ -270,3 +280,59 @@ class StatusLine:
         while True:
             self.draw()
             await asyncio.sleep(every)
+
+
+class TextPrinter:
+    """On a terminal, the model's text as it is written (``agent-text-delta``), each message
+    closed with a newline once its durable ``agent-text`` (or outbound ``park-message``)
+    arrives; a message shown whole is remembered in :attr:`shown`, so the closing reply is
+    not printed twice. A reset (a retried call) ends the line and says the text is void."""
+
+    def __init__(self, out: TextIO, notes: TextIO) -> None:
+        self._out = out
+        self._notes = notes
+        self._open: str | None = None
+        """The ``messageId`` being written on the current line."""
+        self._written = ""
+        self._whole = True
+        """Whether every delta of the open message arrived (none missed, none dropped)."""
+        self.shown: set[str] = set()
+        """The texts of the messages shown whole as they were written."""
+
+    @property
+    def writing(self) -> bool:
+        """Whether a message's line is open (the status line must wait)."""
+        return self._open is not None
+
+    def saw(self, event: SessionEvent) -> None:
+        data = event.data
+        message = data.get("messageId")
+        if event.type == "agent-text-delta":
+            if message != self._open:
+                self.end_line()
+                self._open, self._written, self._whole = str(message), "", True
+            text = str(data.get("text") or "")
+            if data.get("offset", len(self._written)) != len(self._written):
+                self._whole = False  # joined late, or a delta was lost
+            self._write(text)
+            self._written += text
+        elif event.type == "agent-text-reset" and message == self._open:
+            self.end_line()
+            self._notes.write("  ↺ the model call is retried: the text above is void\n")
+            self._notes.flush()
+        elif message is not None and message == self._open:
+            text = str(data.get("text") or "")
+            if self._whole and text.startswith(self._written):
+                self._write(text[len(self._written) :])
+                self.shown.add(text)
+            self.end_line()
+
+    def end_line(self) -> None:
+        """Close the open message's line (another event is narrated, the turn ended)."""
+        if self._open is not None:
+            self._write("\n")
+            self._open, self._written = None, ""
+
+    def _write(self, text: str) -> None:
+        self._out.write(text)
+        self._out.flush()

@@ -37,6 +37,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.activities.logs import get_logger
+from archmax_temporal.client.events import LIVE_EVENT_TYPES
 from archmax_temporal.client.host import Agent, minted_for_key
 from archmax_temporal.client.http import auth, reading
 from archmax_temporal.client.http.agents import AgentFactory
@@ -510,8 +511,11 @@ async def get_session(request: Request) -> Response:
 @_endpoint
 async def session_events(request: Request) -> Response:
     """``GET /v1/sessions/{id}/events``: the session's events as Server-Sent Events, each
-    ``id:`` its ``seq`` (``seq.k`` for the k-th further event read off the same history
-    event), resumable with ``Last-Event-ID``; live until the client leaves (``follow``)."""
+    named with its type (``event:``) and ``id:`` its ``seq`` (``seq.k`` for the k-th further
+    event read off the same history event), resumable with ``Last-Event-ID``; live until the
+    client leaves (``follow``), with the model's text as it is written (``agent-text-delta``,
+    ``agent-text-reset``: advisory, sent without an ``id:`` so a resumed stream never
+    replays them)."""
     service = _service(request)
     service.authorize(request)
     session_id = _session_id(request)
@@ -534,13 +538,18 @@ async def session_events(request: Request) -> Response:
         try:
             events = agent.sessions.events(session_id, after=after[0] - 1, follow=follow)
             async for event in events:
+                data = json.dumps(to_wire(event), separators=(",", ":"))
+                if event.type in LIVE_EVENT_TYPES:
+                    yield {"event": event.type, "data": data}
+                    continue
                 index = index + 1 if event.seq == seq else 0
                 seq = event.seq
                 if (seq, index) <= after:
                     continue
                 yield {
                     "id": str(seq) if index == 0 else f"{seq}.{index}",
-                    "data": json.dumps(to_wire(event), separators=(",", ":")),
+                    "event": event.type,
+                    "data": data,
                 }
         except RPCError as exc:  # the stream is already open: end it, log why
             log.warning("event stream ended", session_id=session_id, error=str(exc))

@@ -323,10 +323,15 @@ def openapi_document() -> dict[str, Any]:
         "/v1/sessions/{id}/events": {
             "get": {
                 "summary": "A session's events (Server-Sent Events)",
-                "description": "One archmax event per message, its data a SessionEvent as JSON. "
+                "description": "One archmax event per message, named with its type in `event:`, "
+                "its data a SessionEvent as JSON. "
                 "`id:` is the event's seq, `seq.k` for the k-th further event read off the same "
                 "history event; reconnect with Last-Event-ID to resume with nothing lost or "
-                "repeated. With follow (the default) the stream stays open for new events.",
+                "repeated. With follow (the default) the stream stays open for new events, and "
+                "carries the model's text as it is written: `agent-text-delta` "
+                "(`messageId`, `text`, `offset`, `attempt`) and `agent-text-reset` (`messageId`: "
+                "the text so far is void), advisory and without an `id:`, followed by the "
+                "durable `agent-text` with the same `messageId`.",
                 "security": _READ,
                 "parameters": [
                     _SESSION_ID,

@@ -25,6 +25,7 @@ A playbook is a list of rules tried in order; the first whose ``when`` holds ans
               arguments: {reason: "waiting for {order}", until: "1d"}
         times: 2                            # only its first 2 matching requests
         delay_ms: 0                         # sleep before answering
+        stream: {chunks: 40, delay_ms: 50}  # a slow writer (below)
       - when: {last_user: boom}
         error: {status: 429, retry_after: 0.2, message: "slow down"}
     default:
@@ -40,6 +41,14 @@ Tool-call ids are derived from the request messages, so a retried (replayed) req
 same ids. A handoff request (``tool_choice: "none"``) never gets tool calls, as with the real
 API.
 
+A request with ``stream: true`` gets the same answer as server-sent events (``data:`` chunks
+of ``chat.completion.chunk``, the usage last when ``stream_options.include_usage`` asks, then
+``data: [DONE]``). A rule's ``stream`` shapes it: the content in ``chunks`` pieces with
+``delay_ms`` before each (a model that writes slowly; a request without ``stream`` waits as
+long, then gets the whole answer), and ``break_after: N`` breaks the stream off after N chunks,
+by dropping the connection (``break_with: close``) or with an error event
+(``break_with: error``, its ``code`` ``error_status``).
+
 Use it in-process (``with ScriptedModelServer(Playbook.load(path)) as srv: ... srv.url``) or
 from a shell: ``python -m archmax_temporal.client.testing.scripted_model PLAYBOOK [--port N]``
 prints the base URL.
@@ -51,6 +60,7 @@ import argparse
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -65,7 +75,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any, Final, Self, cast
+from typing import Any, Final, Literal, Self, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -81,6 +91,7 @@ __all__ = [
     "Rule",
     "ScriptedModelServer",
     "ScriptedToolCall",
+    "StreamShape",
     "When",
     "fill_template",
     "main",
@@ -373,6 +384,18 @@ class ErrorReply(_Strict):
         return self
 
 
+class StreamShape(_Strict):
+    """How a streamed answer is written: the content in ``chunks`` pieces, ``delay_ms``
+    before each; with ``break_after``, the stream breaks off after that many chunks."""
+
+    chunks: int = Field(default=1, ge=1, le=10_000)
+    delay_ms: int = Field(default=0, ge=0)
+    break_after: int | None = Field(default=None, ge=0)
+    break_with: Literal["close", "error"] = "close"
+    error_status: int | None = Field(default=None, ge=400, le=599)
+    error_message: str = "the stream broke"
+
+
 class Rule(_Strict):
     """``when`` this holds, answer ``reply`` or ``error`` (exactly one)."""
 
@@ -382,6 +405,7 @@ class Rule(_Strict):
     error: ErrorReply | None = None
     times: int | None = Field(default=None, ge=1)
     delay_ms: int = Field(default=0, ge=0)
+    stream: StreamShape | None = None
 
     @model_validator(mode="after")
     def _one_answer(self) -> Self:
@@ -451,6 +475,7 @@ _MODEL_OF_KEY: Final[dict[str, type[BaseModel]]] = {
     "default": Reply,
     "error": ErrorReply,
     "tool_calls": ScriptedToolCall,
+    "stream": StreamShape,
 }
 
 
@@ -548,25 +573,59 @@ def _render_reply(
     return content, calls
 
 
-def _sse(completion: Mapping[str, Any], include_usage: bool) -> bytes:
-    """The same completion as a ``stream: true`` event stream (one delta, then the finish)."""
+def _sse(
+    completion: Mapping[str, Any], include_usage: bool, shape: StreamShape | None = None
+) -> list[tuple[bytes, bool]]:
+    """The same completion as a ``stream: true`` event stream, one ``data:`` event each (and
+    whether it carries text). Unshaped: one delta with the role, the content and the tool
+    calls whole. Shaped: the content in ``shape.chunks`` deltas (the role with the first),
+    then each tool call's id and name with the first half of its arguments, then the rest.
+    Then the finish, the usage when asked for, and ``[DONE]``."""
     choice = completion["choices"][0]
     message = choice["message"]
     head = {k: completion[k] for k in ("id", "created", "model")}
     head["object"] = "chat.completion.chunk"
-    delta: dict[str, Any] = {"role": "assistant", "content": message["content"]}
-    if message.get("tool_calls"):
-        delta["tool_calls"] = [
-            {"index": index, **call} for index, call in enumerate(message["tool_calls"])
-        ]
-    chunks: list[dict[str, Any]] = [
-        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
-    ]
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    calls = [{"index": index, **call} for index, call in enumerate(message.get("tool_calls") or [])]
+    chunks: list[dict[str, Any]] = []
+    content = message["content"]
+    if shape is None:
+        delta: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            delta["tool_calls"] = calls
+        chunks.append(chunk(delta))
+    else:
+        if isinstance(content, str):
+            pieces = min(shape.chunks, len(content)) or 1
+            cuts = [len(content) * i // pieces for i in range(pieces + 1)]
+            parts = [content[a:b] for a, b in itertools.pairwise(cuts)]
+            chunks += [chunk({"content": part}) for part in parts]
+        else:
+            chunks.append(chunk({"content": None}))
+        first_delta = chunks[0]["choices"][0]["delta"]
+        chunks[0]["choices"][0]["delta"] = {"role": "assistant", **first_delta}
+        for call in calls:
+            arguments = call["function"]["arguments"]
+            half = len(arguments) // 2
+            opening = {**call, "function": {**call["function"], "arguments": arguments[:half]}}
+            rest = {"index": call["index"], "function": {"arguments": arguments[half:]}}
+            chunks += [chunk({"tool_calls": [opening]}), chunk({"tool_calls": [rest]})]
+    chunks.append(chunk({}, choice["finish_reason"]))
     if include_usage:
         chunks.append({**head, "choices": [], "usage": completion["usage"]})
-    events = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks] + ["data: [DONE]\n\n"]
-    return "".join(events).encode("utf-8")
+    events = [
+        (f"data: {json.dumps(c)}\n\n".encode(), isinstance(_delta_text(c), str)) for c in chunks
+    ]
+    return [*events, (b"data: [DONE]\n\n", False)]
+
+
+def _delta_text(chunk: Mapping[str, Any]) -> Any:
+    """The text a chunk's delta carries (None: none)."""
+    choices = chunk.get("choices") or [{}]
+    return choices[0].get("delta", {}).get("content")
 
 
 def _error_body(status: int, message: str, type_: str | None, code: str | None) -> dict[str, Any]:
@@ -608,6 +667,8 @@ class _Answer:
     delay_s: float = 0.0
     raw: tuple[bytes, str] | None = None
     """A verbatim body and its content type, sent instead of ``payload``."""
+    stream: StreamShape | None = None
+    """How a streamed answer is written (None: at once)."""
 
 
 class ScriptedModelServer:
@@ -734,7 +795,9 @@ class ScriptedModelServer:
             else:
                 assert rule.reply is not None
                 content, calls = _render_reply(rule.reply, groups, view)
-                answer = _Answer(200, _completion(body, content, calls), (), delay_s)
+                answer = _Answer(
+                    200, _completion(body, content, calls), (), delay_s, stream=rule.stream
+                )
         else:
             label = None
             if self.playbook.default is not None:
@@ -845,14 +908,55 @@ class _Handler(BaseHTTPRequestHandler):
         answer, stream = self._owner._answer_chat(route, body, had_authorization)
         if answer.delay_s > 0:
             time.sleep(answer.delay_s)
+        shape = answer.stream
         if answer.raw is not None:
             self._send(answer.status, answer.raw[0], answer.raw[1], answer.headers)
         elif stream:
             options = body.get("stream_options")
             include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            self._send(200, _sse(answer.payload, include_usage), "text/event-stream", ())
+            events = _sse(answer.payload, include_usage, shape)
+            if shape is None:
+                self._send(200, b"".join(e for e, _ in events), "text/event-stream", ())
+            else:
+                self._send_stream(events, shape)
+        elif shape is not None:  # a slow writer takes as long to answer whole
+            written = shape.chunks if shape.break_after is None else shape.break_after
+            time.sleep(written * shape.delay_ms / 1000)
+            if shape.break_after is not None:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            self._send_json(answer.status, answer.payload, answer.headers)
         else:
             self._send_json(answer.status, answer.payload, answer.headers)
+
+    def _send_stream(self, events: list[tuple[bytes, bool]], shape: StreamShape) -> None:
+        """``events`` in chunked transfer encoding, each written and flushed on its own, with
+        ``shape.delay_ms`` before each that carries content; broken off as ``shape`` says."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for sent, (event, text) in enumerate(events):
+            if sent == shape.break_after:
+                if shape.break_with == "close":
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                error: dict[str, Any] = {"message": shape.error_message, "type": "server_error"}
+                if shape.error_status is not None:
+                    error["code"] = shape.error_status
+                self._write_chunk(f"data: {json.dumps({'error': error})}\n\n".encode())
+                break
+            if shape.delay_ms and text:
+                time.sleep(shape.delay_ms / 1000)
+            self._write_chunk(event)
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
 
     def _read_body(self) -> dict[str, Any] | None:
         """The JSON object body; on failure an error is already sent (none to a client gone
