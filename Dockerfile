@@ -23,7 +23,7 @@ COPY workflows/ ./workflows/
 COPY activities/ ./activities/
 COPY client/ ./client/
 COPY examples/support-inbox/workflows/ ./examples/support-inbox/workflows/
-RUN pip install --constraint constraints.txt . \
+RUN pip install --constraint constraints.txt ".[stream]" \
     && rm -rf /src
 
 RUN useradd --system --uid 10001 --user-group --create-home archmax \

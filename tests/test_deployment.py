@@ -209,6 +209,29 @@ class TestComposeFile:
         assert services["minio-setup"]["environment"]["BUCKET"] == url.netloc
         assert 'mb --ignore-existing "store/$$BUCKET"' in _script(services["minio-setup"])
 
+    def test_workers_and_serve_share_one_live_text_channel(
+        self, services: dict[str, dict[str, Any]]
+    ) -> None:
+        """The workers publish the model's text on the Redis service and serve reads the same
+        channel (``ARCHMAX_STREAM_URL`` alike on both); Redis persists nothing, publishes no
+        port, has a health check, and both wait for it."""
+        urls = {
+            name: services[name]["environment"].get("ARCHMAX_STREAM_URL")
+            for name in ARCHMAX_SERVICES
+        }
+        assert len(set(urls.values())) == 1
+        url = urlsplit(urls["worker"] or "")
+        assert url.scheme == "redis" and url.hostname == "redis" and url.port == 6379
+        redis = services["redis"]
+        assert redis["image"].startswith("redis:") and "ports" not in redis
+        assert redis["command"] == ["redis-server", "--save", "", "--appendonly", "no"]
+        assert "ping" in redis["healthcheck"]["test"]
+        for name in ARCHMAX_SERVICES:
+            assert services[name]["depends_on"]["redis"]["condition"] == "service_healthy"
+            for passed in ("ARCHMAX_NOTIFY_URL", "ARCHMAX_NOTIFY_SECRET", "ARCHMAX_STREAMING"):
+                environment = services[name]["environment"]
+                assert passed in environment and environment[passed] is None, (name, passed)
+
     @pytest.mark.parametrize(
         "env",
         [{}, {"MINIO_ROOT_USER": "someone", "MINIO_ROOT_PASSWORD": "a-longer-secret"}],
@@ -397,6 +420,16 @@ class TestDockerfile:
             name = re.split(r"[\s<>=!~\[;]", requirement, maxsplit=1)[0]
             assert re.sub(r"[-_.]+", "-", name).lower() in pins, name
         assert len(pins) > len(project["dependencies"])  # the transitive ones too
+
+    def test_the_image_has_the_live_text_channel(self, dockerfile: list[str]) -> None:
+        """The image installs the ``stream`` extra (the Redis client ``ARCHMAX_STREAM_URL``
+        needs), pinned like every other dependency."""
+        (install,) = [line for line in dockerfile if "pip install" in line]
+        assert '".[stream]"' in install
+        extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+        (redis,) = extra["optional-dependencies"]["stream"]
+        pinned = (REPO / "constraints.txt").read_text().splitlines()
+        assert any(line.startswith(redis.split(">")[0] + "==") for line in pinned)
 
     def test_the_image_command_is_the_worker(self, dockerfile: list[str]) -> None:
         """CMD runs ``archmax worker``."""
