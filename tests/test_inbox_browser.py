@@ -294,8 +294,9 @@ class TestRefusals:
         person: BrowserContext,
     ) -> None:
         """A form altered to name an edge the state lacks is refused by the session's
-        validator, shown as an error, and writes nothing; markup in a customer's message is
-        shown as text and runs nothing."""
+        validator, shown as an error, and writes nothing; the page it answers with keeps the
+        comment the person typed; markup in a customer's message or a kept comment is shown as
+        text and runs nothing."""
         session_id = ticket()
         markup = '<img src=x onerror="window.pwned=1"><script>window.pwned=1</script>'
         root = two_workflows(tmp_path)
@@ -315,11 +316,14 @@ class TestRefusals:
             updates = await accepted_updates(client, session_id)
             edge = page.get_by_role("button", name="refund-closed (approve)")
             await edge.evaluate("button => { button.value = 'nowhere'; }")
+            await page.locator("#comment").fill(f"Approved. {markup}")
             await edge.click()
             refusal = page.get_by_role("alert")
             await expect(refusal).to_have_attribute("data-kind", "InvalidDecisionTargetError")
             await expect(refusal).to_contain_text("'nowhere' is not a transition")
             await expect(page.locator("#status")).to_have_text("awaiting_decision")
+            await expect(page.locator("#comment")).to_have_value(f"Approved. {markup}")
+            pwned = pwned and await page.evaluate("window.pwned === undefined")
             wrote = await accepted_updates(client, session_id) - updates
         assert pwned
         assert wrote == 0

@@ -245,10 +245,12 @@ class Inbox:
         *,
         refusal: Refusal | None = None,
         status: int = 200,
+        kept: Mapping[str, str] | None = None,
     ) -> Response:
         """One session's page: its summary, the handoff and the forms while it awaits a
         decision, its variables and its transcript (with no worker to answer, what visibility
-        knows and no transcript)."""
+        knows and no transcript). ``kept``: what a refused form held (its comment or message),
+        filled in again so the person need not type it twice."""
         agent = await self.service.agent(None)
         transcript: list[Message] | None
         try:
@@ -270,6 +272,7 @@ class Inbox:
             transcript=[m for m in transcript if m.role != "system"] if transcript else None,
             variables=_variables(summary),
             refusal=refusal,
+            kept={name: (kept or {}).get(name, "") for name in ("comment", "message")},
             key=uuid.uuid4().hex,
             self_url=_session_url(request, session_id),
         )
@@ -398,7 +401,7 @@ async def _act(
             raise
         refusal = Refusal(_title(typed), str(typed), type(typed).__name__)
         return await inbox.session(
-            request, login, session_id, refusal=refusal, status=status_of(typed)
+            request, login, session_id, refusal=refusal, status=status_of(typed), kept=fields
         )
     service.notify(outcome, keyed.update_id)
     return inbox.render(
