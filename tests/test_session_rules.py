@@ -405,7 +405,13 @@ class TestHostPolling:
                         )
                 return outcomes
 
-            found = await _poll(listed)
+            async def listed_parked() -> list[SessionSummary]:
+                # Visibility is eventually consistent: a listing read off it (no worker
+                # answered in time) may still say running for a moment after the park.
+                found = await listed()
+                return found if found and found[0].status == "awaiting_input" else []
+
+            found = await _poll(listed_parked)
             early = await host_loop(datetime.now(UTC))
             tomorrow = datetime.now(UTC) + timedelta(days=1, minutes=5)
             woken = await host_loop(tomorrow)
