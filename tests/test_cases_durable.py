@@ -8,6 +8,8 @@ from __future__ import annotations
 import textwrap
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Literal
 
 import pytest
 
@@ -36,7 +38,7 @@ from archmax_temporal.client.testing.results import (
 )
 from archmax_temporal.client.testing.validate import validate_workflow
 from archmax_temporal.workflows import contracts
-from archmax_temporal.workflows.contracts.sandbox import SANDBOX_ACTIVITY, SandboxRunInput
+from archmax_temporal.workflows.contracts.sandbox import SANDBOX_ACTIVITY
 from tests.conftest import EXAMPLES, copy_example
 
 HEAD = "title: A case\ndescription: What it drives and asserts.\n"
@@ -252,11 +254,11 @@ def test_the_examples_durable_cases_are_valid(example: str, workflow: str) -> No
 # --- the verdict and --json -------------------------------------------------------------------
 
 
-def _repeated(status: str, passed: int) -> CaseResult:
+def _repeated(status: Literal["passed", "failed"], passed: int) -> CaseResult:
     runs = [
         CaseRun(
             run=n,
-            sessionId=f"test-x-case-r{n}",
+            session_id=f"test-x-case-r{n}",
             verdict=Verdict(status="passed")
             if n > 5 - passed
             else Verdict(status="failed", failures=["parked: the turn completed"]),
@@ -268,8 +270,8 @@ def _repeated(status: str, passed: int) -> CaseResult:
         title="Sampled",
         description="d",
         session_id="test-x-case-r1",
-        verdict=Verdict(status=status),  # type: ignore[arg-type]
-        repeat=RepeatSummary(runs=5, passed=passed, rate=passed / 5, passRate=0.8),
+        verdict=Verdict(status=status),
+        repeat=RepeatSummary(runs=5, passed=passed, rate=passed / 5, pass_rate=0.8),
         runs=runs,
         records=[
             AssertionRecord(kind="crash", status="passed", detail="worker killed as x", step=0)
@@ -292,7 +294,7 @@ def test_the_verdict_line_carries_the_rate_and_lists_failed_runs() -> None:
 def test_json_carries_the_extension_fields_only_when_used() -> None:
     plain = CaseResult(id="a", title="A", description="d", verdict=Verdict(status="passed"))
     timed = plain.model_copy(update={"id": "b", "environment": "time-skipping"})
-    run = RunTestsResult(results=[plain, timed, _repeated("passed", 4)], exitCode=0, discovered=3)
+    run = RunTestsResult(results=[plain, timed, _repeated("passed", 4)], exit_code=0, discovered=3)
     first, second, third = json_document("w", run)["results"]
     assert list(first) == ["id", "title", "description", "verdict", "records"]
     assert second["environment"] == "time-skipping"
@@ -316,8 +318,8 @@ def test_every_activity_a_turn_schedules_has_a_crash_kind_or_none_on_purpose() -
 
 
 def test_a_sandbox_run_counts_as_what_it_runs() -> None:
-    def run(kind: str) -> SandboxRunInput:
-        return SandboxRunInput.model_construct(kind=kind)
+    def run(kind: str) -> SimpleNamespace:
+        return SimpleNamespace(kind=kind)  # what crash_kind reads of a SandboxRunInput
 
     assert durable.crash_kind(SANDBOX_ACTIVITY, [run("hook")]) == "hook"
     assert durable.crash_kind(SANDBOX_ACTIVITY, [run("script")]) == "tool"
@@ -326,9 +328,15 @@ def test_a_sandbox_run_counts_as_what_it_runs() -> None:
     assert durable.crash_kind(contracts.notify.NOTIFY_ACTIVITY) is None
 
 
-def _event(key: str, *, source: str = "journal", replayed: bool = False, keyed: bool = True):  # type: ignore[no-untyped-def]
+def _event(
+    key: str,
+    *,
+    source: Literal["journal", "callable"] = "journal",
+    replayed: bool = False,
+    keyed: bool = True,
+) -> EffectEvent:
     tool = "edit_file" if source == "journal" else "host:charge"
-    return EffectEvent("s", key, tool, source, replayed, keyed)  # type: ignore[arg-type]
+    return EffectEvent("s", key, tool, source, replayed, keyed)
 
 
 class TestAppliedTwice:

@@ -752,7 +752,7 @@ class _Parser:
                 mocks=mocks,
                 steps=steps,
                 repeat=repeat,
-                passRate=pass_rate,
+                pass_rate=pass_rate,
             )
         except ValidationError as exc:  # pragma: no cover - the checks above are the contract
             self.model_issues(exc, "", {})

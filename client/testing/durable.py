@@ -53,7 +53,7 @@ import dataclasses
 import logging
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -136,7 +136,7 @@ CASE_QUEUE_PREFIX: Final = "archmax-case-"
 """Task queues of the cases that run on workers of their own."""
 
 
-def crash_kind(activity_type: str, args: tuple[Any, ...] | list[Any] = ()) -> CrashKind | None:
+def crash_kind(activity_type: str, args: Sequence[Any] = ()) -> CrashKind | None:
     """Which ``crash.during`` an activity counts toward (None: none)."""
     if activity_type == sandbox.SANDBOX_ACTIVITY:
         run = args[0] if args else None
@@ -580,7 +580,9 @@ class DurableEnvironment:
             runtime = self._quiet_runtime()
             config = dataclasses.replace(client.service_client.config, runtime=runtime)
             service = await ServiceClient.connect(config)
-            quiet = Client(**{**client.config(), "service_client": service})
+            quiet = Client(
+                service, namespace=client.namespace, data_converter=client.data_converter
+            )
             self._quiet[target] = quiet
         return quiet
 

@@ -278,10 +278,10 @@ def _case_result(case: DiscoveredCase, document: CaseDocument, runs: list[_Run])
         usage=usage,
         environment=environment,
         repeat=RepeatSummary(
-            runs=len(runs), passed=passed, rate=round(rate, 6), passRate=document.pass_rate
+            runs=len(runs), passed=passed, rate=round(rate, 6), pass_rate=document.pass_rate
         ),
         runs=[
-            CaseRun(run=number, sessionId=run.session_id, verdict=verdict, error=run.error)
+            CaseRun(run=number, session_id=run.session_id, verdict=verdict, error=run.error)
             for number, (run, verdict) in enumerate(zip(runs, verdicts, strict=True), start=1)
         ],
     )
