@@ -35,8 +35,11 @@ the fresh worker with the same idempotency key, as after a real kill. The killed
 in-process one (host tools and hook executors are Python callables of this process, so a
 worker in another process could not run them), abandoned where it stood; when the case ends
 its held activities are let go and their late reports, for attempts Temporal has already
-retried, are refused by the server. Case workers connect through a Temporal runtime of their
-own whose core logs only errors, so those refusals do not reach the test's output.
+retried, are refused by the server. Each case worker has a connection of its own (as a
+worker process would), on a Temporal runtime whose core logs only errors, so those refusals
+do not reach the test's output. The retry waits out Temporal's retry timer: about a second on
+a real server (it fires retries on a one-second grain, whatever the delay asked), at once on
+the time-skipping one.
 
 While the armed action runs, every effect its activities apply is heard through the effect
 journal's watch (:mod:`activities.effects`); :func:`applied_twice` reads them: a journaled
@@ -69,7 +72,6 @@ from temporalio.runtime import (
     TelemetryFilter,
 )
 from temporalio.service import RPCError, ServiceClient
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import (
     ActivityInboundInterceptor,
     ExecuteActivityInput,
@@ -91,8 +93,11 @@ from archmax_temporal.workflows.contracts.host_tools import HOST_TOOL_ACTIVITY
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.notify import NOTIFY_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import TOOL_ACTIVITIES
+from archmax_temporal.workflows.delegation import MAX_DEPTH
 
 if TYPE_CHECKING:
+    from temporalio.testing import WorkflowEnvironment
+
     from archmax_temporal.activities.model import ModelConfig
 
 T = TypeVar("T")
@@ -227,14 +232,13 @@ class _WorkerSlot:
 
 @dataclass
 class CrashReport:
-    """What an armed crash did: where it struck (None: it never did), what the turn applied
-    while it was armed, and how long the fresh worker took to start, in seconds."""
+    """What an armed crash did: where it struck (None: it never did), and what the turn
+    applied while it was armed."""
 
     step: CrashStep
     struck: str | None = None
     """Where the worker died (``as archmax.model.complete started``), None: it never did."""
     events: list[EffectEvent] = field(default_factory=list)
-    restart_s: float = 0.0
 
 
 class _Harness:
@@ -407,17 +411,19 @@ class _Interceptor(Interceptor):
 # --- a case on workers of its own ------------------------------------------------------------
 
 
-async def settled(agent: Agent, session_id: str) -> bool:
+async def settled(agent: Agent, session_id: str, depth: int = 0) -> bool:
     """Whether the session has nothing left to do: its run closed, or no workflow task or
-    activity is pending and it does not say ``running``."""
+    activity is pending, every sub-workflow it waits on has settled too, and it does not say
+    ``running``."""
     described = await agent.handle(session_id).describe()
     if described.status != WorkflowExecutionStatus.RUNNING:
         return True
     raw = described.raw_description
-    if raw.pending_activities or raw.pending_children:
+    if raw.pending_activities or raw.HasField("pending_workflow_task"):
         return False
-    if raw.HasField("pending_workflow_task"):
-        return False
+    for child in raw.pending_children:
+        if depth >= MAX_DEPTH or not await settled(agent, child.workflow_id, depth + 1):
+            return False
     summary = await agent.sessions.get(session_id)
     return summary.status != "running"
 
@@ -427,32 +433,22 @@ class DurableCase:
     serves it now, and the ones a crash killed."""
 
     def __init__(
-        self,
-        agent: Agent,
-        env: DurableEnvironment,
-        worker_client: Client,
-        skipping: WorkflowEnvironment | None,
+        self, agent: Agent, env: DurableEnvironment, skipping: WorkflowEnvironment | None
     ) -> None:
         self.agent = agent
         self._env = env
-        self._worker_client = worker_client
         self.skipping = skipping
         """The time-skipping server the case runs on (None: the suite's server)."""
         self._harness = _Harness(agent.client)
         self._slots: list[_WorkerSlot] = []
-        self.workers_started = 0
         self.last_crash: CrashReport | None = None
         """What the latest armed crash did."""
-
-    @property
-    def _live(self) -> _WorkerSlot:
-        return self._slots[-1]
 
     async def start_worker(self) -> None:
         """A fresh worker on the case's queue (the first, or one after a kill)."""
         slot = _WorkerSlot()
         slot.worker = self.agent.runtime.recipe.build(
-            self._worker_client,
+            await self._env.worker_client(self.agent.client),
             self.agent.config,
             model=self._env.model,
             max_cached_workflows=0,  # every task replays: no sticky queue to wait out
@@ -464,7 +460,6 @@ class DurableCase:
         if slot.task.done() and slot.task.exception() is not None:
             raise slot.task.exception()  # type: ignore[misc]
         self._slots.append(slot)
-        self.workers_started += 1
 
     async def act(self, action: Callable[[], Awaitable[T]], crash: CrashStep | None) -> T:
         """Run ``action`` (a firing, an advance); with ``crash`` armed, kill the worker where
@@ -472,8 +467,8 @@ class DurableCase:
         if crash is None:
             return await action()
         report = self._harness.arm(crash)
+        running = asyncio.ensure_future(action())
         try:
-            running = asyncio.ensure_future(action())
             struck = asyncio.ensure_future(self._harness.struck.wait())
             try:
                 await asyncio.wait({running, struck}, return_when=asyncio.FIRST_COMPLETED)
@@ -481,14 +476,13 @@ class DurableCase:
                 struck.cancel()
             killed = self._harness.killed
             if killed is not None:
-                loop = asyncio.get_running_loop()
-                started = loop.time()
                 await asyncio.sleep(KILL_SETTLE)
                 await self.start_worker()
-                report.restart_s = loop.time() - started
                 await self._harness.fail_held(killed)
             return await running
         finally:
+            if not running.done():  # the case's budget ran out, or the fresh worker failed
+                running.cancel()
             self._harness.disarm()
             self.last_crash = report
 
@@ -534,7 +528,6 @@ class DurableEnvironment:
         self._skipping: WorkflowEnvironment | None = None
         self._starting: asyncio.Lock | None = None
         self._runtime: Runtime | None = None
-        self._quiet: dict[str, Client] = {}
         self.skipping_start_s: float | None = None
         """How long the time-skipping server took to start (None: not started)."""
 
@@ -544,6 +537,9 @@ class DurableEnvironment:
             self._starting = asyncio.Lock()
         async with self._starting:
             if self._skipping is None:
+                # loaded here: a suite with no advancing case never loads the test server's SDK
+                from temporalio.testing import WorkflowEnvironment
+
                 from archmax_temporal.client.devserver import find_test_server
 
                 started = asyncio.get_running_loop().time()
@@ -572,19 +568,14 @@ class DurableEnvironment:
             )
         return self._runtime
 
-    async def _worker_client(self, client: Client) -> Client:
-        """A connection like ``client``'s, on the quiet runtime (one per server)."""
-        target = client.service_client.config.target_host
-        quiet = self._quiet.get(target)
-        if quiet is None:
-            runtime = self._quiet_runtime()
-            config = dataclasses.replace(client.service_client.config, runtime=runtime)
-            service = await ServiceClient.connect(config)
-            quiet = Client(
-                service, namespace=client.namespace, data_converter=client.data_converter
-            )
-            self._quiet[target] = quiet
-        return quiet
+    async def worker_client(self, client: Client) -> Client:
+        """A connection of its own for one case worker, to ``client``'s server, on the quiet
+        runtime: Temporal lets one connection carry one worker per task queue, and a killed
+        worker stays registered on its own until it has wound down."""
+        runtime = self._quiet_runtime()
+        config = dataclasses.replace(client.service_client.config, runtime=runtime)
+        service = await ServiceClient.connect(config)
+        return Client(service, namespace=client.namespace, data_converter=client.data_converter)
 
     async def open(self, base: Agent, document: CaseDocument) -> DurableCase:
         """The case's own agent (the suite agent's workflow, store and recipe, on a fresh
@@ -607,7 +598,7 @@ class DurableEnvironment:
             model_calls_per_run=base.model_calls_per_run,
         )
         agent.host_tools = list(base.host_tools)
-        case = DurableCase(agent, self, await self._worker_client(client), skipping)
+        case = DurableCase(agent, self, skipping)
         await case.start_worker()
         return case
 
