@@ -32,6 +32,7 @@ from temporalio.client import WorkflowExecutionStatus
 from archmax_temporal.activities.model import ModelConfig, openai_client
 from archmax_temporal.activities.session_store import WorkspaceError
 from archmax_temporal.client.agent import create_agent
+from archmax_temporal.client.devserver import TemporalCliNotFoundError
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.loader import load_workflow
 from archmax_temporal.client.testing import assertions
@@ -321,7 +322,13 @@ async def _run_once(
     try:
         async with budget:
             if durable is not None and needs_durable(document):
-                own = await durable.open(agent, document)
+                try:
+                    own = await durable.open(agent, document)
+                except TemporalCliNotFoundError as exc:
+                    raise _CaseDied(
+                        "advance runs on Temporal's time-skipping test server, which is not "
+                        f"installed (pip install 'archmax-temporal[time-skipping]'): {exc}"
+                    ) from None
             await _drive_case(
                 case,
                 document,
