@@ -6,7 +6,11 @@ starts itself) with the scripted model: each does what it says, and each can fai
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +22,7 @@ from temporalio.client import Client
 from archmax_temporal.activities.host_tools import ToolContext
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import read_checkpoint
+from archmax_temporal.client.devserver import TEST_SERVER_ENV
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.results import CaseResult, RunTestsResult
@@ -507,3 +512,54 @@ class TestRepeat:
         else:
             assert case.verdict.failures == []
             assert all(r.status == "passed" for r in case.records)
+
+
+async def test_without_the_time_skipping_server_an_advancing_case_says_what_to_install(
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TEST_SERVER_ENV, str(tmp_path / "no-such-server"))
+    root = copy_example("customer-support", tmp_path)
+    playbook = root / "workflows" / "order-lookup" / "playbook.yaml"
+    result = await _suite(
+        client, task_queue, scripted, root, "order-lookup", playbook, filter="no-reply"
+    )
+    case = _only(result)
+    assert case.error is not None
+    assert case.error.startswith(
+        "advance runs on Temporal's time-skipping test server, which is not installed "
+        "(pip install 'archmax-temporal[time-skipping]')"
+    )
+    assert all(r.status == "not-executed" for r in case.records)
+
+
+def test_archmax_test_narrates_and_reports_them(client: Client, tmp_path: Path) -> None:
+    """The command as a user runs it (no model configured: the example's playbook): the
+    clock and the kill in the case's flow, the crash's record under the verdict, and the
+    case's environment in --json."""
+    root = copy_example("refund-review", tmp_path)
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("ARCHMAX_", "OPENAI_"))},
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "ARCHMAX_TASK_QUEUE": f"cli-durable-{uuid.uuid4().hex[:8]}",
+        "ARCHMAX_ROOT": str(root),
+        "NO_COLOR": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "archmax_temporal", "test", "refund-review", "days-pass", "--json"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["environment"] == "time-skipping"
+    assert [r["kind"] for r in result["records"] if r["kind"] == "crash"] == ["crash"]
+    lines = [line.strip() for line in done.stderr.splitlines()]
+    assert "⏱ +3d  (time-skipping clock)" in lines
+    assert any(line.startswith("⚡ crash during model #1: worker killed after") for line in lines)
+    assert any(line.startswith("⚡ crash: worker killed after") for line in lines)
