@@ -53,6 +53,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import threading
 import uuid
@@ -516,6 +517,23 @@ class DurableCase:
                     await asyncio.wait(pending, timeout=RELEASE_TIMEOUT)
 
 
+@functools.cache
+def quiet_runtime() -> Runtime:
+    """The Temporal runtime of the case workers and the time-skipping server, one per
+    process: its core logs only errors, so a killed worker's late reports (refused, the
+    attempts long retried) and the test server's capability notes are no output of the
+    test's."""
+    return Runtime(
+        telemetry=TelemetryConfig(
+            logging=LoggingConfig(
+                filter=TelemetryFilter(core_level="ERROR", other_level="ERROR"),
+                forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER)),
+            ),
+            metrics=None,
+        )
+    )
+
+
 class DurableEnvironment:
     """What the cases of one ``archmax test`` invocation that advance or crash share: the
     time-skipping server (started when the first case needs it), and the quiet connections
@@ -527,7 +545,6 @@ class DurableEnvironment:
         environment's)."""
         self._skipping: WorkflowEnvironment | None = None
         self._starting: asyncio.Lock | None = None
-        self._runtime: Runtime | None = None
         self.skipping_start_s: float | None = None
         """How long the time-skipping server took to start (None: not started)."""
 
@@ -546,33 +563,17 @@ class DurableEnvironment:
                 self._skipping = await WorkflowEnvironment.start_time_skipping(
                     test_server_existing_path=str(find_test_server()),
                     data_converter=DATA_CONVERTER,
-                    runtime=self._quiet_runtime(),
+                    runtime=quiet_runtime(),
                     test_server_startup_timeout=timedelta(seconds=60),
                 )
                 self.skipping_start_s = asyncio.get_running_loop().time() - started
         return self._skipping
 
-    def _quiet_runtime(self) -> Runtime:
-        """A Temporal runtime whose core logs only errors: a killed worker's late reports
-        (refused, the attempts long retried) and the test server's capability notes are no
-        output of the test's."""
-        if self._runtime is None:
-            self._runtime = Runtime(
-                telemetry=TelemetryConfig(
-                    logging=LoggingConfig(
-                        filter=TelemetryFilter(core_level="ERROR", other_level="ERROR"),
-                        forwarding=LogForwardingConfig(logger=logging.getLogger(CORE_LOGGER)),
-                    ),
-                    metrics=None,
-                )
-            )
-        return self._runtime
-
     async def worker_client(self, client: Client) -> Client:
         """A connection of its own for one case worker, to ``client``'s server, on the quiet
         runtime: Temporal lets one connection carry one worker per task queue, and a killed
         worker stays registered on its own until it has wound down."""
-        runtime = self._quiet_runtime()
+        runtime = quiet_runtime()
         config = dataclasses.replace(client.service_client.config, runtime=runtime)
         service = await ServiceClient.connect(config)
         return Client(service, namespace=client.namespace, data_converter=client.data_converter)

@@ -11,6 +11,13 @@ on a real ``ArchmaxSession``; assertions read the session's recorded view after 
 action. A failed structural assertion *halts* the case (a verdict); a thrown action, a refused
 start or a ``caseTimeoutMs`` overrun makes it *die* (``error`` is set). Either way every
 assertion that never ran is reported ``not-executed``.
+
+This runtime's extension of the format runs here too: ``redeliver`` sends the previous action
+again under its idempotency key (every action is fired under one, :func:`action_key`) and
+checks the session answered as before and applied nothing twice; ``repeat`` runs the case on
+N fresh sessions and judges it by ``passRate``; a case with an ``advance`` or a ``crash``
+runs on workers of its own (:mod:`client.testing.durable`), and each ``crash`` records what
+the runner checked of the turn it killed.
 """
 
 from __future__ import annotations
