@@ -375,3 +375,18 @@ def test_the_readme_documents_every_extension_key_and_crash_kind() -> None:
         assert f"**`{key}" in section, key
     for kind in ("model", "tool", "hook", "store"):
         assert f"`{kind}`" in section, kind
+
+
+def test_the_readmes_case_excerpts_are_verbatim_from_the_examples() -> None:
+    """Each yaml block of the section names an example file on its first line and quotes it
+    word for word (so it is run by the examples' suites)."""
+    repo = Path(__file__).resolve().parents[1]
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    start = readme.index("### Cases that wait, crash and retry")
+    section = readme[start : readme.index("\n## ", start)]
+    blocks = section.split("```yaml\n")[1:]
+    assert len(blocks) == 3
+    for block in blocks:
+        named, _, body = block.split("```")[0].partition("\n")
+        source = (repo / named.removeprefix("# ")).read_text(encoding="utf-8")
+        assert body in source, named

@@ -123,10 +123,11 @@ NEVER_CRASHED: Final = frozenset({NOTIFY_ACTIVITY, workspace.SEED_FILES_ACTIVITY
 own seeding (it runs outside any worker)."""
 
 KILLED: Final = "WorkerKilled"
-"""The failure type of an attempt whose worker a ``crash`` killed (retried at once)."""
+"""The failure type of an attempt whose worker a ``crash`` killed (a retryable failure)."""
 
 RETRY_AFTER_KILL: Final = timedelta(milliseconds=10)
-"""How soon a killed worker's attempt is retried (``next_retry_delay``)."""
+"""How soon a killed worker's attempt is asked to be retried (``next_retry_delay``); a real
+server fires retries on a one-second grain, the time-skipping one at once."""
 
 KILL_SETTLE: Final = 0.02
 """Seconds a killed worker is given to stop polling before its attempts are retried, so the
