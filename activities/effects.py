@@ -26,12 +26,21 @@ is known, so a retry after they returned answers from the journal without callin
 the turn's own workflow run go (every activity before it has completed, so none of them can
 be retried), and so does any entry older than :data:`EFFECT_MAX_AGE` (a run that continued as
 new, a caller's placement into a sub-workflow's folder, a session terminated mid-call).
+
+**Watching** (for ``archmax test``'s ``crash`` step): an :class:`EffectWatch` set for the
+current activity (:func:`watch_effects`, a context variable, so threads the activity starts
+see it) hears every effect as it is applied (:class:`EffectEvent`: computed afresh, or
+replayed from the journal) and every host tool's or hook executor's return, before its answer
+is recorded; a test harness counts them to prove that nothing was applied twice, and may hold
+a killed worker there. Unset (production), nothing is called.
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
+import contextvars
 import hashlib
 import json
 import os
@@ -41,7 +50,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from temporalio import activity
@@ -261,11 +270,13 @@ class EffectJournal:
         entry = self.load(session_id, key, request)
         if entry is not None:
             self.apply(session_id, entry.change())
+            effect_applied(EffectEvent(session_id, key, tool, "journal", replayed=True))
             return entry.answer
         effect = plan()
         recorded, mine = self._record(session_id, key, tool, request, effect)
         if not mine:  # another attempt of this call recorded its change first: that one
             self.apply(session_id, recorded.change())
+            effect_applied(EffectEvent(session_id, key, tool, "journal", replayed=True))
             return recorded.answer
         try:
             self.apply(session_id, effect.change)
@@ -274,6 +285,7 @@ class EffectJournal:
         except WorkspaceError:
             self.forget(session_id, key)  # refused by the store: nothing to apply again
             raise
+        effect_applied(EffectEvent(session_id, key, tool, "journal", replayed=False))
         pause_after_effect(tool, key)
         return effect.answer
 
@@ -340,6 +352,73 @@ class EffectJournal:
         return recorded
 
 
+@dataclass(frozen=True)
+class EffectEvent:
+    """One side effect of a call, as it was applied.
+
+    ``source`` is ``journal`` for a change the journal recorded before applying it (the
+    workspace tools, placements, a script's ``tools.*`` writes), ``callable`` for a host tool
+    or a hook executor (its effect is its own: the runtime sees only that it ran, or was
+    answered from the journal). ``replayed``: applied again from the journal's entry (or
+    answered from it) rather than computed, or run, afresh. ``takes_key``: a callable that
+    takes a ``ToolContext``, so it was told the call's idempotency key."""
+
+    session_id: str
+    key: str
+    tool: str
+    source: Literal["journal", "callable"]
+    replayed: bool
+    takes_key: bool = True
+
+
+class EffectWatch(Protocol):
+    """What hears a watched activity's effects (``archmax test``'s crash harness)."""
+
+    def applied(self, event: EffectEvent) -> None:
+        """``event`` happened; called on the thread that applied it, and may block there (a
+        harness holds a killed worker's activity at this point)."""
+        ...
+
+
+_WATCH: Final[contextvars.ContextVar[EffectWatch | None]] = contextvars.ContextVar(
+    "archmax_effect_watch", default=None
+)
+
+
+def watch_effects(watch: EffectWatch | None) -> contextvars.Token[EffectWatch | None]:
+    """Let ``watch`` hear the effects of what runs in this context from here on (the
+    activity's, and the threads it starts); the token resets it."""
+    return _WATCH.set(watch)
+
+
+def unwatch_effects(token: contextvars.Token[EffectWatch | None]) -> None:
+    """Undo :func:`watch_effects`."""
+    _WATCH.reset(token)
+
+
+def watched() -> bool:
+    """Whether a watch hears this context's effects."""
+    return _WATCH.get() is not None
+
+
+def effect_applied(event: EffectEvent) -> None:
+    """Tell the watch, if one is set, that ``event`` happened (may block: see
+    :meth:`EffectWatch.applied`)."""
+    watch = _WATCH.get()
+    if watch is not None:
+        watch.applied(event)
+
+
+async def callable_ran(
+    session_id: str, key: str, tool: str, *, replayed: bool, takes_key: bool
+) -> None:
+    """A host tool or hook executor ran (``replayed``: was answered from the journal), for
+    the watch, if one is set: on a thread, since the watch may block."""
+    if watched():
+        event = EffectEvent(session_id, key, tool, "callable", replayed, takes_key)
+        await asyncio.to_thread(effect_applied, event)
+
+
 def pause_after_effect(tool: str, key: str) -> None:
     """The fault tests' hook (:data:`PAUSE_AFTER_EFFECT_ENV`): a no-op unless it names
     ``tool``; then mark the boundary and wait there to be killed."""
@@ -359,8 +438,15 @@ __all__ = [
     "EFFECT_MAX_AGE",
     "Change",
     "Effect",
+    "EffectEvent",
     "EffectJournal",
+    "EffectWatch",
     "JournalEntry",
+    "callable_ran",
     "digest",
+    "effect_applied",
     "idempotency_key",
+    "unwatch_effects",
+    "watch_effects",
+    "watched",
 ]

@@ -22,7 +22,7 @@ from typing import Any
 
 from temporalio import activity
 
-from archmax_temporal.activities.effects import EffectJournal, digest
+from archmax_temporal.activities.effects import EffectJournal, callable_ran, digest
 from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.host_tools import ToolContext, tool_context
 from archmax_temporal.activities.session_store import (
@@ -93,7 +93,9 @@ class HookExecutorActivities:
         context = tool_context(call.session_id)
         request = digest(call.model_dump(mode="json"))
         recorded = await self._recorded(context, request)
+        name, key, keyed = f"hook:{call.kind}", context.idempotency_key, takes_context(executor)
         if recorded is not None:
+            await callable_ran(call.session_id, key, name, replayed=True, takes_key=keyed)
             return recorded
         args = call.args
         if call.stored and self._store is not None:  # stored values, read back whole
@@ -101,7 +103,7 @@ class HookExecutorActivities:
                 fill_stored, self._store, call.session_id, args, call.stored
             )
         parameters: tuple[Any, ...] = (call.config, args)
-        if takes_context(executor):
+        if keyed:
             parameters = (*parameters, context)
         try:
             if inspect.iscoroutinefunction(executor):
@@ -115,6 +117,8 @@ class HookExecutorActivities:
             result = CustomHookResult(error=f"hook {call.kind!r} failed: {message}")
         else:
             result = CustomHookResult(value=value)
+        # the executor has done what it does; only its answer is not recorded yet
+        await callable_ran(call.session_id, key, name, replayed=False, takes_key=keyed)
         await self._record(context, call.kind, request, result)
         return result
 

@@ -30,7 +30,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from temporalio import activity
 
-from archmax_temporal.activities.effects import EffectJournal, digest, idempotency_key
+from archmax_temporal.activities.effects import (
+    EffectJournal,
+    callable_ran,
+    digest,
+    idempotency_key,
+)
 from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.session_store import (
     SessionStore,
@@ -158,7 +163,11 @@ class HostToolActivities:
         context = tool_context(call.session_id)
         request = digest(call.model_dump(mode="json"))
         recorded = await self._recorded(call.session_id, context, request)
+        name, key = f"host:{call.tool}", context.idempotency_key
         if recorded is not None:
+            await callable_ran(
+                call.session_id, key, name, replayed=True, takes_key=tool.takes_context
+            )
             return HostToolResult.model_validate_json(recorded)
         parameters = (argument, context) if tool.takes_context else (argument,)
         try:
@@ -173,6 +182,8 @@ class HostToolActivities:
             result = HostToolResult(content=f"Error: {call.tool} failed: {message}", status="error")
         else:
             result = HostToolResult(content=_render(value))
+        # the tool has done what it does; only its answer is not recorded yet
+        await callable_ran(call.session_id, key, name, replayed=False, takes_key=tool.takes_context)
         await self._record(call.session_id, context, call.tool, request, result)
         return result
 

@@ -18,6 +18,13 @@ process, timed from outside, its runs of each kind interleaved.
   itself). ``archmax test support-inbox case-01.`` runs one case, ``archmax test
   support-inbox`` all of them; a further case costs (all − one) ÷ (N − 1), the fixed cost of
   the command is one case's run less that.
+* **durable** — this runtime's case steps (README, "Cases that wait, crash and retry"), one
+  case per ``archmax test`` process, on a root copied from ``examples/support-inbox``:
+  ``plain`` (clarify-then-deliver as shipped), ``crash`` (the same with ``crash: {during:
+  model}`` arming the deliver: a worker killed as the answer's model call starts, a fresh one
+  finishing the turn) and ``advance`` (a three-day ``until`` woken by ``advance: 7d`` on the
+  time-skipping server the command starts). A crash's cost is crash − plain; an advancing
+  case's is advance − plain, the server's start included.
 * **sessions** — ``--sessions`` sessions of support-inbox parked in ``clarify`` (on the
   default task queue, by an in-process worker that is stopped before anything is timed, so
   the listing meets no worker, as a shell does); ``archmax sessions`` (it lists 100), and in
@@ -148,6 +155,73 @@ def section_test(address: str, scratch: Path, cases: int, runs: int) -> list[str
     ]
 
 
+DURABLE_CASES = ("plain", "crash", "advance")
+"""The durable section's cases, in the order each run times them."""
+
+CRASH_EDIT = ("  - deliver:", "  - crash: { during: model, nth: 1 }\n  - deliver:")
+"""clarify-then-deliver becomes the crash case: a crash armed for its deliver."""
+
+WEEK = """title: A week passes
+description: A three-day wait is woken by its own timer within a seven-day advance.
+trigger: { id: email_received }
+variables: { conversation_id: bench-week }
+steps:
+  - send: "I'll look my order number up and write back."
+  - parked: input
+  - advance: 7d
+  - succeeded: true
+  - triggerArrival: timer
+"""
+"""The advancing case: support-inbox's three-day wait (its playbook's ``write back`` rule)."""
+
+
+def make_durable_root(into: Path) -> Path:
+    """support-inbox with the three cases of the durable section."""
+    root = into / "root"
+    shutil.copytree(EXAMPLE, root)
+    tests = root / "workflows" / SLUG / "tests"
+    text = (tests / CASE).read_text()
+    for old in tests.glob("*.test.yaml"):
+        old.unlink()
+    (tests / "plain.test.yaml").write_text(text)
+    before, after = CRASH_EDIT
+    assert before in text
+    (tests / "crash.test.yaml").write_text(text.replace(before, after, 1))
+    (tests / "advance.test.yaml").write_text(WEEK)
+    return root
+
+
+def section_durable(address: str, scratch: Path, runs: int) -> list[str]:
+    root = make_durable_root(scratch / "durable")
+    env = command_env(address, root)
+    series = {name: Series(f"`archmax test {SLUG} {name}.` (1 case)") for name in DURABLE_CASES}
+    log(f"durable: warm-up, then {runs} runs of each case")
+    for name in DURABLE_CASES:
+        run_command(["test", SLUG, f"{name}."], env, root)
+    for index in range(runs):
+        for name, timed in series.items():
+            elapsed, out = run_command(["test", SLUG, f"{name}."], env, root)
+            if not out.startswith("1 passed"):
+                raise RuntimeError(f"case {name} did not pass: {out}")
+            timed.values.append(elapsed)
+        log(
+            f"  run {index + 1}: "
+            + ", ".join(f"{n} {s.values[-1]:.2f} s" for n, s in series.items())
+        )
+    plain = series["plain"].median
+    return [
+        "| command | min ms | median ms | max ms |",
+        "| --- | ---: | ---: | ---: |",
+        *(timed.row() for timed in series.values()),
+        "",
+        f"- a crash (a worker killed, a fresh one started, the attempt retried): "
+        f"{(series['crash'].median - plain) * 1000:,.0f} ms over the same case without it",
+        f"- a case with advance: 7d over a three-day wait, beside a two-turn case: "
+        f"{(series['advance'].median - plain) * 1000:+,.0f} ms (the time-skipping server's "
+        "start included)",
+    ]
+
+
 async def park(address: str, root: Path, count: int) -> None:
     """``count`` sessions parked in clarify on the default queue; the worker is stopped after."""
     playbook = Playbook.load(root / "workflows" / SLUG / "playbook.yaml")
@@ -229,7 +303,7 @@ async def main() -> None:
     parser.add_argument("--cases", type=int, default=8, help="cases of the N-case run (8)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each command (5)")
     parser.add_argument("--sessions", type=int, default=100, help="parked sessions listed (100)")
-    parser.add_argument("--sections", default="test,sessions", help="test,sessions")
+    parser.add_argument("--sections", default="test,durable,sessions", help="test,durable,sessions")
     args = parser.parse_args()
     sections = {s.strip() for s in args.sections.split(",") if s.strip()}
     if args.cases < 2:
@@ -246,6 +320,8 @@ async def main() -> None:
         with tempfile.TemporaryDirectory(prefix="archmax-bench-cli-") as scratch:
             if "test" in sections:
                 lines += [*section_test(address, Path(scratch), args.cases, args.runs), ""]
+            if "durable" in sections:
+                lines += [*section_durable(address, Path(scratch), args.runs), ""]
             if "sessions" in sections:
                 lines += await section_sessions(address, Path(scratch), args.sessions, args.runs)
     finally:

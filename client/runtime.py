@@ -49,7 +49,7 @@ from archmax_temporal.workflows.errors import (
 )
 
 if TYPE_CHECKING:
-    from temporalio.worker import Worker
+    from temporalio.worker import Interceptor, Worker
 
     from archmax_temporal.activities.hook_executors import HookExecutor
     from archmax_temporal.activities.host_tools import HostTool
@@ -127,6 +127,61 @@ def embedded(config: RuntimeConfig) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class WorkerRecipe:
+    """What this runtime's in-process worker is built from, beside its client and queue:
+    kept (whether or not a worker was started here) so that ``archmax test`` can build more
+    workers like it, on queues and servers of their own (client.testing.durable)."""
+
+    model: ModelConfig | None = None
+    """The model endpoint (None: the environment's, read when a worker is built)."""
+    host_tools: Sequence[HostTool] = ()
+    hook_executors: Mapping[str, HookExecutor] | None = None
+    sandbox_runtime: Sequence[str] | None = None
+    env: Mapping[str, str] | None = None
+    """Where the worker's notify target is read (None: the process environment)."""
+    live: LiveChannel | None = None
+    """Where its model calls publish their text as it is written (None: nowhere)."""
+
+    def build(
+        self,
+        client: Client,
+        config: RuntimeConfig,
+        *,
+        task_queue: str | None = None,
+        model: ModelConfig | None = None,
+        max_cached_workflows: int = 1000,
+        interceptors: Sequence[Interceptor] = (),
+        graceful_shutdown: timedelta | None = None,
+        identity: str | None = None,
+    ) -> Worker:
+        """A worker of ``config``'s store and authoring root on ``task_queue`` (default: the
+        configuration's), not started; ``model`` overrides the recipe's endpoint."""
+        from archmax_temporal.activities.model import ModelConfig
+        from archmax_temporal.activities.notify import NotifyTarget
+        from archmax_temporal.worker import GRACEFUL_SHUTDOWN, build_worker
+
+        env = os.environ if self.env is None else self.env
+        return build_worker(
+            client,
+            task_queue=task_queue or config.task_queue,
+            model=model or self.model or ModelConfig.from_env(env),
+            store_dir=None if config.store_url else config.store,
+            store=config.session_store(),
+            store_description=config.store_location,
+            identity=identity or worker_identity(EPHEMERAL_IDENTITY_PREFIX),
+            max_cached_workflows=max_cached_workflows,
+            authoring_root=config.root,
+            host_tools=self.host_tools,
+            hook_executors=self.hook_executors,
+            sandbox_runtime=self.sandbox_runtime,
+            notify=NotifyTarget.from_env(env),
+            live=self.live,
+            interceptors=interceptors,
+            graceful_shutdown=GRACEFUL_SHUTDOWN if graceful_shutdown is None else graceful_shutdown,
+        )
+
+
 @dataclass
 class Runtime:
     """A connected client, and what the command started to get it (server, worker)."""
@@ -138,6 +193,8 @@ class Runtime:
     live: LiveChannel | None = None
     """Where the sessions' live text is followed (and published, by an in-process worker):
     :func:`archmax_temporal.live.live_channel`."""
+    recipe: WorkerRecipe = field(default_factory=WorkerRecipe)
+    """How its in-process worker is (or would be) built."""
     _closed: bool = field(default=False, repr=False)
 
     async def close(self) -> None:
@@ -187,6 +244,14 @@ async def open_runtime(
             f"ARCHMAX_WORKER must be one of {', '.join(WORKER_MODES)}, not {mode!r}"
         )
     worker: Worker | None = None
+    recipe = WorkerRecipe(
+        model=model,
+        host_tools=tuple(host_tools),
+        hook_executors=hook_executors,
+        sandbox_runtime=sandbox_runtime,
+        env=env,
+        live=live,
+    )
     if mode == "background":
         if is_local_address(config.address) and config.connection.plain:
             from archmax_temporal.client.background import ensure_background_worker
@@ -197,33 +262,18 @@ async def open_runtime(
                 f"no worker polls task queue {config.task_queue!r} at {config.address}: start "
                 "one there (archmax worker); commands never run sessions' work themselves"
             )
-        return Runtime(client=client, config=config, server=server, worker=None, live=live)
+        return Runtime(
+            client=client, config=config, server=server, worker=None, live=live, recipe=recipe
+        )
     if mode == "inprocess" or (
         mode == "auto" and not await worker_polling(client, config.task_queue)
     ):
-        # loaded here: a command that only reads never loads the worker and its activities
-        from archmax_temporal.activities.model import ModelConfig
-        from archmax_temporal.activities.notify import NotifyTarget
-        from archmax_temporal.worker import build_worker
-
-        worker = build_worker(
-            client,
-            task_queue=config.task_queue,
-            model=model or ModelConfig.from_env(env),
-            store_dir=None if config.store_url else config.store,
-            store=config.session_store(),
-            store_description=config.store_location,
-            identity=worker_identity(EPHEMERAL_IDENTITY_PREFIX),
-            max_cached_workflows=worker_cache,
-            authoring_root=config.root,
-            host_tools=host_tools,
-            hook_executors=hook_executors,
-            sandbox_runtime=sandbox_runtime,
-            notify=NotifyTarget.from_env(env),
-            live=live,
-        )
+        # built here: a command that only reads never loads the worker and its activities
+        worker = recipe.build(client, config, max_cached_workflows=worker_cache)
         await _start_worker(worker)
-    return Runtime(client=client, config=config, server=server, worker=worker, live=live)
+    return Runtime(
+        client=client, config=config, server=server, worker=worker, live=live, recipe=recipe
+    )
 
 
 async def _start_worker(worker: Worker) -> None:

@@ -67,7 +67,7 @@ def test_json_document_field_by_field(archmax: Archmax) -> None:
     assert (document["workflow"], document["exitCode"], document["discovered"]) == (
         "support-inbox",
         0,
-        2,
+        4,
     )
     first = document["results"][0]
     assert list(first) == ["id", "title", "description", "sessionId", "verdict", "records"]
@@ -95,7 +95,7 @@ def test_a_failing_case_exits_1_and_narrates_what_never_ran(archmax: Archmax) ->
     )
     done = archmax("test", "support-inbox")
     assert done.returncode == 1
-    assert done.stdout == "2 passed, 1 failed, 0 skipped\n"
+    assert done.stdout == "4 passed, 1 failed, 0 skipped\n"
     assert "✖ A wrong expectation" in done.stderr
     assert "succeeded: the turn parked (input at 'clarify') instead of completing" in done.stderr
     assert "2 assertions not executed" in done.stderr
@@ -104,7 +104,7 @@ def test_a_failing_case_exits_1_and_narrates_what_never_ran(archmax: Archmax) ->
 def test_a_filter_that_matches_nothing_exits_1(archmax: Archmax) -> None:
     done = archmax("test", "support-inbox", "nothing-like-this")
     assert done.returncode == 1
-    assert "no cases matched 'nothing-like-this' (2 discovered)" in done.stderr
+    assert "no cases matched 'nothing-like-this' (4 discovered)" in done.stderr
     assert done.stdout == "0 passed, 0 failed, 0 skipped\n"
     filtered = archmax("test", "support-inbox", "unusable")
     assert (filtered.returncode, filtered.stdout) == (0, "1 passed, 0 failed, 0 skipped\n")

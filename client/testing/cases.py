@@ -10,6 +10,12 @@ The schema fails closed: an unknown top-level or step key is an error naming the
 so a typo'd ``reachedstate:`` cannot silently pass. Every problem of a document is reported at
 once, each addressed by its path (``steps[3].reply.includes[1]: ...``), in
 :class:`CaseSchemaError`.
+
+Beside the seed's vocabulary, this runtime reads its own extension of the format (README,
+"Cases that wait, crash and retry"): the steps ``advance: <duration>``, ``crash: { during,
+nth?, at? }`` and ``redeliver: {}`` (:data:`EXTENSION_STEP_CLASSES`) and the case fields
+``repeat`` and ``passRate`` (:data:`EXTENSION_TOP_LEVEL_KEYS`). A case that uses none of them
+parses to exactly what it did before.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from pydantic_core import to_json
 
 from archmax_temporal.client.loader import YamlDocumentError, read_yaml
+from archmax_temporal.workflows.durations import InvalidUntilError, relative_duration
 
 # The shared matchers live in workflows.matching (the session matches mocks with them);
 # re-exported here, where case authors look for them.
@@ -67,7 +74,7 @@ expand past that through aliases and escapes (one ``\\x01`` is 6 bytes of JSON).
 CASE_SUFFIXES: Final = (".test.yaml", ".test.yml")
 """The file names discovery picks up; anything else under ``tests/`` is ignored silently."""
 
-TOP_LEVEL_KEYS: Final = (
+SEED_TOP_LEVEL_KEYS: Final = (
     "title",
     "description",
     "skip",
@@ -77,7 +84,20 @@ TOP_LEVEL_KEYS: Final = (
     "mocks",
     "steps",
 )
-"""The eight keys of a case document, in the order a serializer writes them."""
+"""The seed's eight keys of a case document, in the order a serializer writes them."""
+
+EXTENSION_TOP_LEVEL_KEYS: Final = ("repeat", "passRate")
+"""This runtime's case fields: ``repeat: N`` runs the case N times on fresh sessions, and it
+passes when at least ``passRate`` of them passed (default 1: every run)."""
+
+TOP_LEVEL_KEYS: Final = SEED_TOP_LEVEL_KEYS + EXTENSION_TOP_LEVEL_KEYS
+"""Every key a case document may have: the seed's eight, then this runtime's."""
+
+REPEAT_MAX: Final = 100
+"""The most runs ``repeat`` asks for."""
+
+ADVANCE_MAX: Final = datetime.timedelta(days=3650)
+"""The furthest one ``advance`` moves the clock (ten years)."""
 
 DEPRECATED_STEP_ALIASES: Final = {"judge": "grade"}
 """Step keys still accepted for one release, and the key they stand for."""
@@ -151,7 +171,12 @@ class CaseStep(_Strict):
     """Whether a failure of this assertion halts the case (it pins where the session went
     and what it carries); content assertions let the case carry on."""
     is_action: ClassVar[bool] = False
-    """Whether the step drives the session (``send``, ``decide``, ``deliver``)."""
+    """Whether the step drives the session (``send``, ``decide``, ``deliver``; of this
+    runtime's steps, all three: ``advance`` moves its clock, ``crash`` arms the next action,
+    ``redeliver`` sends the previous one again)."""
+    checked: ClassVar[bool] = False
+    """Whether the step yields a record of its own beside the assertions' (this runtime's
+    ``crash`` and ``redeliver``: what the runner checked by itself)."""
 
     kind: str
     index: StrictInt = Field(ge=0)
@@ -359,6 +384,61 @@ class GradeStep(CaseStep):
     written_as: Literal["grade", "judge"] = "grade"
 
 
+# --- this runtime's extension of the format -------------------------------------------------
+
+
+class AdvanceStep(CaseStep):
+    """``advance: <duration>`` (``until``'s relative syntax: ``90s``, ``3d``): the session's
+    clock moves on by that much; every durable timer due in the span fires (a parked
+    ``until``, a human state's deadline, an idle close) and the turns they wake run to their
+    end before the next step. The case runs on Temporal's time-skipping test server."""
+
+    key: ClassVar[str] = "advance"
+    is_action: ClassVar[bool] = True
+
+    kind: Literal["advance"] = "advance"
+    by: NonEmpty
+    """As written (``3d``)."""
+    duration: datetime.timedelta
+
+
+CrashKind = Literal["model", "tool", "hook", "store"]
+"""Which activities a ``crash`` counts (client.testing.durable.CRASH_KINDS maps them)."""
+
+CRASH_KINDS: Final[tuple[CrashKind, ...]] = ("model", "tool", "hook", "store")
+"""What ``crash.during`` may name, in the order the errors list them."""
+
+
+class CrashStep(CaseStep):
+    """``crash: { during, nth?, at? }``: arms the next action. The worker running that
+    action's turn is killed without draining right after the ``nth`` activity of the kind
+    ``during`` names starts (``at: start``, the default) or has done its work and not yet
+    reported it (``at: complete``); a fresh worker resumes the session."""
+
+    key: ClassVar[str] = "crash"
+    shape: ClassVar[str | None] = "{ during, nth?, at? }"
+    is_action: ClassVar[bool] = True
+    checked: ClassVar[bool] = True
+
+    kind: Literal["crash"] = "crash"
+    during: CrashKind
+    nth: StrictInt = Field(default=1, ge=1)
+    at: Literal["start", "complete"] = "start"
+
+
+class RedeliverStep(CaseStep):
+    """``redeliver: {}``: the previous ``send``, ``decide`` or ``deliver`` sent again with the
+    same idempotency key, as a retried webhook would be; the session must answer with the
+    first outcome and apply nothing twice."""
+
+    key: ClassVar[str] = "redeliver"
+    shape: ClassVar[str | None] = "{}"
+    is_action: ClassVar[bool] = True
+    checked: ClassVar[bool] = True
+
+    kind: Literal["redeliver"] = "redeliver"
+
+
 Step = Annotated[
     SendStep
     | DecideStep
@@ -377,7 +457,10 @@ Step = Annotated[
     | NoTraversalStep
     | TriggerArrivalStep
     | VariablesStep
-    | GradeStep,
+    | GradeStep
+    | AdvanceStep
+    | CrashStep
+    | RedeliverStep,
     Field(discriminator="kind"),
 ]
 """A parsed step, discriminated by its key."""
@@ -400,6 +483,10 @@ class CaseDocument(_Strict):
     workspace: dict[str, WorkspaceValue] = Field(default_factory=dict)
     mocks: list[Mock] = Field(default_factory=list)
     steps: list[Step] = Field(default_factory=list)
+    repeat: StrictInt = Field(default=1, ge=1, le=REPEAT_MAX)
+    """This runtime's ``repeat``: how many runs, each on a fresh session."""
+    pass_rate: float = Field(default=1.0, gt=0, le=1, alias="passRate")
+    """This runtime's ``passRate``: the share of runs that must pass."""
 
     @property
     def actions(self) -> list[CaseStep]:
@@ -410,6 +497,22 @@ class CaseDocument(_Strict):
     def assertions(self) -> list[CaseStep]:
         """The assertion steps, in order."""
         return [step for step in self.steps if not step.is_action]
+
+    @property
+    def recorded(self) -> list[CaseStep]:
+        """The steps that yield records: the assertions, and this runtime's checks
+        (``crash``, ``redeliver``); one that never ran is reported not-executed."""
+        return [step for step in self.steps if not step.is_action or step.checked]
+
+    @property
+    def advances(self) -> bool:
+        """Whether the case moves the clock (then it runs on the time-skipping server)."""
+        return any(isinstance(step, AdvanceStep) for step in self.steps)
+
+    @property
+    def crashes(self) -> bool:
+        """Whether the case kills a worker (then it runs on workers of its own)."""
+        return any(isinstance(step, CrashStep) for step in self.steps)
 
 
 STEP_CLASSES: Final[tuple[type[CaseStep], ...]] = (
@@ -435,7 +538,6 @@ STEP_CLASSES: Final[tuple[type[CaseStep], ...]] = (
 """Every step kind, once, in the seed's order: the one list the schema, the assertions and
 the validator read (each class carries its key, shape and whether it is structural)."""
 
-_STEP_MODELS: Final[dict[str, type[CaseStep]]] = {cls.key: cls for cls in STEP_CLASSES}
 
 ACTION_KINDS: Final = tuple(cls.key for cls in STEP_CLASSES if cls.is_action)
 """Step keys that drive the session; every other step is an assertion about the last one."""
@@ -448,6 +550,26 @@ STEP_KINDS: Final = ACTION_KINDS + ASSERTION_KINDS
 
 STRUCTURAL_KINDS: Final = frozenset(cls.key for cls in STEP_CLASSES if cls.structural)
 """Assertions that pin where the session went and what it carries: a miss halts the case."""
+
+EXTENSION_STEP_CLASSES: Final[tuple[type[CaseStep], ...]] = (
+    AdvanceStep,
+    CrashStep,
+    RedeliverStep,
+)
+"""This runtime's step kinds, once: the seed's vocabulary above stays the seed's."""
+
+EXTENSION_STEP_KINDS: Final = tuple(cls.key for cls in EXTENSION_STEP_CLASSES)
+"""``advance``, ``crash``, ``redeliver``: as an unknown-step error names them."""
+
+CRASH_ARMS: Final = ("send", "decide", "deliver", "advance")
+"""The steps a ``crash`` may arm (the one right after it)."""
+
+REDELIVERABLE: Final = ("send", "decide", "deliver")
+"""The actions a ``redeliver`` may send again."""
+
+_STEP_MODELS: Final[dict[str, type[CaseStep]]] = {
+    cls.key: cls for cls in (*STEP_CLASSES, *EXTENSION_STEP_CLASSES)
+}
 
 
 # --- discovery ----------------------------------------------------------------------------
@@ -574,6 +696,11 @@ def _known(keys: Any) -> str:
     return ", ".join(keys)
 
 
+def _either(keys: tuple[str, ...]) -> str:
+    """``a, b or c``."""
+    return f"{', '.join(keys[:-1])} or {keys[-1]}" if len(keys) > 1 else keys[0]
+
+
 def _suggestion(key: str, known: tuple[str, ...]) -> str:
     """`` (did you mean "reachedState"?)`` for a near miss of a known key, else nothing."""
     folded = {k.lower(): k for k in known}
@@ -611,6 +738,7 @@ class _Parser:
         workspace = self.workspace(data.get("workspace"))
         mocks = self.mocks(data.get("mocks"))
         steps = self.steps(data.get("steps"))
+        repeat, pass_rate = self.repetition(data)
         if self.issues or title is None or description is None:
             return None
         try:
@@ -623,6 +751,8 @@ class _Parser:
                 workspace=workspace,
                 mocks=mocks,
                 steps=steps,
+                repeat=repeat,
+                pass_rate=pass_rate,
             )
         except ValidationError as exc:  # pragma: no cover - the checks above are the contract
             self.model_issues(exc, "", {})
@@ -648,6 +778,33 @@ class _Parser:
             )
             return None
         return collapsed
+
+    def repetition(self, data: dict[Any, Any]) -> tuple[int, float]:
+        """``repeat`` and ``passRate`` (this runtime's): a count of runs, the share of them
+        that must pass; passRate alone says nothing (there is one run)."""
+        repeat, rate = data.get("repeat"), data.get("passRate")
+        runs = 1
+        if "repeat" in data:
+            if isinstance(repeat, bool) or not isinstance(repeat, int):
+                self.fail("repeat", f"must be a whole number of runs, 1 to {REPEAT_MAX}")
+            elif not 1 <= repeat <= REPEAT_MAX:
+                self.fail("repeat", f"must be 1 to {REPEAT_MAX} runs (got {repeat})")
+            else:
+                runs = repeat
+        share = 1.0
+        if "passRate" in data:
+            if isinstance(rate, bool) or not isinstance(rate, int | float):
+                self.fail("passRate", "must be a number above 0 and at most 1 (0.8: 4 runs of 5)")
+            elif not (0 < rate <= 1) or not math.isfinite(rate):
+                self.fail("passRate", f"must be above 0 and at most 1 (got {rate})")
+            elif "repeat" not in data:
+                self.fail(
+                    "passRate",
+                    "needs repeat: N beside it (the share of N runs that must pass)",
+                )
+            else:
+                share = float(rate)
+        return runs, share
 
     def skip(self, value: Any) -> str | None:
         if value is None:
@@ -808,14 +965,19 @@ class _Parser:
             written_as = key
             key = DEPRECATED_STEP_ALIASES.get(key, key)
             if key not in _STEP_MODELS:
+                known = STEP_KINDS + EXTENSION_STEP_KINDS
+                hint = _suggestion(written_as, known) or (
+                    f"; this runtime's extensions: {_known(EXTENSION_STEP_KINDS)}"
+                )
                 self.fail(
                     f"{path}.{written_as}",
-                    f"unknown step key; known keys: {_known(STEP_KINDS)}"
-                    + _suggestion(written_as, STEP_KINDS),
+                    f"unknown step key; known keys: {_known(STEP_KINDS)}{hint}",
                 )
                 continue
-            if key in ACTION_KINDS:
+            if key in ACTION_KINDS or key in ("advance", "redeliver"):
                 acted = True
+            elif key == "crash":
+                pass  # it arms the action after it: the order is checked below
             elif not acted:
                 acted = True  # reported once, at the first assertion with no action above it
                 self.fail(
@@ -826,7 +988,51 @@ class _Parser:
             step = self.step(f"{path}.{written_as}", index, key, written_as, body)
             if step is not None:
                 steps.append(step)
+        self.order(value)
         return steps
+
+    def order(self, entries: list[Any]) -> None:
+        """Where this runtime's steps may stand: a ``crash`` right before the action it arms,
+        an ``advance`` after the session exists, a ``redeliver`` after what it sends again."""
+        keys = [
+            str(next(iter(entry))) if isinstance(entry, dict) and len(entry) == 1 else None
+            for entry in entries
+        ]
+        for index, key in enumerate(keys):
+            path = f"steps[{index}].{key}"
+            before = [k for k in keys[:index] if k in ACTION_KINDS]
+            if key == "crash":
+                after = keys[index + 1] if index + 1 < len(keys) else None
+                if after not in CRASH_ARMS:
+                    got = f"got {after}" if after else "nothing follows it"
+                    self.fail(
+                        path,
+                        "a crash arms the action right after it, which must be "
+                        f"{_either(CRASH_ARMS)} ({got})",
+                    )
+            elif key == "advance" and not before:
+                self.fail(
+                    path,
+                    "advance moves the clock of the case's session: a send must come before it",
+                )
+            elif key == "redeliver":
+                previous = next(
+                    (
+                        k
+                        for k in reversed(keys[:index])
+                        if k is not None
+                        and k != "redeliver"
+                        and k in _STEP_MODELS
+                        and (_STEP_MODELS[k].is_action)
+                    ),
+                    None,
+                )
+                if previous not in REDELIVERABLE:
+                    got = f"the action before it is {previous}" if previous else "none came"
+                    self.fail(
+                        path,
+                        f"redeliver sends the previous send, decide or deliver again ({got})",
+                    )
 
     def step(
         self, path: str, index: int, kind: str, written_as: str, value: Any
@@ -858,6 +1064,13 @@ class _Parser:
                 self.fail(path, f"must be {noun} ({kind}: <{field}>)")
                 return None
             return {field: value}
+        if kind == "advance":
+            return self.advance(path, value)
+        if kind == "redeliver":
+            if value != {}:
+                self.fail(path, "takes nothing: write redeliver: {}")
+                return None
+            return {}
         if kind == "parked":
             return self.parked(path, value)
         if kind == "raised":
@@ -889,6 +1102,23 @@ class _Parser:
         elif kind == "variables":
             return self.variables_assertion(path, body)
         return body
+
+    def advance(self, path: str, value: Any) -> dict[str, Any] | None:
+        if not isinstance(value, str) or not value.strip():
+            self.fail(path, "must be a duration in until's relative syntax (90s, 30m, 2h, 3d)")
+            return None
+        try:
+            duration = relative_duration(value)
+        except InvalidUntilError as exc:
+            self.fail(path, str(exc))
+            return None
+        if duration <= datetime.timedelta(0):
+            self.fail(path, "must be a duration above zero (90s, 30m, 2h, 3d)")
+            return None
+        if duration > ADVANCE_MAX:
+            self.fail(path, f"moves the clock at most {ADVANCE_MAX.days}d at once")
+            return None
+        return {"by": value.strip(), "duration": duration}
 
     def parked(self, path: str, value: Any) -> dict[str, Any] | None:
         if value is True:
@@ -1039,7 +1269,7 @@ _INVALID: Final = object()
 
 _TRIGGER_ARGS_HINT = " (a trigger carries only its id: the payload belongs in variables:)"
 
-_STEP_SHAPES: Final = {cls.key: cls.shape for cls in STEP_CLASSES if cls.shape is not None}
+_STEP_SHAPES: Final = {key: cls.shape for key, cls in _STEP_MODELS.items() if cls.shape is not None}
 
 _INTERNAL_FIELDS: Final = frozenset({"index", "kind", "written_as", "trail_kind"})
 

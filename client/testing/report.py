@@ -37,6 +37,15 @@ PENDING: Final = "○"
 ARROW: Final = "→"
 TRIGGER: Final = "▸"
 DIAMOND: Final = "◆"
+CLOCK: Final = "⏱"
+"""An ``advance``: the case's clock moved on."""
+KILL: Final = "⚡"
+"""A ``crash``: the worker running the turn was killed."""
+AGAIN: Final = "↻"
+"""A ``redeliver``: the previous action sent again under its key."""
+
+CHECK_ICONS: Final = {"crash": KILL, "redeliver": AGAIN}
+"""This runtime's checks, whose passing records are shown under the verdict too."""
 
 FLOW_INDENT: Final = "  "
 """State-flow lines sit under the case header, as under ``archmax run``'s session header."""
@@ -151,12 +160,21 @@ def flow_line(
 
 
 def verdict_line(result: CaseResult, style: Style = PLAIN) -> str:
-    """``✔ <title>``, ``✖ <title>`` or ``○ <title> (skipped: <reason>)``."""
+    """``✔ <title>``, ``✖ <title>`` or ``○ <title> (skipped: <reason>)``; a repeated case's
+    adds its tally: ``(4/5 runs passed: 0.8 ≥ passRate 0.8)``."""
     status = result.verdict.status
+    tally = ""
+    if result.repeat is not None:
+        summary = result.repeat
+        sign = "≥" if summary.rate + 1e-9 >= summary.pass_rate else "<"
+        tally = " " + style.dim(
+            f"({summary.passed}/{summary.runs} runs passed: {summary.rate:g} {sign} "
+            f"passRate {summary.pass_rate:g})"
+        )
     if status == "passed":
-        return f"{style.green(CHECK)} {result.title}"
+        return f"{style.green(CHECK)} {result.title}{tally}"
     if status == "failed":
-        return f"{style.red(CROSS)} {result.title}"
+        return f"{style.red(CROSS)} {result.title}{tally}"
     why = f"skipped: {result.skip_reason}" if result.skip_reason else "skipped"
     return f"{style.yellow(PENDING)} {result.title} {style.dim(f'({why})')}"
 
@@ -181,10 +199,18 @@ def verdict_lines(result: CaseResult, style: Style = PLAIN) -> list[str]:
         lines.append(f"{DETAIL_INDENT}{style.red(CROSS)} {first}")
         lines += [f"{DETAIL_INDENT}  {style.dim(line)}" for line in rest]
     for record in result.records:
+        if record.status == "passed" and record.kind in CHECK_ICONS:
+            icon = CHECK_ICONS[record.kind]
+            lines.append(f"{DETAIL_INDENT}{style.green(icon)} {record.kind}: {record.detail}")
         if record.status == "not-executed" or record.threshold is None or record.score is None:
             continue
         passed = record.status == "passed"
         lines.append(DETAIL_INDENT + grade_line(record.score, record.threshold, passed, style))
+    if result.runs is not None and result.verdict.status == "passed":
+        for run in result.runs:  # a passing repeated case may have failing runs: say which
+            if run.verdict.status == "failed" and run.verdict.failures:
+                first = run.verdict.failures[0].split("\n")[0]
+                lines.append(f"{DETAIL_INDENT}{style.yellow(CROSS)} run {run.run}: {first}")
     count = result.not_executed
     if count:
         noun = "assertion" if count == 1 else "assertions"
@@ -348,6 +374,22 @@ class TestView:
             return
         who = data.get("hook") or data.get("script") or "script"
         self._narrate("  " + self._style.dim(f"· {who}: {data.get('text', '')}"))
+
+    def on_run(self, case_id: str, run: int, runs: int) -> None:
+        """A repeated case's next run begins (on a fresh session)."""
+        if case_id == self._current:
+            self._narrate(FLOW_INDENT + self._style.dim(f"run {run}/{runs}"))
+
+    def on_clock(self, case_id: str, by: str) -> None:
+        """An ``advance`` is done: the clock moved on and the turns it woke ended."""
+        if case_id == self._current:
+            line = f"{self._style.cyan(CLOCK)} +{by}  {self._style.dim('(time-skipping clock)')}"
+            self._narrate(FLOW_INDENT + line)
+
+    def on_kill(self, case_id: str, text: str) -> None:
+        """A ``crash`` struck; a fresh worker finished the action."""
+        if case_id == self._current:
+            self._narrate(f"{FLOW_INDENT}{self._style.yellow(KILL)} {text}")
 
     def case_finished(self, result: CaseResult) -> None:
         self._narrate(*verdict_lines(result, self._style))

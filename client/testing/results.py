@@ -40,9 +40,34 @@ class Verdict(_Result):
     failures: list[str] = Field(default_factory=list)
 
 
+class RepeatSummary(_Result):
+    """A repeated case's tally (this runtime's ``repeat`` / ``passRate``): ``runs`` run on
+    fresh sessions, ``passed`` of them passed, ``rate`` = passed ÷ runs; the case passes when
+    ``rate`` is at least ``passRate``."""
+
+    runs: int
+    passed: int
+    rate: float
+    pass_rate: float = Field(alias="passRate")
+
+
+class CaseRun(_Result):
+    """One run of a repeated case: its session, its verdict, and why it died, if it did."""
+
+    run: int
+    session_id: str = Field(alias="sessionId")
+    verdict: Verdict
+    error: str | None = None
+
+
 class CaseResult(_Result):
     """A case's verdict and every record it produced. ``error`` is set only when the case died
-    (a thrown action, a refused start, a timeout); a halt is a verdict, not an error."""
+    (a thrown action, a refused start, a timeout); a halt is a verdict, not an error.
+
+    This runtime's extension adds, only to a case that uses it: ``environment``
+    (``time-skipping`` for a case that advances the clock), and for a repeated case
+    ``repeat`` (the tally) and ``runs`` (each run's verdict); then ``records``, ``sessionId``
+    and ``error`` are those of the first run whose verdict is the case's."""
 
     id: str
     title: str
@@ -52,9 +77,13 @@ class CaseResult(_Result):
     records: list[AssertionRecord] = Field(default_factory=list)
     skip_reason: str | None = Field(default=None, alias="skipReason")
     error: str | None = None
+    environment: Literal["time-skipping"] | None = None
+    repeat: RepeatSummary | None = None
+    runs: list[CaseRun] | None = None
     usage: Usage | None = Field(default=None, exclude=True)
-    """What the case's session spent, for the view's per-case tokens line; not part of the
-    reference ``CaseResult`` document, so never serialised."""
+    """What the case's session spent (every run's, for a repeated case), for the view's
+    per-case tokens line; not part of the reference ``CaseResult`` document, so never
+    serialised."""
 
     @property
     def not_executed(self) -> int:

@@ -11,6 +11,13 @@ on a real ``ArchmaxSession``; assertions read the session's recorded view after 
 action. A failed structural assertion *halts* the case (a verdict); a thrown action, a refused
 start or a ``caseTimeoutMs`` overrun makes it *die* (``error`` is set). Either way every
 assertion that never ran is reported ``not-executed``.
+
+This runtime's extension of the format runs here too: ``redeliver`` sends the previous action
+again under its idempotency key (every action is fired under one, :func:`action_key`) and
+checks the session answered as before and applied nothing twice; ``repeat`` runs the case on
+N fresh sessions and judges it by ``passRate``; a case with an ``advance`` or a ``crash``
+runs on workers of its own (:mod:`client.testing.durable`), and each ``crash`` records what
+the runner checked of the turn it killed.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import openai
 from temporalio.client import WorkflowExecutionStatus
@@ -32,27 +39,40 @@ from temporalio.client import WorkflowExecutionStatus
 from archmax_temporal.activities.model import ModelConfig, openai_client
 from archmax_temporal.activities.session_store import WorkspaceError
 from archmax_temporal.client.agent import create_agent
+from archmax_temporal.client.devserver import TemporalCliNotFoundError
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.loader import load_workflow
 from archmax_temporal.client.testing import assertions
 from archmax_temporal.client.testing.assertions import TurnView
 from archmax_temporal.client.testing.cases import (
+    AdvanceStep,
     CaseDocument,
     CaseSchemaError,
     CaseStep,
+    CrashStep,
     DecideStep,
     DeliverStep,
     DiscoveredCase,
     GradeStep,
+    RedeliverStep,
     SendStep,
     load_case,
     workspace_seeds,
 )
 from archmax_temporal.client.testing.cases import discover_cases as _discover
+from archmax_temporal.client.testing.durable import (
+    CrashReport,
+    DurableCase,
+    DurableEnvironment,
+    applied_twice,
+    needs_durable,
+)
 from archmax_temporal.client.testing.grader import grade_step
 from archmax_temporal.client.testing.results import (
     AssertionRecord,
     CaseResult,
+    CaseRun,
+    RepeatSummary,
     RunTestsResult,
     Verdict,
     exit_code_for,
@@ -79,7 +99,12 @@ GradeFn = Callable[[GradeStep, TurnView], Awaitable[AssertionRecord]]
 
 
 class CaseListener(Protocol):
-    """What a renderer (the CLI's test view, a host's reporter) hears while a suite runs."""
+    """What a renderer (the CLI's test view, a host's reporter) hears while a suite runs.
+
+    A listener may also have, and is then told of this runtime's steps: ``run_started(case_id,
+    run, runs)`` (a repeated case's next run), ``clock_advanced(case_id, by)`` (an
+    ``advance`` done, its turns ended) and ``worker_killed(case_id, text)`` (a ``crash``
+    struck and a fresh worker took over)."""
 
     def case_started(self, case_id: str, title: str, session_id: str) -> None: ...
 
@@ -116,6 +141,20 @@ class _CaseProgress:
     """The session's spend as of its latest view."""
 
 
+@dataclass(frozen=True)
+class _Run:
+    """One run of a case on one session: its records, why it died, what it spent."""
+
+    session_id: str
+    records: list[AssertionRecord]
+    error: str | None
+    usage: Usage | None
+
+    @property
+    def verdict(self) -> Verdict:
+        return reduce_verdict(self.records, self.error)
+
+
 async def run_case(
     case: DiscoveredCase,
     agent: Agent,
@@ -125,9 +164,18 @@ async def run_case(
     grade: GradeFn | None = None,
     case_timeout_ms: int | None = None,
     listener: CaseListener | None = None,
+    durable: DurableEnvironment | None = None,
+    end_session: bool = False,
 ) -> CaseResult:
     """Run one case on the session ``session_id`` and return its result (never raises for
-    anything the case or the session did)."""
+    anything the case or the session did).
+
+    A case using this runtime's extension runs as it asks: one that advances the clock or
+    crashes a worker on workers of its own (``durable``, the suite's
+    :class:`~client.testing.durable.DurableEnvironment`; by default one for this case
+    alone), a repeated one N times on sessions ``<session_id>-r1`` … ``-rN``.
+    ``end_session`` ends each session the case ran on once its run is over (as
+    :func:`dispose_case_session` does; the suite does it for the sessions it named)."""
     try:
         document = load_case(case, tests_dir)
     except CaseSchemaError as exc:
@@ -157,15 +205,147 @@ async def run_case(
         )
     if listener is not None:
         listener.case_started(case.id, document.title, session_id)
+    own = durable is None and needs_durable(document)
+    environment = DurableEnvironment() if own else durable
+    runs: list[_Run] = []
+    ended: list[str] = []
+    try:
+        for number in range(1, document.repeat + 1):
+            sid = session_id if document.repeat == 1 else f"{session_id}-r{number}"
+            if document.repeat > 1:
+                _tell(listener, "run_started", case.id, number, document.repeat)
+            runs.append(
+                await _run_once(
+                    case,
+                    document,
+                    agent,
+                    tests_dir=tests_dir,
+                    session_id=sid,
+                    grade=grade,
+                    case_timeout_ms=case_timeout_ms,
+                    listener=listener,
+                    durable=environment,
+                    end_session=end_session,
+                )
+            )
+            if end_session and document.repeat > 1 and not needs_durable(document):
+                await dispose_case_session(agent, sid)
+                ended.append(sid)
+    finally:
+        if own and environment is not None:
+            await environment.close()
+    result = _case_result(case, document, runs)
+    if listener is not None:
+        listener.case_finished(result)
+    if end_session and not needs_durable(document):
+        for sid in {run.session_id for run in runs} - set(ended):
+            await dispose_case_session(agent, sid)
+    return result
+
+
+def _case_result(case: DiscoveredCase, document: CaseDocument, runs: list[_Run]) -> CaseResult:
+    """The case's result from its runs: one run's as it is; a repeated case's by its pass
+    rate, with the records of the first run whose verdict is the case's."""
+    environment = "time-skipping" if document.advances else None
+    usage = _summed([run.usage for run in runs])
+    if document.repeat == 1:
+        (run,) = runs
+        return CaseResult(
+            id=case.id,
+            title=document.title,
+            description=document.description,
+            session_id=run.session_id,
+            verdict=run.verdict,
+            records=run.records,
+            error=run.error,
+            usage=usage,
+            environment=environment,
+        )
+    verdicts = [run.verdict for run in runs]
+    passed = sum(1 for verdict in verdicts if verdict.status == "passed")
+    rate = passed / len(runs)
+    status: Literal["passed", "failed"] = (
+        "passed" if rate + 1e-9 >= document.pass_rate else "failed"
+    )
+    shown = next(run for run, v in zip(runs, verdicts, strict=True) if v.status == status)
+    failures: list[str] = []
+    if status == "failed":
+        failures.append(
+            f"passRate: {passed} of {len(runs)} runs passed ({rate:g} < {document.pass_rate:g})"
+        )
+        for number, verdict in enumerate(verdicts, start=1):
+            failures += [f"run {number}: {failure}" for failure in verdict.failures]
+    return CaseResult(
+        id=case.id,
+        title=document.title,
+        description=document.description,
+        session_id=shown.session_id,
+        verdict=Verdict(status=status, failures=failures),
+        records=shown.records,
+        error=shown.error if status == "failed" else None,
+        usage=usage,
+        environment=environment,
+        repeat=RepeatSummary(
+            runs=len(runs), passed=passed, rate=round(rate, 6), pass_rate=document.pass_rate
+        ),
+        runs=[
+            CaseRun(run=number, session_id=run.session_id, verdict=verdict, error=run.error)
+            for number, (run, verdict) in enumerate(zip(runs, verdicts, strict=True), start=1)
+        ],
+    )
+
+
+def _summed(usages: list[Usage | None]) -> Usage | None:
+    spent = [usage for usage in usages if usage is not None]
+    if not spent:
+        return None
+    total = Usage()
+    for usage in spent:
+        total = total.plus(usage)
+    return total
+
+
+async def _run_once(
+    case: DiscoveredCase,
+    document: CaseDocument,
+    agent: Agent,
+    *,
+    tests_dir: Path,
+    session_id: str,
+    grade: GradeFn | None,
+    case_timeout_ms: int | None,
+    listener: CaseListener | None,
+    durable: DurableEnvironment | None,
+    end_session: bool,
+) -> _Run:
+    """One run of the case on ``session_id``: driven within ``caseTimeoutMs``; the steps that
+    never ran reported not-executed."""
     progress = _CaseProgress()
     error: str | None = None
     timeout_ms = case_timeout_ms or DEFAULT_CASE_TIMEOUT_MS
     budget = asyncio.timeout(timeout_ms / 1000)
     overrun = f"case exceeded tests.caseTimeoutMs ({timeout_ms} ms)"
+    own: DurableCase | None = None
     try:
         async with budget:
+            if durable is not None and needs_durable(document):
+                try:
+                    own = await durable.open(agent, document)
+                except TemporalCliNotFoundError as exc:
+                    raise _CaseDied(
+                        "advance runs on Temporal's time-skipping test server, which is not "
+                        f"installed (pip install 'archmax-temporal[time-skipping]'): {exc}"
+                    ) from None
             await _drive_case(
-                case, document, agent, tests_dir, session_id, grade, listener, progress
+                case,
+                document,
+                own.agent if own is not None else agent,
+                tests_dir,
+                session_id,
+                grade,
+                listener,
+                progress,
+                own,
             )
     except TimeoutError:
         error = overrun
@@ -175,25 +355,26 @@ async def run_case(
         error = overrun if budget.expired() else died.message
     except Exception as exc:  # the runner's own failure: this case dies, the suite goes on
         error = f"the case runner failed: {type(exc).__name__}: {exc}"
+    finally:
+        if own is not None:
+            if end_session:
+                await dispose_case_session(own.agent, session_id)
+            await own.close()
     records = progress.records + [
         assertions.not_executed(step)
-        for step in document.assertions
+        for step in document.recorded
         if step.index not in progress.executed
     ]
     records.sort(key=lambda record: record.step)
-    result = CaseResult(
-        id=case.id,
-        title=document.title,
-        description=document.description,
-        session_id=session_id,
-        verdict=reduce_verdict(records, error),
-        records=records,
-        error=error,
-        usage=progress.usage,
-    )
-    if listener is not None:
-        listener.case_finished(result)
-    return result
+    return _Run(session_id=session_id, records=records, error=error, usage=progress.usage)
+
+
+def _tell(listener: CaseListener | None, hook: str, *args: Any) -> None:
+    """Call a listener's optional hook (this runtime's: ``run_started``, ``clock_advanced``,
+    ``worker_killed``) when it has one."""
+    method = getattr(listener, hook, None)
+    if callable(method):
+        method(*args)
 
 
 def _announced(listener: CaseListener | None, session_id: str, result: CaseResult) -> CaseResult:
@@ -234,6 +415,20 @@ def _check_trigger(spec: WorkflowSpec, document: CaseDocument) -> str:
     return trigger
 
 
+def action_key() -> str:
+    """The idempotency key of one action of a case (``redeliver`` sends it again)."""
+    return f"archmax-test-{uuid.uuid4().hex}"
+
+
+@dataclass
+class _Fired:
+    """The latest send, decide or deliver: what a ``redeliver`` sends again."""
+
+    step: CaseStep
+    key: str
+    outcome: Outcome
+
+
 async def _drive_case(
     case: DiscoveredCase,
     document: CaseDocument,
@@ -243,6 +438,7 @@ async def _drive_case(
     grade: GradeFn | None,
     listener: CaseListener | None,
     progress: _CaseProgress,
+    durable: DurableCase | None = None,
 ) -> None:
     trigger = _check_trigger(agent.loaded.spec, document)
     if document.workspace:
@@ -256,15 +452,46 @@ async def _drive_case(
     seen_trail = 0
     seen_event = 0
     hears_events = listener is not None and getattr(listener, "hears_output", False)
+    armed: CrashStep | None = None
+    fired: _Fired | None = None
     for step in document.steps:
+        if isinstance(step, CrashStep):
+            armed = step  # it arms the next action
+            continue
         if step.is_action:
             start = len(turn.view.transcript) if turn is not None else 0
+            crash, armed = armed, None
             try:
-                await _act(step, agent, session_id, trigger, document, mocks)
+                if isinstance(step, RedeliverStep):
+                    assert fired is not None and turn is not None  # the schema's order
+                    progress.executed.add(step.index)
+                    progress.records.append(
+                        await _redeliver(step, fired, agent, session_id, turn, trigger, document)
+                    )
+                elif isinstance(step, AdvanceStep):
+                    assert durable is not None  # an advancing case runs on its own workers
+                    await _advance(step, durable, session_id, crash)
+                    _tell(listener, "clock_advanced", case.id, step.by)
+                else:
+                    key = action_key()
+                    outcome = await _fire(
+                        step, agent, session_id, trigger, document, mocks, key, durable, crash
+                    )
+                    fired = _Fired(step, key, outcome)
                 view = await agent.sessions.view(session_id)
             except Exception as exc:  # an action that throws: the case dies, the suite goes on
+                if crash is not None and durable is not None and durable.last_crash:
+                    progress.executed.add(crash.index)
+                    progress.records.append(_crash_record(durable.last_crash))
                 raise _CaseDied(f"steps[{step.index}] {step.kind}: {_message(exc)}") from None
-            turn = TurnView(view=view, turn_start=start)
+            if crash is not None and durable is not None and durable.last_crash is not None:
+                progress.executed.add(crash.index)
+                report = durable.last_crash
+                progress.records.append(_crash_record(report))
+                if report.struck is not None:
+                    _tell(listener, "worker_killed", case.id, _struck_line(report))
+            if not isinstance(step, RedeliverStep):
+                turn = TurnView(view=view, turn_start=start)
             progress.usage = view.summary.usage
             if listener is not None:
                 for position in range(seen_trail, len(view.trail)):
@@ -281,6 +508,144 @@ async def _drive_case(
         if step.structural and any(r.status == "failed" for r in records):
             progress.halted = True
             return
+
+
+async def _fire(
+    step: CaseStep,
+    agent: Agent,
+    session_id: str,
+    trigger: str,
+    document: CaseDocument,
+    mocks: list[ToolMock],
+    key: str,
+    durable: DurableCase | None,
+    crash: CrashStep | None,
+) -> Outcome:
+    """A send, decide or deliver under ``key``; on a case's own workers, with ``crash``
+    armed for it."""
+
+    def action() -> Awaitable[Outcome]:
+        return _act(step, agent, session_id, trigger, document, mocks, key)
+
+    if durable is None:
+        return await action()
+    return await durable.act(action, crash)
+
+
+async def _advance(
+    step: AdvanceStep, durable: DurableCase, session_id: str, crash: CrashStep | None
+) -> None:
+    """Move the case's clock on, then wait until every turn the timers woke has ended."""
+
+    async def advance() -> None:
+        await durable.advance(step.duration)
+        await durable.settle(session_id)
+
+    await durable.act(advance, crash)
+
+
+def _struck_line(report: CrashReport) -> str:
+    step = report.step
+    return (
+        f"crash during {step.during} #{step.nth}: worker killed {report.struck}; "
+        "a fresh worker took over"
+    )
+
+
+def _crash_record(report: CrashReport) -> AssertionRecord:
+    """What the runner checked of an armed crash: that it struck, and that the turn it hit
+    applied no side effect twice (the effect journal, as the workers heard it)."""
+    step = report.step
+    if report.struck is None:
+        return AssertionRecord(
+            kind="crash",
+            status="failed",
+            detail=(
+                f"the armed crash never struck: the action's turn started fewer than "
+                f"{step.nth} {step.during} activit{'y' if step.nth == 1 else 'ies'} "
+                f"on its worker"
+            ),
+            step=step.index,
+        )
+    violations, notes = applied_twice(report.events)
+    where = f"worker killed {report.struck}"
+    if violations:
+        return AssertionRecord(
+            kind="crash",
+            status="failed",
+            detail=f"{where}; applied twice: " + "; ".join(v.detail for v in violations),
+            step=step.index,
+        )
+    detail = f"{where}; resumed by a fresh worker; nothing applied twice"
+    if notes:
+        detail += " (" + "; ".join(notes) + ")"
+    return AssertionRecord(kind="crash", status="passed", detail=detail, step=step.index)
+
+
+async def _redeliver(
+    step: RedeliverStep,
+    fired: _Fired,
+    agent: Agent,
+    session_id: str,
+    turn: TurnView,
+    trigger: str,
+    document: CaseDocument,
+) -> AssertionRecord:
+    """Send the previous action again under its key, as a retried webhook would, and check
+    that the session answered with the first outcome and applied nothing twice."""
+    before = turn.view
+    what = f"{fired.step.kind} (steps[{fired.step.index}])"
+    try:
+        again = await _act(
+            fired.step,
+            agent,
+            session_id,
+            trigger,
+            document,
+            _mocks(document),
+            redelivery_key(fired.key),
+        )
+    except Exception as exc:
+        return AssertionRecord(
+            kind="redeliver",
+            status="failed",
+            detail=f"{what} sent again was refused: {_message(exc)}",
+            step=step.index,
+        )
+    after = await agent.sessions.view(session_id)
+    problems: list[str] = []
+    if again != fired.outcome:
+        first, second = fired.outcome.model_dump(), again.model_dump()
+        changed = [name for name in first if first[name] != second[name]]
+        problems.append(f"answered another outcome ({', '.join(changed)} differ)")
+    calls = after.summary.usage.calls - before.summary.usage.calls
+    if calls:
+        problems.append(f"made {calls} more model call{'s' if calls > 1 else ''}")
+    steps = len(after.trail) - len(before.trail)
+    if steps:
+        problems.append(f"committed {steps} more trail step{'s' if steps > 1 else ''}")
+    messages = len(after.transcript) - len(before.transcript)
+    if messages:
+        problems.append(f"added {messages} message{'s' if messages > 1 else ''}")
+    if problems:
+        return AssertionRecord(
+            kind="redeliver",
+            status="failed",
+            detail=f"{what} sent again under its idempotency key " + "; ".join(problems),
+            step=step.index,
+        )
+    return AssertionRecord(
+        kind="redeliver",
+        status="passed",
+        detail=f"{what} sent again: the first outcome, nothing applied twice",
+        step=step.index,
+    )
+
+
+def redelivery_key(key: str) -> str:
+    """The key a ``redeliver`` sends its action again under: the action's own (a test that
+    shows what a redelivery without it does replaces this)."""
+    return key
 
 
 async def _relay_output(
@@ -303,6 +668,7 @@ async def _act(
     trigger: str,
     document: CaseDocument,
     mocks: list[ToolMock],
+    key: str | None = None,
 ) -> Outcome:
     if isinstance(step, SendStep):
         return await agent.workflow.send(
@@ -311,14 +677,19 @@ async def _act(
             trigger=trigger,
             variables=dict(document.variables),
             mocks=mocks,
+            idempotency_key=key,
         )
     if isinstance(step, DecideStep):
         return await agent.workflow.decide(
-            session_id, to=step.to, comment=step.comment, mocks=mocks
+            session_id, to=step.to, comment=step.comment, mocks=mocks, idempotency_key=key
         )
     assert isinstance(step, DeliverStep)
     return await agent.workflow.deliver(
-        session_id, trigger=step.trigger, variables=dict(step.variables), mocks=mocks
+        session_id,
+        trigger=step.trigger,
+        variables=dict(step.variables),
+        mocks=mocks,
+        idempotency_key=key,
     )
 
 
@@ -550,6 +921,9 @@ async def _run_suite(
             f"create_target must return a governed agent of workflow {workflow!r}"
         )
     results: list[CaseResult] = []
+    # cases that advance the clock or crash a worker share it; the time-skipping server
+    # starts only when the first such case runs
+    durable = DurableEnvironment(model=model)
     try:
         for case in cases:
             session_id = (
@@ -566,11 +940,12 @@ async def _run_suite(
                     grade=grade,
                     case_timeout_ms=spec.tests.case_timeout_ms,
                     listener=listener,
+                    durable=durable,
+                    end_session=session_id_for_case is None,
                 )
             )
-            if session_id_for_case is None:
-                await dispose_case_session(agent, session_id)
     finally:
+        await durable.close()
         if judge_client is not None:
             await judge_client.close()
         if owned:

@@ -58,6 +58,15 @@ class _ViewListener:
     def case_finished(self, result: CaseResult) -> None:
         self._view.case_finished(result)
 
+    def run_started(self, case_id: str, run: int, runs: int) -> None:
+        self._view.on_run(case_id, run, runs)
+
+    def clock_advanced(self, case_id: str, by: str) -> None:
+        self._view.on_clock(case_id, by)
+
+    def worker_killed(self, case_id: str, text: str) -> None:
+        self._view.on_kill(case_id, text)
+
 
 @contextlib.contextmanager
 def _model_for(

@@ -46,6 +46,7 @@ from archmax_temporal.client.loader import (
 from archmax_temporal.client.testing.cases import (
     CaseDocument,
     CaseSchemaError,
+    CrashStep,
     DecideStep,
     GradeStep,
     ParkedStep,
@@ -431,6 +432,16 @@ def lint_references(spec: WorkflowSpec, location: str, seeded: set[str]) -> list
     return found
 
 
+def _runs_hooks(spec: WorkflowSpec) -> bool:
+    """Whether some state runs a hook as an activity of its own (a script or a custom kind;
+    a rubric is a model call)."""
+    return any(
+        hook.script is not None or hook.model_extra
+        for state in spec.states.values()
+        for hook in (*state.before, *state.after)
+    )
+
+
 def lint_case(document: CaseDocument, spec: WorkflowSpec, location: str) -> list[Diagnostic]:
     """A schema-valid case checked against the machine it drives."""
     found: list[Diagnostic] = []
@@ -471,6 +482,14 @@ def lint_case(document: CaseDocument, spec: WorkflowSpec, location: str) -> list
                         "without it the assertion fails",
                     )
                 )
+        if isinstance(step, CrashStep) and step.during == "hook" and not _runs_hooks(spec):
+            found.append(
+                _warning(
+                    location,
+                    f"{where}.during: the workflow declares no script or custom hook, so a "
+                    "crash during hook never strikes (and fails its record)",
+                )
+            )
         for path, state in named:
             if state not in spec.states:
                 found.append(
