@@ -9,6 +9,12 @@ once instead of leaving them for the ~10 s sticky timeout.
 
 from __future__ import annotations
 
+if __name__ not in ("archmax_temporal.worker", "__main__"):  # pragma: no cover
+    raise ImportError(
+        "worker.py is the module archmax_temporal.worker: import archmax_temporal.worker"
+        f" (not {__name__}), so one file is one module"
+    )
+
 import asyncio
 import contextlib
 import hashlib
