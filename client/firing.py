@@ -33,7 +33,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from archmax_temporal.client.runtime import translate
+from archmax_temporal.client.runtime import task_failing, translate
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     SessionBusyError,
@@ -117,13 +117,15 @@ async def _with_patience(
                     f"session {session_id!r} has as many firings in flight as Temporal allows; "
                     "nothing was applied: retry shortly (the same idempotency key is safe)"
                 ) from None
-            if exc.status not in _SERVER_AWAY:
+            if exc.status not in _SERVER_AWAY and not task_failing(exc):
                 raise translate(exc, session_id=session_id) from exc
             last: BaseException = exc
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
             _reraise_cancellation()
             last = exc
         if asyncio.get_running_loop().time() + delay > deadline:
+            if isinstance(last, RPCError) and task_failing(last):
+                raise translate(last, session_id=session_id) from None
             raise TemporalUnavailableError(
                 f"the Temporal server did not take the firing for session {session_id!r} "
                 f"within {SERVER_PATIENCE.total_seconds():.0f} s ({type(last).__name__}); "

@@ -298,6 +298,15 @@ def unavailable(session_id: str, task_queue: str | None) -> SessionUnavailableEr
     )
 
 
+def task_failing(error: RPCError) -> bool:
+    """Temporal refuses an update while the session's workflow task keeps failing (a worker
+    starved past the SDK's deadlock detection, or a deployment that cannot run the workflow):
+    the server retries the task, so a caller may wait for it as for a server restart."""
+    return error.status == RPCStatusCode.FAILED_PRECONDITION and (
+        "workflow task in failed state" in error.message.lower()
+    )
+
+
 def translate(error: BaseException, *, session_id: str | None = None) -> BaseException:
     """The typed archmax error a Temporal client error stands for, or ``error`` unchanged."""
     if isinstance(error, ArchmaxError):
@@ -311,6 +320,12 @@ def translate(error: BaseException, *, session_id: str | None = None) -> BaseExc
         )
     if isinstance(error, RPCError) and error.status == RPCStatusCode.UNAVAILABLE:
         return TemporalUnavailableError(f"the Temporal server is unavailable: {error.message}")
+    if isinstance(error, RPCError) and task_failing(error):
+        return SessionUnavailableError(
+            f"session {session_id!r} cannot take this now: its workflow task keeps failing "
+            "(see the session's history in the Temporal UI, or the worker's log); nothing was "
+            "applied: retry once a worker runs it (the same idempotency key is safe)"
+        )
     if isinstance(error, RPCError) and "no poller seen" in error.message:
         return unavailable(session_id or "?", None)
     cause: BaseException | None = error
