@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 import os
 import socket
+import threading
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
@@ -36,9 +37,12 @@ class Recorder:
 
     def __init__(self) -> None:
         self.events: list[tuple[float, LiveEvent]] = []
+        self.first = threading.Event()
+        """Set once the first event is published."""
 
     def publish(self, event: LiveEvent) -> None:
         self.events.append((asyncio.get_running_loop().time(), event))
+        self.first.set()
 
     def subscribe(self, session_id: str) -> AbstractAsyncContextManager[AsyncIterator[LiveEvent]]:
         raise NotImplementedError

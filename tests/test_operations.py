@@ -57,8 +57,10 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _ready(health: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    """Poll the worker's /readyz until it answers 200."""
+def _ready(health: str, proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
+    """Poll the worker's /readyz until it answers 200 while the process lives. The cap only
+    stops a hang: a loaded machine (both cores busy, the suite's other workers starting
+    servers) has taken over a minute to import and connect a fresh worker process."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the worker exited"

@@ -684,6 +684,11 @@ class ScriptedModelServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
+        self.stream_gate: threading.Event | None = None
+        """When set to an event, a stream's last chunk waits for it (up to a minute): a test
+        can show that text reached a client while the answer was still being written."""
+        self.gate_opened: bool | None = None
+        """Whether the last stream's gate opened in time (``None``: no gate was waited on)."""
 
     # lifecycle
 
@@ -951,6 +956,9 @@ class _Handler(BaseHTTPRequestHandler):
                 break
             if shape.delay_ms and text:
                 time.sleep(shape.delay_ms / 1000)
+            gate = self._owner.stream_gate
+            if gate is not None and sent == len(events) - 1:
+                self._owner.gate_opened = gate.wait(timeout=60)
             self._write_chunk(event)
         self.wfile.write(b"0\r\n\r\n")
 
