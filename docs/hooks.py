@@ -1,15 +1,17 @@
 """MkDocs hooks (mkdocs.yml ``hooks:``): the HTTP API's OpenAPI document, rendered at build time.
 
-``docs/http/openapi.md`` holds the marker ``<!-- openapi:render -->``; this hook replaces it
-with the routes and schemas of ``archmax_temporal.client.http.openapi.openapi_document()``,
-the very document ``GET /openapi.json`` serves, and publishes that document beside the page
-as ``http/openapi.json``. Nothing is written into ``docs/``: the page cannot drift from the
-code because it is made from it on every build.
+``docs/http/openapi.json`` is the document ``GET /openapi.json`` serves, exported from
+``archmax_temporal.client.http.openapi.openapi_document()`` (``tests/test_docs_site.py`` fails
+when it differs; regenerate it with ``python docs/hooks.py``). ``docs/http/openapi.md`` holds
+the marker ``<!-- openapi:render -->``, which this hook replaces with the document's routes and
+schemas; the JSON file is published beside the page. Reading the export rather than importing
+the HTTP stack keeps the build from loading the runtime.
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # render() needs no MkDocs: tests/test_docs_site.py runs it without one
@@ -18,13 +20,19 @@ if TYPE_CHECKING:  # render() needs no MkDocs: tests/test_docs_site.py runs it w
     from mkdocs.structure.pages import Page
 
 MARKER = "<!-- openapi:render -->"
-JSON_PATH = "http/openapi.json"
+EXPORT = Path(__file__).resolve().parent / "http" / "openapi.json"
 
 
 def _document() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(EXPORT.read_text(encoding="utf-8"))
+    return document
+
+
+def export() -> str:
+    """The document as the export holds it: the code's, as JSON."""
     from archmax_temporal.client.http.openapi import openapi_document
 
-    return openapi_document()
+    return json.dumps(openapi_document(), indent=2, ensure_ascii=False) + "\n"
 
 
 def _cell(text: object) -> str:
@@ -118,16 +126,11 @@ def render(document: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def on_files(files: Files, config: MkDocsConfig) -> Files:
-    from mkdocs.structure.files import File
-
-    files.append(
-        File.generated(config, JSON_PATH, content=json.dumps(_document(), indent=2) + "\n")
-    )
-    return files
-
-
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
     if MARKER not in markdown:
         return markdown
     return markdown.replace(MARKER, render(_document()))
+
+
+if __name__ == "__main__":
+    EXPORT.write_text(export(), encoding="utf-8")

@@ -95,6 +95,13 @@ def _hooks() -> ModuleType:
     return module
 
 
+def test_the_openapi_export_is_the_codes() -> None:
+    """``docs/http/openapi.json`` is what the server answers; regenerate it with
+    ``python docs/hooks.py`` when this fails."""
+    hooks = _hooks()
+    assert hooks.EXPORT.read_text(encoding="utf-8") == hooks.export()
+
+
 def test_the_openapi_page_renders_every_route_and_schema() -> None:
     document = openapi_document()
     hooks = _hooks()
