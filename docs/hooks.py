@@ -11,6 +11,7 @@ the HTTP stack keeps the build from loading the runtime.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +131,15 @@ def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Fil
     if MARKER not in markdown:
         return markdown
     return markdown.replace(MARKER, render(_document()))
+
+
+SPHINX_ROLE = re.compile(r":(?:func|class|mod|data|meth|attr|exc|obj):<code>~?\.?")
+"""A Sphinx cross-reference role in a docstring (``:func:`x```), as Markdown renders it."""
+
+
+def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """The docstrings' Sphinx roles shown as the plain code they name."""
+    return SPHINX_ROLE.sub("<code>", html)
 
 
 if __name__ == "__main__":

@@ -57,7 +57,8 @@ def test_the_site_builds_with_warnings_as_errors(tmp_path: Path) -> None:
     assert published == json.loads(json.dumps(openapi_document()))
     reference = (site / "reference" / "python" / "index.html").read_text(encoding="utf-8")
     for name in archmax_temporal.__all__:
-        assert 'id="archmax_temporal.' in reference and name in reference, name
+        assert f'id="{archmax_temporal._EXPORTS[name]}.{name}"' in reference, name
+    assert not re.search(r":(func|class|data|mod):<code>", reference)  # roles shown as code
     assert "/v1/approvals" in (site / "http" / "openapi" / "index.html").read_text("utf-8")
 
 
