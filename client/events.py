@@ -100,12 +100,12 @@ EVENT_TYPES: Final = (
     "hook-rejected", "rubric-start", "rubric-result", "script-result", "sub-workflow-start",
     "sub-workflow-result", "parked", "raised", "turn-end", "warning",
 )  # fmt: skip
-"""Every event ``type`` the history reader emits: it emits no other and the README's Events
+"""Every event ``type`` the history reader emits: it emits no other and the docs' Events
 section names each (``tests/test_registries.py``)."""
 
 LIVE_EVENT_TYPES: Final = LIVE_TYPES
 """The advisory events a followed stream merges in from the live channel, never from the
-history (``agent-text-delta``, ``agent-text-reset``); the README names each too."""
+history (``agent-text-delta``, ``agent-text-reset``); the docs' Events page names each too."""
 
 _WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}

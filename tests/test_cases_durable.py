@@ -366,24 +366,31 @@ class TestAppliedTwice:
         )
 
 
-def test_the_readme_documents_every_extension_key_and_crash_kind() -> None:
-    """The README's section on this runtime's case steps names each one the schema reads."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    start = readme.index("### Cases that wait, crash and retry")
-    section = readme[start : readme.index("\n## ", start)]
+TESTING_PAGE = Path(__file__).resolve().parents[1] / "docs" / "authoring" / "testing.md"
+"""The docs page on ``archmax test``, whose last section is this runtime's case steps."""
+
+
+def _extension_section() -> str:
+    page = TESTING_PAGE.read_text(encoding="utf-8")
+    start = page.index("\n## Cases that wait, crash and retry")
+    end = page.find("\n## ", start + 1)
+    return page[start : end if end != -1 else len(page)]
+
+
+def test_the_docs_document_every_extension_key_and_crash_kind() -> None:
+    """The docs' section on this runtime's case steps names each one the schema reads."""
+    section = _extension_section()
     for key in (*EXTENSION_STEP_KINDS, *EXTENSION_TOP_LEVEL_KEYS):
         assert f"**`{key}" in section, key
     for kind in ("model", "tool", "hook", "store"):
         assert f"`{kind}`" in section, kind
 
 
-def test_the_readmes_case_excerpts_are_verbatim_from_the_examples() -> None:
+def test_the_docs_case_excerpts_are_verbatim_from_the_examples() -> None:
     """Each yaml block of the section names an example file on its first line and quotes it
     word for word (so it is run by the examples' suites)."""
     repo = Path(__file__).resolve().parents[1]
-    readme = (repo / "README.md").read_text(encoding="utf-8")
-    start = readme.index("### Cases that wait, crash and retry")
-    section = readme[start : readme.index("\n## ", start)]
+    section = _extension_section()
     blocks = section.split("```yaml\n")[1:]
     assert len(blocks) == 3
     for block in blocks:

@@ -300,14 +300,14 @@ class TestComposeFile:
 
 @pytest.fixture(scope="module")
 def section() -> str:
-    """The README's "Scaling out" section."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    start = text.index("\n### Scaling out: N workers on N machines\n")
-    return text[start : text.index("\n### ", start + 1)]
+    """The docs' "Scaling out" page."""
+    text = (REPO / "docs" / "production" / "scaling-out.md").read_text(encoding="utf-8")
+    assert text.startswith("# Scaling out: N workers on N machines\n")
+    return text
 
 
-class TestReadmeScalingOut:
-    """The README's "Scaling out" section names what the compose file sets for a worker."""
+class TestDocsScalingOut:
+    """The docs' "Scaling out" page names what the compose file sets for a worker."""
 
     def test_names_every_store_and_temporal_variable_the_workers_get(
         self, section: str, services: dict[str, dict[str, Any]]

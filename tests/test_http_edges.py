@@ -41,7 +41,7 @@ TOKEN = "t0ken-for-tests"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 OTHER_SECRET = "whsec_" + "A" * 32
 RECEIVED = f"/v1/workflows/{INBOX}/triggers/email_received"
-README = Path(__file__).resolve().parents[1] / "README.md"
+HTTP_PAGE = Path(__file__).resolve().parents[1] / "docs" / "http" / "index.md"
 
 
 def _conversation() -> str:
@@ -238,12 +238,12 @@ class TestAuth:
         assert accepted == 1
 
     @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-    async def test_the_readmes_signed_curl_example_is_taken(
+    async def test_the_docs_signed_curl_example_is_taken(
         self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
     ) -> None:
-        """The README's shell example (openssl and curl) signs exactly as the server checks:
+        """The HTTP page's shell example (openssl and curl) signs exactly as the server checks:
         run as written, against this server, it fires and answers the Outcome."""
-        text = README.read_text(encoding="utf-8")
+        text = HTTP_PAGE.read_text(encoding="utf-8")
         start = text.index('body=\'{"message":"About my order"')
         script = text[start : text.index("\n# {", start)]
         settings = ServeSettings(secrets={f"{INBOX}/email_received": SECRET})

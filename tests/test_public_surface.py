@@ -1,6 +1,7 @@
 """The lists a user reads are each kept once and agree with the code: the package root's
-exports and the README's API list, the error tree drawn in ``workflows/errors.py``, the case
-step kinds. Importing the host face or asking for help loads no more than it needs."""
+exports and the docs' API list (``docs/authoring/python.md``), the error tree drawn in
+``workflows/errors.py``, the case step kinds. Importing the host face or asking for help
+loads no more than it needs."""
 
 from __future__ import annotations
 
@@ -22,13 +23,14 @@ from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import errors
 from tests.conftest import EXAMPLES, Scripted, copy_example
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "authoring" / "python.md"
+"""The docs page that lists the package root's exports."""
 
 
 def _readme_api_names() -> list[str]:
-    text = README.read_text(encoding="utf-8")
+    text = API_PAGE.read_text(encoding="utf-8")
     block = re.search(r"<!-- api:begin -->(.*?)<!-- api:end -->", text, re.S)
-    assert block is not None, "README.md has no <!-- api:begin --> … <!-- api:end --> block"
+    assert block is not None, f"{API_PAGE.name} has no <!-- api:begin --> … <!-- api:end --> block"
     return sorted(set(re.findall(r"`(\w+)`", block.group(1))))
 
 
@@ -41,8 +43,9 @@ class TestPackageRoot:
             value = getattr(archmax_temporal, name)
             assert getattr(value, "__name__", name) == name
 
-    def test_the_readme_lists_exactly_the_public_api(self) -> None:
-        """The README's API list and ``__all__`` name the same things."""
+    def test_the_docs_list_exactly_the_public_api(self) -> None:
+        """The host API page's list (docs/authoring/python.md) and ``__all__`` name the same
+        things."""
         assert _readme_api_names() == archmax_temporal.__all__
 
     def test_the_version_is_the_distributions(self) -> None:

@@ -332,7 +332,7 @@ class TestActivityContracts:
 
 class TestEventTypes:
     """The stream's event types are listed once (``client.events.EVENT_TYPES``): the reader
-    emits exactly those, and the README's Events section names each."""
+    emits exactly those, and the docs' Events page names each."""
 
     @staticmethod
     def _emitted() -> set[str]:
@@ -358,9 +358,8 @@ class TestEventTypes:
         assert self._emitted() == set(events.EVENT_TYPES)
         assert len(set(events.EVENT_TYPES)) == len(events.EVENT_TYPES)
 
-    def test_the_readme_names_every_type(self) -> None:
-        readme = (REPO / "README.md").read_text(encoding="utf-8")
-        section = readme.split("\n## Events\n", 1)[1].split("\n## ", 1)[0]
+    def test_the_docs_name_every_type(self) -> None:
+        section = (REPO / "docs" / "authoring" / "events.md").read_text(encoding="utf-8")
         every = (*events.EVENT_TYPES, *events.LIVE_EVENT_TYPES)
         missing = [kind for kind in every if f"`{kind}`" not in section]
         assert missing == []

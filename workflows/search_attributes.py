@@ -1,8 +1,8 @@
 """Custom search attributes: what the Temporal UI and `temporal workflow list` filter on.
 
 They are registered by the project on the dev server it starts, and must be registered on a
-production namespace before a worker runs (see the README). Values are stored unencrypted:
-never put PII or secrets in them.
+production namespace before a worker runs (see docs/production/deployment.md). Values are
+stored unencrypted: never put PII or secrets in them.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ cache miss, a restarted worker) counts and logs nothing twice. Nothing here adds
 the history: recording is invisible to determinism.
 
 Every metric's name is defined once here (:data:`METRICS`); the worker's Prometheus endpoint
-exports them beside Temporal's own SDK metrics (see the README). Each carries Temporal's
-``namespace``, ``task_queue`` and ``workflow_type`` attributes and archmax's ``workflow`` (the
-slug), plus its own:
+exports them beside Temporal's own SDK metrics (see docs/production/observability.md). Each
+carries Temporal's ``namespace``, ``task_queue`` and ``workflow_type`` attributes and
+archmax's ``workflow`` (the slug), plus its own:
 
 - :data:`TURNS` ``{workflow, outcome, disposition}``: each firing that settled, by the status
   it settled in (``completed``, ``failed``, ``rejected``, ``awaiting_input``,

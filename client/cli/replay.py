@@ -136,7 +136,7 @@ async def run_replay(files: list[str], workflow_id: str | None, debug: bool) -> 
     if failed and not debug:
         print(
             "  a change to the order of workflow commands must sit behind workflow.patched "
-            "(README: Replay across releases)",
+            "(docs/design/workflow-code.md: Replay across releases)",
             file=sys.stderr,
         )
     return 1 if failed else 0

@@ -11,11 +11,12 @@ so a typo'd ``reachedstate:`` cannot silently pass. Every problem of a document 
 once, each addressed by its path (``steps[3].reply.includes[1]: ...``), in
 :class:`CaseSchemaError`.
 
-Beside the seed's vocabulary, this runtime reads its own extension of the format (README,
-"Cases that wait, crash and retry"): the steps ``advance: <duration>``, ``crash: { during,
-nth?, at? }`` and ``redeliver: {}`` (:data:`EXTENSION_STEP_CLASSES`) and the case fields
-``repeat`` and ``passRate`` (:data:`EXTENSION_TOP_LEVEL_KEYS`). A case that uses none of them
-parses to exactly what it did before.
+Beside the seed's vocabulary, this runtime reads its own extension of the format
+(docs/authoring/testing.md, "Cases that wait, crash and retry"): the steps
+``advance: <duration>``, ``crash: { during, nth?, at? }`` and ``redeliver: {}``
+(:data:`EXTENSION_STEP_CLASSES`) and the case fields ``repeat`` and ``passRate``
+(:data:`EXTENSION_TOP_LEVEL_KEYS`). A case that uses none of them parses to exactly what it did
+before.
 """
 
 from __future__ import annotations
