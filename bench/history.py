@@ -53,6 +53,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler
 from importlib import metadata
 from pathlib import Path
@@ -1142,7 +1143,6 @@ async def section_steps(
 
 async def section_parked(
     report: Report,
-    env: WorkflowEnvironment,
     client: Client,
     model: TallyingModel,
     root: Path,
@@ -1151,7 +1151,7 @@ async def section_parked(
 ) -> None:
     sizes = sorted(report.sizes.parked)
     total = max(sizes) + args.park_warmup
-    address = env.client.service_client.config.target_host
+    address = client.service_client.config.target_host
     archmax_queue = f"bench-park-{uuid.uuid4().hex[:6]}"
     bare_queue = f"bench-wait-{uuid.uuid4().hex[:6]}"
     store = scratch / "park-store"
@@ -1353,8 +1353,28 @@ async def guarded(report: Report, what: str, work: Awaitable[T]) -> T | None:
 
 
 async def run(args: argparse.Namespace) -> Report:
-    started = time.monotonic()
+    """Start a dev server, measure on it, stop it."""
     quiet_logs()
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_cli()),
+        search_attributes=list(sa.ALL),
+        data_converter=pydantic_data_converter,
+        dev_server_log_level="error",
+        dev_server_startup_timeout=timedelta(seconds=60),  # two loaded cores: 5 s is short
+        dev_server_extra_args=[
+            arg for item in args.dynamic_config for arg in ("--dynamic-config-value", item)
+        ],
+    )
+    try:
+        return await measure(env.client, args)
+    finally:
+        await env.shutdown()
+
+
+async def measure(client: Client, args: argparse.Namespace) -> Report:
+    """The bench on the dev server ``client`` talks to (archmax's search attributes
+    registered, the pydantic data converter)."""
+    started = time.monotonic()
     install_fsync_counter()
     sizes = Sizes(ks=args.ks, turns=args.turns, parked=args.parked)
     report = Report(sizes=sizes, sections=set(args.sections), cache=args.cache, out=args.out)
@@ -1363,19 +1383,9 @@ async def run(args: argparse.Namespace) -> Report:
     root = write_roots(scratch)
     chain_dir = scratch / "chains"
     chain_dir.mkdir()
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=pydantic_data_converter,
-        dev_server_log_level="error",
-        dev_server_extra_args=[
-            arg for item in args.dynamic_config for arg in ("--dynamic-config-value", item)
-        ],
-    )
     model = TallyingModel().start()
-    log(f"dev server at {env.client.service_client.config.target_host}, model at {model.url}")
+    log(f"dev server at {client.service_client.config.target_host}, model at {model.url}")
     try:
-        client = env.client
         if report.sections & {"history", "turns"}:
             queue = f"bench-history-{uuid.uuid4().hex[:6]}"
             store = scratch / "store"
@@ -1406,11 +1416,10 @@ async def run(args: argparse.Namespace) -> Report:
             log(f"section 3: parking {sizes.parked} (+{args.park_warmup} warm-up) of each kind")
             await guarded(
                 report, "sections 3-4",
-                section_parked(report, env, client, model, root, scratch, args),
+                section_parked(report, client, model, root, scratch, args),
             )  # fmt: skip
     finally:
         model.stop()
-        await env.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)
     report.seconds = time.monotonic() - started
     return report

@@ -814,8 +814,24 @@ def _minus(a: float | None, b: float | None) -> str:
 
 
 async def run(args: argparse.Namespace) -> str:
-    started = time.monotonic()
+    """Start a dev server, measure on it, stop it; the table."""
     configure_logging(verbose=False)
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_cli()),
+        search_attributes=list(sa.ALL),
+        data_converter=DATA_CONVERTER,
+        dev_server_log_level="error",
+        dev_server_startup_timeout=timedelta(seconds=60),  # two loaded cores: 5 s is short
+    )
+    try:
+        return await measure(env.client, args)
+    finally:
+        await env.shutdown()
+
+
+async def measure(on: Client, args: argparse.Namespace) -> str:
+    """The bench on the dev server ``on`` talks to (archmax's search attributes registered)."""
+    started = time.monotonic()
     install_fsync_counter()
     scratch = Path(tempfile.mkdtemp(prefix="archmax-bench-"))
     steps_root = scratch / "root"
@@ -828,18 +844,12 @@ async def run(args: argparse.Namespace) -> str:
     playbook = Playbook(
         rules=[*Playbook.from_yaml(STEPS_PLAYBOOK).rules, *Playbook.load(inbox_playbook).rules]
     )
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-    )
     server = StampedModelServer(playbook).start()
     try:
         stamps = ActivityStamps()
         client = Client(
-            env.client.service_client,
-            namespace=env.client.namespace,
+            on.service_client,
+            namespace=on.namespace,
             data_converter=DATA_CONVERTER,
             interceptors=[stamps],
         )
@@ -909,7 +919,6 @@ async def run(args: argparse.Namespace) -> str:
         return report(bench, memory, time.monotonic() - started, args.cache)
     finally:
         server.stop()
-        await env.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
