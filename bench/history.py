@@ -1455,12 +1455,80 @@ def render(report: Report) -> str:
         out += render_parking(report.parking, targets)
     if report.listing is not None:
         out += render_listing(report.listing, targets)
+    summary = render_summary(report)
+    if summary:
+        out += ["", "### Side by side: archmax and the bare floor", ""]
+        out += table(["figure", "archmax", "bare Temporal", "archmax ÷ bare"], summary)
     if targets:
         out += ["", "### Targets", ""]
         out += table(["target", "figure", "limit", "met?"], targets)
     for failure in report.failures:
         out += ["", f"FAILED {failure}"]
     return "\n".join(out) + "\n"
+
+
+def render_summary(report: Report) -> list[list[str]]:
+    """Every section's headline figure in one table, archmax beside the bare floor."""
+    rows: list[list[str]] = []
+    by = {(r.contender, r.k): r for r in report.steps}
+    for k in report.sizes.ks:
+        ours, floor = by.get((ARCHMAX, k)), by.get((BARE, k))
+        if ours is None or floor is None:
+            continue
+        failed = "" if ours.ok else f" (failed after {ours.steps_done} steps)"
+        runs = ours.figure.runs if ours.figure else 0
+        rows += [
+            [
+                f"history bytes/step, K = {k} (all {runs} runs){failed}",
+                fmt_int(ours.per_step),
+                fmt_int(floor.per_step),
+                ratio(ours.per_step, floor.per_step),
+            ],
+            [
+                f"store bytes/step, K = {k}",
+                fmt_int(ours.store_per_step),
+                "0",
+                "-",
+            ],
+            [
+                f"history + store bytes/step, K = {k}",
+                fmt_int(ours.total_per_step),
+                fmt_int(floor.per_step),
+                ratio(ours.total_per_step, floor.per_step),
+            ],
+        ]
+    t = report.turns
+    if t is not None and t.figure is not None and t.done:
+        rows += [
+            [f"history bytes/turn, {t.done:,} one-step turns (all {t.figure.runs} runs)",
+             fmt_int(t.figure.bytes / t.done), "-", "-"],
+            [f"store bytes/turn, {t.done:,} turns", fmt_int(t.store_bytes / t.done), "0", "-"],
+            ["fsyncs per turn, last 50 (median)",
+             f"{statistics.median(t.fsyncs[-50:]):g}" if t.fsyncs else "n/a", "0", "-"],
+        ]  # fmt: skip
+    bare = next((p for p in report.parking if p.label == BARE_WAITING), None)
+    ours_p = next((p for p in report.parking if p.label == PARKED_SESSION), None)
+    if bare is not None and ours_p is not None:
+        for b, a in zip(bare.points, ours_p.points, strict=False):
+            rows += [
+                [f"parked/s, N = {a.n:,}", f"{a.rate:,.1f}", f"{b.rate:,.1f}",
+                 ratio(a.rate, b.rate)],
+                [f"worker CPU ms per park, N = {a.n:,}", f"{a.cpu_ms_each:,.1f}",
+                 f"{b.cpu_ms_each:,.1f}", ratio(a.cpu_ms_each, b.cpu_ms_each)],
+                [f"worker KiB per cached parked workflow, N = {a.n:,}", f"{a.kib_each:,.0f}",
+                 f"{b.kib_each:,.0f}", ratio(a.kib_each, b.kib_each)],
+            ]  # fmt: skip
+    li = report.listing
+    if li is not None and li.agent_list_ms:
+        agent_ms, bare_ms = median(li.agent_list_ms), median(li.bare_list_ms)
+        cli_ms, help_ms = median(li.cli_ms), median(li.help_ms)
+        rows += [
+            [f"list {li.n:,}, ms (median of {len(li.agent_list_ms)})", f"{agent_ms:,.0f}",
+             f"{bare_ms:,.0f}", ratio(agent_ms, bare_ms)],
+            ["`archmax sessions` (100) as a process, ms / beside: `archmax help`",
+             f"{cli_ms:,.0f}", f"{help_ms:,.0f}", ratio(cli_ms, help_ms)],
+        ]  # fmt: skip
+    return rows
 
 
 def render_header(report: Report) -> list[str]:
