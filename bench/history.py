@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import platform
 import shutil
@@ -554,6 +555,8 @@ async def run_steps(contender: Contender, model: TallyingModel, k: int, stall_s:
     steps0, calls0 = model.steps(), model.calls()
     started = time.monotonic()
     task = asyncio.ensure_future(contender.run(k, prefix))
+    if isinstance(contender, BareContender):
+        stall_s = math.inf  # it calls no model: silence is no stall (its task failing still is)
     result.error = await supervise(task, lambda: contender.handle_for(k, prefix), model, stall_s)
     result.seconds = time.monotonic() - started
     handle = await contender.handle_for(k, prefix)
