@@ -1349,10 +1349,14 @@ async def guarded(report: Report, what: str, work: Awaitable[T]) -> T | None:
         report.failures.append(f"{what}: {describe_error(exc)}")
         log(f"{what} failed:\n{traceback.format_exc()}")
         return None
-    partial = render(report)
-    if report.out is not None:
-        report.out.write_text(partial, encoding="utf-8")
+    save_partial(report)
     return result
+
+
+def save_partial(report: Report) -> None:
+    """The table so far, to ``--out`` (when given)."""
+    if report.out is not None:
+        report.out.write_text(render(report), encoding="utf-8")
 
 
 async def run(args: argparse.Namespace) -> Report:
@@ -1415,6 +1419,7 @@ async def measure(client: Client, args: argparse.Namespace) -> Report:
                         agent, client, model, sizes.turns, args.stall, args.turns_budget, store
                     )
                     report.turns = await guarded(report, "section 2", turns)
+                    save_partial(report)  # now with the section's figures
         if report.sections & {"parked", "list"} and sizes.parked:
             log(f"section 3: parking {sizes.parked} (+{args.park_warmup} warm-up) of each kind")
             await guarded(
