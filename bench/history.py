@@ -79,7 +79,7 @@ from archmax_temporal.client.testing.scripted_model import (
 )
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import search_attributes as sa
-from bench.counters import fsyncs, install_fsync_counter, tree_bytes
+from bench.counters import bytes_written, fsyncs, install_fsync_counter, tree_bytes
 from bench.history_bare import (
     BareModelToolSteps,
     BareSteps,
@@ -292,6 +292,8 @@ class StepRun:
     files the turn added, the seeded chain files not counted; 0 for the others)."""
     fsyncs: int | None = None
     """``os.fsync`` calls during the turn (archmax's in-process worker; None: not counted)."""
+    written: int | None = None
+    """Bytes written to files during the turn (``/proc/self/io``; None: not counted)."""
     error: str | None = None
 
     @property
@@ -483,6 +485,8 @@ class ArchmaxContender:
         """What the last run's turn added to the store (measured after the seed)."""
         self.fsyncs = 0
         """``os.fsync`` calls during the last run's turn (after the seed)."""
+        self.written = 0
+        """Bytes written to files during the last run's turn (``/proc/self/io``)."""
 
     async def run(self, k: int, prefix: str) -> WorkflowHandle[Any, Any]:
         sid = f"bench-{prefix}-{uuid.uuid4().hex[:8]}"
@@ -494,12 +498,13 @@ class ArchmaxContender:
                 for i in range(1, k + 1)
             },
         )
-        stored, synced = tree_bytes(self.store), fsyncs()
+        stored, synced, wrote = tree_bytes(self.store), fsyncs(), bytes_written()
         try:
             outcome = await self.agent.workflow.send(sid, f"read chain {first_file(prefix)}")
         finally:
             self.store_bytes = tree_bytes(self.store) - stored
             self.fsyncs = fsyncs() - synced
+            self.written = bytes_written() - wrote
         if outcome.status != "completed" or outcome.reply != "done":
             raise RuntimeError(f"turn ended {outcome.status}: {outcome.reply!r}"[:300])
         return self.agent.client.get_workflow_handle(sid)
@@ -569,6 +574,7 @@ async def run_steps(contender: Contender, model: TallyingModel, k: int, stall_s:
         await chain.forget_all()
     if isinstance(contender, ArchmaxContender):
         result.store_bytes, result.fsyncs = contender.store_bytes, contender.fsyncs
+        result.written = contender.written
     if isinstance(contender, BareContender):
         result.steps_done = k if result.error is None else 0
     else:
@@ -696,6 +702,8 @@ class TurnsResult:
     """Per turn: ``os.fsync`` calls in this process (the in-process worker's store writes)."""
     store_growth: list[int] = field(default_factory=list)
     """Per turn: bytes the session store's files grew by (kept, not written)."""
+    written: list[int] = field(default_factory=list)
+    """Per turn: bytes this process wrote to files (``/proc/self/io`` write_bytes)."""
     store_bytes: int = 0
     """Bytes the session keeps in the store after the last turn, the seeded file not counted."""
     latest_bytes: int = 0
@@ -738,7 +746,7 @@ async def many_turns(
                     "memory left on the machine"
                 )
                 break
-        synced = fsyncs()
+        synced, wrote = fsyncs(), bytes_written()
         started, cpu_started = time.perf_counter(), time.process_time()
         model_wall, model_cpu = model.server.totals()
         task = asyncio.ensure_future(agent.workflow.send(sid, "read chain scratchpad/turn.txt"))
@@ -756,6 +764,7 @@ async def many_turns(
         result.model_ms.append((wall_after - model_wall) * 1000)
         result.cpu_ms.append((time.process_time() - cpu_started - (cpu_after - model_cpu)) * 1000)
         result.fsyncs.append(fsyncs() - synced)
+        result.written.append(bytes_written() - wrote)
         now_stored = tree_bytes(store)
         result.store_growth.append(now_stored - stored)
         stored = now_stored
@@ -1513,6 +1522,9 @@ def render_summary(report: Report) -> list[list[str]]:
             [f"store bytes/turn, {t.done:,} turns", fmt_int(t.store_bytes / t.done), "0", "-"],
             ["fsyncs per turn, last 50 (median)",
              f"{statistics.median(t.fsyncs[-50:]):g}" if t.fsyncs else "n/a", "0", "-"],
+            ["bytes written to files per turn, first 50 / last 50 (medians)",
+             f"{statistics.median(t.written[:50]):,.0f} / {statistics.median(t.written[-50:]):,.0f}"
+             if t.written else "n/a", "0", "-"],
         ]  # fmt: skip
     bare = next((p for p in report.parking if p.label == BARE_WAITING), None)
     ours_p = next((p for p in report.parking if p.label == PARKED_SESSION), None)
@@ -1569,7 +1581,8 @@ def render_steps(report: Report, targets: list[list[str]]) -> list[str]:
         "latest run: the last one alone). Store: bytes the contender keeps outside Temporal "
         "for the turn (archmax: the session store's files the turn added, the seeded chain "
         "not counted; the bare floors and the peers keep none). fsyncs: `os.fsync` calls in "
-        "archmax's worker during the turn.",
+        "archmax's worker during the turn; bytes written: what this process wrote to files "
+        "meanwhile (`/proc/self/io` write_bytes, in pages).",
         "",
     ]
     rows = []
@@ -1590,16 +1603,17 @@ def render_steps(report: Report, targets: list[list[str]]) -> list[str]:
                 fmt_int(run.total_per_step),
                 fmt_int(f.largest if f else None),
                 "-" if run.fsyncs is None else f"{run.fsyncs:,}",
+                "-" if run.written is None else f"{run.written:,}",
                 f"{run.seconds:.1f}",
                 status.replace("|", "/"),
             ]
         )
     for name, why in report.peers_na.items():
-        rows.append([name, "all", *["n/a"] * 11, f"n/a: {why}".replace("|", "/")])
+        rows.append([name, "all", *["n/a"] * 12, f"n/a: {why}".replace("|", "/")])
     header = [
         "contender", "K", "runs", "events", "history bytes", "latest run", "store bytes",
-        "history/step", "store/step", "history+store/step", "largest event", "fsyncs", "s",
-        "status",
+        "history/step", "store/step", "history+store/step", "largest event", "fsyncs",
+        "bytes written", "s", "status",
     ]  # fmt: skip
     out += table(header, rows)
     by = {(r.contender, r.k): r for r in report.steps}
@@ -1709,6 +1723,9 @@ def render_turns(t: TurnsResult) -> list[str]:
     ]
     rows += _split_rows("store growth per turn, bytes", [float(g) for g in t.store_growth])
     rows += _split_rows("fsyncs per turn (in-process worker)", [float(n) for n in t.fsyncs])
+    rows += _split_rows(
+        "bytes written to files per turn (write_bytes)", [float(n) for n in t.written]
+    )
     return out + table(["figure", "value"], rows)
 
 

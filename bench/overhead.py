@@ -77,7 +77,7 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.worker import DATA_CONVERTER, build_worker, workflow_runner
     from archmax_temporal.workflows import search_attributes as sa
     from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
-    from bench.counters import fsyncs, install_fsync_counter
+    from bench.counters import bytes_written, fsyncs, install_fsync_counter
     from bench.history_bare import chain_file, chain_name, numbered
 
 T = TypeVar("T")
@@ -471,6 +471,8 @@ class Bench:
     series: dict[str, Series] = field(default_factory=dict)
     fsync_counts: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     """``os.fsync`` calls in this process during each archmax turn, by kind of turn."""
+    written: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    """Bytes this process wrote to files during each archmax turn (``/proc/self/io``)."""
     patterns: dict[str, str] = field(default_factory=dict)
     """What each kind of run ran (activities by type), read off the first sample."""
 
@@ -532,11 +534,11 @@ class Bench:
         events = 0  # the session's events before this turn (none before its first)
         if record and key != "b_first":
             events = len((await self.client.get_workflow_handle(sid).fetch_history()).events)
-        synced = fsyncs()
+        synced, wrote = fsyncs(), bytes_written()
         elapsed, outcome = await timed(
             lambda: self.steps_agent.workflow.send(sid, message, variables=chain)
         )
-        synced = fsyncs() - synced
+        synced, wrote = fsyncs() - synced, bytes_written() - wrote
         calls = len(self.server.arrivals_since(mark))
         status = getattr(outcome, "status", None)
         if status != "completed" or calls != expect_calls:
@@ -546,6 +548,7 @@ class Bench:
             )
         if keep:
             self.fsync_counts[key].append(synced)
+            self.written[key].append(wrote)
         if record:
             history = await self.client.get_workflow_handle(sid).fetch_history()
             self.patterns[key] = activity_pattern(history.events[events:])
@@ -746,6 +749,14 @@ def report(
             return "n/a"
         return f"{statistics.median(counts):g} ({min(counts)}-{max(counts)})"
 
+    def written_cell(key: str) -> str:
+        sizes = bench.written.get(key) or []
+        if not sizes:
+            return "n/a"
+        return f"{statistics.median(sizes) / 1024:,.0f} KiB ({min(sizes) / 1024:,.0f}-" + (
+            f"{max(sizes) / 1024:,.0f})"
+        )
+
     few = " — fewer than 5 samples: not figures to quote" if bench.n < 5 else ""
     lines = [
         "",
@@ -781,6 +792,10 @@ def report(
         (f"fsyncs, turn of {k - 1} read_file steps", "bR"),
     ):
         lines.append(f"| {label}: median (min-max) | {fsync_cell(key)} | 0 | - | | |")
+        lines.append(
+            f"| {label.replace('fsyncs', 'bytes written to files')}: median (min-max) | "
+            f"{written_cell(key)} | 0 | - | | |"
+        )
     if memory is not None:
         (a_kib, a_rate), (b_kib, b_rate) = memory["archmax"], memory["bare"]
         lines.append(

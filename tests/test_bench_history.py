@@ -69,6 +69,7 @@ async def test_steps_and_turns_sum_every_run_and_show_the_store(client: Client) 
     assert turns.done == 3 and turns.figure.runs >= 2, text
     assert turns.figure.bytes > turns.latest_bytes
     assert len(turns.fsyncs) == 3 and min(turns.fsyncs) > 0, text
+    assert len(turns.written) == 3 and ours.written is not None  # 0 where the kernel is silent
     assert turns.store_bytes > 0 and len(turns.store_growth) == 3
     assert "history+store/step" in text and "history bytes, the last run alone" in text
     assert "fsyncs per turn" in text

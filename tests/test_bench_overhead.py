@@ -37,3 +37,5 @@ async def test_one_sample_fills_every_row(client: Client) -> None:
     assert "fewer than 5 samples" in text
     fsyncs = rows["fsyncs, later 1-call turn: median (min-max)"]
     assert fsyncs.split(" | ")[1] != "n/a", text
+    written = rows["bytes written to files, later 1-call turn: median (min-max)"]
+    assert written.split(" | ")[1].endswith(")"), text
