@@ -1,7 +1,11 @@
 """Bare-Temporal floors for bench.history: no archmax, no agent framework.
 
 * :class:`BareSteps` runs K activities in sequence, each returning the same ~2 KB text an
-  agent's tool step returns, then returns: the smallest history a K-step turn can have.
+  agent's tool step returns, then returns: one activity per step.
+* :class:`BareModelToolSteps` runs, per step, a model activity (its stand-in answers the tool
+  call: the tool's name and arguments) and a tool activity returning the ~2 KB text, then one
+  more model activity answering ``done``: K + 1 model activities and K tool activities, the
+  activity pattern of every contender's K-step turn (the floor the others are held to).
 * :class:`BareWaiting` waits on a signal: the smallest parked workflow, for the memory
   and listing figures.
 * :class:`BareLoad` (bench.load) waits until an update releases it; the update runs one
@@ -13,11 +17,13 @@ module for every run, imports only this small file.
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from temporalio import activity, workflow
 
 BARE_STEP_ACTIVITY = "bench.history.step"
+BARE_MODEL_ACTIVITY = "bench.history.model"
 STEP_TIMEOUT = timedelta(seconds=60)
 
 PASSTHROUGH_MODULES = ("pydantic", "pydantic_core", "annotated_types", "yaml")
@@ -62,6 +68,36 @@ class BareSteps:
                 bare_step,
                 args=[index, steps, "bare"],
                 start_to_close_timeout=STEP_TIMEOUT,
+            )
+        return steps
+
+
+@activity.defn(name=BARE_MODEL_ACTIVITY)
+async def bare_model(index: int, total: int, prefix: str) -> str:
+    """A model step's stand-in: the next tool call (name and arguments, as JSON), or ``done``
+    after the last file. It is given only the step's index: the floor sends nothing back."""
+    if index > total:
+        return "done"
+    return json.dumps(
+        {"name": "read_file", "arguments": {"file_path": f"scratchpad/{chain_name(index, prefix)}"}}
+    )
+
+
+@workflow.defn(name="BenchHistoryBareModelToolSteps")
+class BareModelToolSteps:
+    """Per step a model activity and a tool activity (~2 KB), then a last model activity:
+    the activity pattern of an agent's K-step turn; returns how many steps ran."""
+
+    @workflow.run
+    async def run(self, steps: int) -> int:
+        for index in range(1, steps + 2):
+            answer = await workflow.execute_activity(
+                bare_model, args=[index, steps, "pair"], start_to_close_timeout=STEP_TIMEOUT
+            )
+            if answer == "done":
+                break
+            await workflow.execute_activity(
+                bare_step, args=[index, steps, "pair"], start_to_close_timeout=STEP_TIMEOUT
             )
         return steps
 

@@ -13,9 +13,13 @@ is ``email_received`` of ``examples/support-inbox`` on a fresh conversation id: 
 session (update-with-start), spends one model call and parks, and answers the Outcome. The
 Python API fires with ``send(None, ..., trigger=..., variables=...)``; HTTP with
 ``POST /v1/workflows/support-inbox/triggers/email_received`` (httpx, one keep-alive pool).
-Both keep ``--concurrency`` firings in flight; each figure is over ``--n`` firings after
-``--warmup`` discarded ones. The table goes to stdout, progress to stderr; the process leaves
-through ``os._exit`` (sdk-python#300).
+Both keep ``--concurrency`` firings in flight. The two modes take turns: ``--n`` firings of
+each (after ``--warmup`` discarded ones of each) in ``--rounds`` rounds, each round a batch of
+Python API firings and a batch over HTTP, the mode going first alternating round by round, so
+the machine's noise falls on both. Each mode's rate is its firings over the seconds of its
+own batches (and the median batch's, with the spread); latencies are over all its firings.
+The table goes to stdout, progress to stderr; the process leaves through ``os._exit``
+(sdk-python#300).
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ import time
 import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
+from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
@@ -50,6 +56,8 @@ from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedMod
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import search_attributes as sa
 
+STARTUP_S = 120.0
+"""How long ``archmax serve`` may take to answer /healthz (its imports, on loaded cores)."""
 SLUG = "support-inbox"
 TRIGGER = "email_received"
 MESSAGE = "About the thing we discussed on the phone — can you sort it out?"
@@ -57,14 +65,21 @@ MESSAGE = "About the thing we discussed on the phone — can you sort it out?"
 
 @dataclass
 class Figures:
-    """One mode's firings: latencies (seconds) and the wall time they took."""
+    """One mode's firings: latencies (seconds), the wall time its batches took, and each
+    batch's firings per second."""
 
     latencies: list[float]
     wall: float
+    batch_rates: list[float] = field(default_factory=list)
 
     @property
     def per_second(self) -> float:
         return len(self.latencies) / self.wall
+
+    def add(self, batch: Figures) -> None:
+        self.latencies += batch.latencies
+        self.wall += batch.wall
+        self.batch_rates.append(batch.per_second)
 
     def percentile(self, p: float) -> float:
         ordered = sorted(self.latencies)
@@ -122,8 +137,9 @@ class _Server:
             env=self._env,
             stdout=subprocess.DEVNULL,
         )
+        deadline = time.monotonic() + STARTUP_S
         async with httpx.AsyncClient(timeout=2) as http:
-            for _ in range(300):
+            while time.monotonic() < deadline:
                 if self._process.poll() is not None:
                     raise RuntimeError("archmax serve exited at start")
                 try:
@@ -144,18 +160,28 @@ class _Server:
 
 
 async def run(args: argparse.Namespace) -> str:
+    """Start a dev server, measure on it, stop it; the table."""
     configure_logging(verbose=False)
-    scratch = Path(tempfile.mkdtemp(prefix="archmax-bench-http-"))
-    root = Path(__file__).resolve().parents[1] / "examples" / SLUG
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_cli()),
         search_attributes=list(sa.ALL),
         data_converter=pydantic_data_converter,
         dev_server_log_level="error",
+        dev_server_startup_timeout=timedelta(seconds=60),  # two loaded cores: 5 s is short
     )
+    try:
+        return await measure(env.client, args)
+    finally:
+        await env.shutdown()
+
+
+async def measure(client: Client, args: argparse.Namespace) -> str:
+    """The bench on the dev server ``client`` talks to (archmax's search attributes
+    registered, the pydantic data converter)."""
+    scratch = Path(tempfile.mkdtemp(prefix="archmax-bench-http-"))
+    root = Path(__file__).resolve().parents[1] / "examples" / SLUG
     model = ScriptedModelServer(Playbook.load(root / "workflows" / SLUG / "playbook.yaml")).start()
     try:
-        client = env.client
         queue = f"bench-http-{uuid.uuid4().hex[:8]}"
         config = RuntimeConfig(
             root=root,
@@ -196,37 +222,66 @@ async def run(args: argparse.Namespace) -> str:
                 assert response.status_code == 200, response.text
                 assert response.json()["kind"] == "parked", response.text
 
-            figures: dict[str, Figures] = {}
-            for name, fire in (("Python API", python), ("HTTP", over_http)):
+            modes: list[tuple[str, Callable[[str], Awaitable[None]]]] = [
+                ("Python API", python),
+                ("HTTP", over_http),
+            ]
+            figures = {name: Figures([], 0.0) for name, _ in modes}
+            for _, fire in modes:
                 await _fire_all(fire, args.warmup, args.concurrency)
-                t0 = time.monotonic()
-                figures[name] = await _fire_all(fire, args.n, args.concurrency)
-                print(f"  {name}: {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+            for r in range(args.rounds):
+                batch = args.n * (r + 1) // args.rounds - args.n * r // args.rounds
+                for name, fire in modes if r % 2 == 0 else list(reversed(modes)):
+                    if batch:
+                        figures[name].add(await _fire_all(fire, batch, args.concurrency))
+                print(f"  round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
         return _report(figures, args)
     finally:
         model.stop()
-        await env.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _report(figures: dict[str, Figures], args: argparse.Namespace) -> str:
     python, http = figures["Python API"], figures["HTTP"]
-    lines = [
-        f"trigger firings ({SLUG}/{TRIGGER}: start a session, one model call, park), "
-        f"n={args.n}, {args.concurrency} in flight",
-        "",
-        f"{'':<12}{'firings/s':>12}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}",
-    ]
-    for name, f in figures.items():
-        lines.append(
-            f"{name:<12}{f.per_second:>12.1f}{f.percentile(50) * 1e3:>10.1f}"
-            f"{f.percentile(99) * 1e3:>10.1f}{statistics.fmean(f.latencies) * 1e3:>10.1f}"
+
+    def rates(f: Figures) -> str:
+        if not f.batch_rates:
+            return "n/a"
+        return (
+            f"{statistics.median(f.batch_rates):.1f} "
+            f"({min(f.batch_rates):.1f}-{max(f.batch_rates):.1f})"
         )
+
+    rows = [
+        ("firings/s (its own batches' seconds)", python.per_second, http.per_second, 1),
+        ("p50 latency, ms", python.percentile(50) * 1e3, http.percentile(50) * 1e3, 1),
+        ("p90 latency, ms", python.percentile(90) * 1e3, http.percentile(90) * 1e3, 1),
+        ("p99 latency, ms", python.percentile(99) * 1e3, http.percentile(99) * 1e3, 1),
+        (
+            "mean latency, ms",
+            statistics.fmean(python.latencies) * 1e3,
+            statistics.fmean(http.latencies) * 1e3,
+            1,
+        ),
+    ]
+    lines = [
+        f"## bench.http: trigger firings ({SLUG}/{TRIGGER}: start a session, one model call, "
+        f"park), n={args.n} a mode in {args.rounds} rounds, the modes taking turns; "
+        f"{args.concurrency} in flight",
+        "",
+        "| figure | Python API | HTTP (`archmax serve`) | HTTP ÷ Python |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for label, a, b, digits in rows:
+        lines.append(f"| {label} | {a:,.{digits}f} | {b:,.{digits}f} | {b / a:.2f}x |")
     lines.append(
-        f"{'HTTP/Python':<12}{http.per_second / python.per_second:>11.2f}x"
-        f"{http.percentile(50) / python.percentile(50):>9.2f}x"
-        f"{http.percentile(99) / python.percentile(99):>9.2f}x"
-        f"{statistics.fmean(http.latencies) / statistics.fmean(python.latencies):>9.2f}x"
+        f"| firings/s per round: median (min-max) | {rates(python)} | {rates(http)} | "
+        + (
+            f"{statistics.median(http.batch_rates) / statistics.median(python.batch_rates):.2f}x"
+            if python.batch_rates and http.batch_rates
+            else "n/a"
+        )
+        + " |"
     )
     return "\n".join(lines)
 
@@ -239,9 +294,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--n", type=int, default=200, help="measured firings per mode (200)")
     parser.add_argument("--concurrency", type=int, default=8, help="firings in flight (8)")
     parser.add_argument("--warmup", type=int, default=10, help="discarded firings first (10)")
+    parser.add_argument(
+        "--rounds", type=int, default=10, help="rounds the modes take turns in (10; >= 5)"
+    )
     args = parser.parse_args(argv)
-    if args.n < 1 or args.concurrency < 1 or args.warmup < 0:
-        parser.error("--n and --concurrency must be >= 1, --warmup >= 0")
+    if args.n < 1 or args.concurrency < 1 or args.warmup < 0 or args.rounds < 1:
+        parser.error("--n, --concurrency and --rounds must be >= 1, --warmup >= 0")
     return args
 
 

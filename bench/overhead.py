@@ -36,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
     import argparse
     import asyncio
     import gc
+    import json
     import os
     import shutil
     import statistics
@@ -44,14 +45,15 @@ with workflow.unsafe.imports_passed_through():
     import time
     import traceback
     import uuid
-    from collections import defaultdict
+    from collections import Counter, defaultdict
     from collections.abc import Awaitable, Callable, Sequence
     from dataclasses import dataclass, field
     from datetime import timedelta
     from pathlib import Path
-    from typing import Any
+    from typing import Any, TypeVar
 
     import openai
+    from temporalio.api.history.v1 import HistoryEvent
     from temporalio.client import Client
     from temporalio.client import Interceptor as ClientInterceptor
     from temporalio.testing import WorkflowEnvironment
@@ -75,11 +77,17 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.worker import DATA_CONVERTER, build_worker, workflow_runner
     from archmax_temporal.workflows import search_attributes as sa
     from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
+    from bench.counters import bytes_written, fsyncs, install_fsync_counter
+    from bench.history_bare import chain_file, chain_name, numbered
+
+T = TypeVar("T")
 
 INBOX_EXAMPLE = ("examples", "support-inbox")
 """The authoring root of the deliver figures, relative to the repository."""
 VAGUE_EMAIL = "About the thing we discussed on the phone — can you sort it out?"
 NOOP_ACTIVITY = "bench.noop"
+READ_ACTIVITY = "bench.read"
+READ_PREFIX = "r"
 WAKE_ACTIVITY = "bench.wake"
 ACTIVITY_TIMEOUT = timedelta(seconds=30)
 
@@ -96,7 +104,10 @@ states:
       manual:
     instructions: >-
       Read the variable the message names with archmax_get_variables; read the variable its
-      value names, and so on, until the value is "end". Then answer "done".
+      value names, and so on, until the value is "end". Then answer "done". Or read the chain
+      of files the message names with read_file, until a file says CHAIN END.
+    tools:
+      allow: [read_file]
 """
 
 STEPS_PLAYBOOK = """\
@@ -120,6 +131,22 @@ rules:
     reply:
       tool_calls:
         - { name: archmax_get_variables, arguments: { name: "{next}" } }
+  - name: read-end
+    when: { state: hop, last_tool: read_file, last_tool_result: "/CHAIN END/" }
+    reply: { content: done }
+  - name: read-next
+    when:
+      state: hop
+      last_tool: read_file
+      last_tool_result: '/NEXT (?P<next>[A-Za-z0-9_.-]+\\.txt)/'
+    reply:
+      tool_calls:
+        - { name: read_file, arguments: { file_path: "scratchpad/{next}" } }
+  - name: read-start
+    when: { state: hop, last_user: '/^read chain (?P<path>\\S+)$/' }
+    reply:
+      tool_calls:
+        - { name: read_file, arguments: { file_path: "{path}" } }
 """
 
 
@@ -129,6 +156,12 @@ rules:
 @activity.defn(name=NOOP_ACTIVITY)
 async def noop() -> None:
     """The trivial activity of the bare baselines."""
+
+
+@activity.defn(name=READ_ACTIVITY)
+async def read(index: int, total: int) -> str:
+    """The bare read step's tool: the same ~2 KB numbered text archmax's read_file returns."""
+    return numbered(chain_file(index, total, READ_PREFIX))
 
 
 @activity.defn(name=WAKE_ACTIVITY)
@@ -146,6 +179,23 @@ class BenchActivities:
         for _ in range(count):
             await workflow.execute_activity(NOOP_ACTIVITY, start_to_close_timeout=ACTIVITY_TIMEOUT)
         return count
+
+
+@workflow.defn(name="BenchReadSteps")
+class BenchReadSteps:
+    """A bare workflow with an agent's read pattern: per read a trivial activity (the model
+    call's stand-in) and a read activity returning ~2 KB, then one more trivial activity (the
+    answer): ``reads`` + 1 and ``reads`` activities."""
+
+    @workflow.run
+    async def run(self, reads: int) -> int:
+        for index in range(1, reads + 1):
+            await workflow.execute_activity(NOOP_ACTIVITY, start_to_close_timeout=ACTIVITY_TIMEOUT)
+            await workflow.execute_activity(
+                READ_ACTIVITY, args=[index, reads], start_to_close_timeout=ACTIVITY_TIMEOUT
+            )
+        await workflow.execute_activity(NOOP_ACTIVITY, start_to_close_timeout=ACTIVITY_TIMEOUT)
+        return reads
 
 
 @workflow.defn(name="BenchSignalWake")
@@ -291,6 +341,99 @@ class Series:
             return self.median_ms
         return statistics.quantiles(self.samples, n=10, method="inclusive")[8] / 1e6
 
+    @property
+    def p10_ms(self) -> float:
+        if len(self.samples) < 2:
+            return self.median_ms
+        return statistics.quantiles(self.samples, n=10, method="inclusive")[0] / 1e6
+
+    def cell(self) -> str:
+        """``median (p10-p90)`` in ms, for a table."""
+        if not self.samples:
+            return "n/a"
+        return f"{self.median_ms:,.1f} ({self.p10_ms:,.1f}-{self.p90_ms:,.1f})"
+
+
+LABELS = {
+    "a1": "bare workflow, 1 activity, end to end",
+    "aK": "bare workflow, K activities",
+    "aR": "bare workflow, K - 1 read steps",
+    "a_step": "bare: one more activity (paired)",
+    "ar_step": "bare: one more read step, trivial + read activity (paired)",
+    "b_first": "archmax first turn (update-with-start), 1 model call",
+    "b1": "archmax later turn, 1 model call",
+    "bK": "archmax turn, K model calls",
+    "bR": "archmax turn, K - 1 read_file steps",
+    "b_step": "archmax: one more model-only step (paired)",
+    "r_step": "archmax: one more read_file step (paired)",
+    "http": "model HTTP call alone",
+    "c": "bare: signal sent -> activity starts",
+    "d": "archmax: deliver (update) -> model activity starts",
+    "d_http": "archmax: deliver (update) -> model request arrives",
+    "d_sig": "archmax: deliver (signal) -> model activity starts",
+    "e": "bare: update round trip (returns at once)",
+    "f": "archmax: deliver update round trip (a 2-call turn)",
+}
+
+
+def rotated(items: Sequence[T], by: int) -> list[T]:
+    """``items`` rotated left by ``by`` (the order of a sample's jobs changes sample by sample)."""
+    if not items:
+        return []
+    cut = by % len(items)
+    return [*items[cut:], *items[:cut]]
+
+
+def interleave(a: Sequence[T], b: Sequence[T], *, archmax_first: bool) -> list[T]:
+    """``a`` and ``b`` taking turns, ``a`` first when ``archmax_first``; the longer one's rest
+    at the end."""
+    first, second = (a, b) if archmax_first else (b, a)
+    out: list[T] = []
+    for i in range(max(len(first), len(second))):
+        out += [*first[i : i + 1], *second[i : i + 1]]
+    return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """One timed run of a sample: an archmax turn (``message`` sent, ``count`` model calls
+    expected) or, with no message, a bare workflow (``count`` activities, or ``count`` read
+    steps when ``read_steps``)."""
+
+    key: str
+    message: str
+    count: int
+    read_steps: bool = False
+
+
+LOCAL_MARKER = "core_local_activity"
+
+
+def activity_pattern(events: Sequence[HistoryEvent]) -> str:
+    """What a stretch of history ran: activities scheduled by type, local activities (their
+    markers) by type, e.g. ``model ×1, persist_turn ×1; local: read_file ×2``."""
+    remote: Counter[str] = Counter()
+    local: Counter[str] = Counter()
+    for event in events:
+        if event.HasField("activity_task_scheduled_event_attributes"):
+            remote[event.activity_task_scheduled_event_attributes.activity_type.name] += 1
+        elif event.HasField("marker_recorded_event_attributes"):
+            marker = event.marker_recorded_event_attributes
+            if marker.marker_name == LOCAL_MARKER:
+                local[_local_type(marker.details)] += 1
+    text = ", ".join(f"{name} ×{n}" for name, n in remote.items()) or "no activity"
+    if local:
+        text += "; local: " + ", ".join(f"{name} ×{n}" for name, n in local.items())
+    return text
+
+
+def _local_type(details: Any) -> str:
+    try:
+        payload = details["data"].payloads[0]
+        return str(json.loads(payload.data)["activity_type"])
+    except Exception:
+        return "local activity"
+
 
 def vm_rss_kib() -> int:
     """This process's resident set size (VmRSS), in KiB."""
@@ -319,86 +462,121 @@ class Bench:
     stamps: ActivityStamps
     server: StampedModelServer
     bare_queue: str
-    steps: Agent
+    steps_agent: Agent
     inbox: Agent
     n: int
     k: int
     warmup: int
     gap: float
     series: dict[str, Series] = field(default_factory=dict)
+    fsync_counts: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    """``os.fsync`` calls in this process during each archmax turn, by kind of turn."""
+    written: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    """Bytes this process wrote to files during each archmax turn (``/proc/self/io``)."""
+    patterns: dict[str, str] = field(default_factory=dict)
+    """What each kind of run ran (activities by type), read off the first sample."""
 
-    def s(self, key: str, label: str) -> Series:
-        return self.series.setdefault(key, Series(label))
+    def s(self, key: str) -> Series:
+        return self.series.setdefault(key, Series(LABELS[key]))
 
-    # (a) bare workflow: 1 and K activities --------------------------------------------
+    # per step and per turn: archmax and bare, interleaved -----------------------------
 
-    async def bare_activities(self) -> None:
-        one = self.s("a1", "bare workflow, 1 activity, end to end")
-        many = self.s("aK", f"bare workflow, {self.k} activities, end to end")
-        marginal = self.s("a_step", "bare: one more activity (paired)")
+    async def steps(self) -> None:
+        """Per sample: a new session's first turn (1 model call), then a later 1-call turn, a
+        turn of K model calls and a turn of K - 1 ``read_file`` steps (K model calls) in
+        rotated order; and bare workflows of 1 activity, K activities and K - 1 read steps
+        (K trivial + K - 1 read activities), rotated too. The two sides take turns job by
+        job, the side going first flipping every sample."""
+        k, reads = self.k, self.k - 1
+        chain = {f"n{j}": (f"n{j + 1}" if j < k - 1 else "end") for j in range(1, k)}
+        files = {
+            f"scratchpad/{chain_name(i, READ_PREFIX)}": chain_file(i, reads, READ_PREFIX)
+            for i in range(1, reads + 1)
+        }
+        read_message = f"read chain scratchpad/{chain_name(1, READ_PREFIX)}"
         for i in range(self.warmup + self.n):
-            got: dict[int, int] = {}
-            for count in (1, self.k) if i % 2 else (self.k, 1):
-                got[count] = await self._bare_run(count)
-            if i >= self.warmup:
-                one.add(got[1])
-                many.add(got[self.k])
-                marginal.add((got[self.k] - got[1]) / (self.k - 1))
-
-    async def _bare_run(self, count: int) -> int:
-        started = _ns()
-        done = await self.client.execute_workflow(
-            BenchActivities.run,
-            count,
-            id=f"bench-act-{uuid.uuid4().hex[:10]}",
-            task_queue=self.bare_queue,
-        )
-        elapsed = _ns() - started
-        if done != count:
-            raise RuntimeError(f"bare workflow ran {done} activities, not {count}")
-        return elapsed
-
-    # (b) archmax turns of 1 and K model steps ------------------------------------------
-
-    async def archmax_steps(self) -> None:
-        first = self.s("b_first", "archmax first turn (update-with-start), 1 step")
-        one = self.s("b1", "archmax turn, 1 model step")
-        many = self.s("bK", f"archmax turn, {self.k} model steps")
-        per_step = self.s("b_step", "archmax: one more model step (paired)")
-        chain = {f"n{j}": (f"n{j + 1}" if j < self.k - 1 else "end") for j in range(1, self.k)}
-        messages = {1: "hop end", self.k: "hop n1"}
-        for i in range(self.warmup + self.n):
+            keep = i >= self.warmup
+            record = i == 0  # what each side runs, read off the first sample's histories
             sid = f"bench-steps-{uuid.uuid4().hex[:10]}"
-            elapsed, _ = await self._turn(sid, "hop end", chain, expect_calls=1)
-            got: dict[int, int] = {}
-            for count in (1, self.k) if i % 2 else (self.k, 1):
-                got[count], _ = await self._turn(sid, messages[count], chain, expect_calls=count)
-            if i >= self.warmup:
-                first.add(elapsed)
-                one.add(got[1])
-                many.add(got[self.k])
-                per_step.add((got[self.k] - got[1]) / (self.k - 1))
+            await self.steps_agent.sessions.seed(sid, files)
+            got: dict[str, int] = {}
+            later = [Job("b1", "hop end", 1), Job("bK", "hop n1", k), Job("bR", read_message, k)]
+            archmax = [Job("b_first", "hop end", 1), *rotated(later, i)]
+            bares = rotated(
+                [Job("a1", "", 1), Job("aK", "", k), Job("aR", "", reads, read_steps=True)], i
+            )
+            for job in interleave(archmax, bares, archmax_first=i % 2 == 0):
+                if job.message:
+                    got[job.key] = await self._turn(
+                        sid, job.message, chain, job.count, job.key, record, keep
+                    )
+                else:
+                    got[job.key] = await self._bare_run(job.key, job.count, job.read_steps, record)
+            if keep:
+                for key, elapsed in got.items():
+                    self.s(key).add(elapsed)
+                self.s("b_step").add((got["bK"] - got["b1"]) / (k - 1))
+                self.s("a_step").add((got["aK"] - got["a1"]) / (k - 1))
+                self.s("r_step").add((got["bR"] - got["b1"]) / reads)
+                self.s("ar_step").add((got["aR"] - got["a1"]) / reads)
 
     async def _turn(
-        self, sid: str, message: str, chain: dict[str, str], *, expect_calls: int
-    ) -> tuple[int, object]:
+        self,
+        sid: str,
+        message: str,
+        chain: dict[str, str],
+        expect_calls: int,
+        key: str,
+        record: bool,
+        keep: bool,
+    ) -> int:
         mark = self.server.mark()
+        events = 0  # the session's events before this turn (none before its first)
+        if record and key != "b_first":
+            events = len((await self.client.get_workflow_handle(sid).fetch_history()).events)
+        synced, wrote = fsyncs(), bytes_written()
         elapsed, outcome = await timed(
-            lambda: self.steps.workflow.send(sid, message, variables=chain)
+            lambda: self.steps_agent.workflow.send(sid, message, variables=chain)
         )
+        synced, wrote = fsyncs() - synced, bytes_written() - wrote
         calls = len(self.server.arrivals_since(mark))
         status = getattr(outcome, "status", None)
         if status != "completed" or calls != expect_calls:
             raise RuntimeError(
                 f"bench-steps turn went wrong: status={status}, {calls} model calls "
-                f"(expected {expect_calls})"
+                f"(expected {expect_calls}): {message}"
             )
-        return elapsed, outcome
+        if keep:
+            self.fsync_counts[key].append(synced)
+            self.written[key].append(wrote)
+        if record:
+            history = await self.client.get_workflow_handle(sid).fetch_history()
+            self.patterns[key] = activity_pattern(history.events[events:])
+        return elapsed
+
+    async def _bare_run(self, key: str, count: int, read_steps: bool, record: bool) -> int:
+        wid = f"bench-act-{uuid.uuid4().hex[:10]}"
+        started = _ns()
+        if read_steps:
+            done = await self.client.execute_workflow(
+                BenchReadSteps.run, count, id=wid, task_queue=self.bare_queue
+            )
+        else:
+            done = await self.client.execute_workflow(
+                BenchActivities.run, count, id=wid, task_queue=self.bare_queue
+            )
+        elapsed = _ns() - started
+        if done != count:
+            raise RuntimeError(f"bare workflow ran {done}, not {count}")
+        if record:
+            history = await self.client.get_workflow_handle(wid).fetch_history()
+            self.patterns[key] = activity_pattern(history.events)
+        return elapsed
 
     # model HTTP call alone ---------------------------------------------------------------
 
     async def model_http(self) -> None:
-        await self._model_http(self.server, self.s("http", "model HTTP call alone"))
+        await self._model_http(self.server, self.s("http"))
 
     async def _model_http(self, server: StampedModelServer, series: Series) -> None:
         model = openai.AsyncOpenAI(
@@ -421,65 +599,70 @@ class Bench:
         finally:
             await model.close()
 
-    # (c) bare signal → activity start; bare update round trip --------------------------
+    # wake-ups: bare signal → activity, archmax deliver → model call, interleaved ---------
 
-    async def bare_signal(self) -> None:
-        wake_series = self.s("c", "bare: signal sent → activity starts")
-        update_series = self.s("e", "bare: update round trip (returns at once)")
+    async def wakeups(self) -> None:
+        """Per sample, in rotated order: the bare signal wake-up and update round trip, an
+        archmax deliver by update, an archmax deliver by signal."""
         wid = f"bench-wake-{uuid.uuid4().hex[:10]}"
         handle = await self.client.start_workflow(
             BenchSignalWake.run, id=wid, task_queue=self.bare_queue
         )
         await handle.execute_update(BenchSignalWake.ping)
         for i in range(self.warmup + self.n):
-            await asyncio.sleep(self.gap)
-            started = _ns()
-            await handle.signal(BenchSignalWake.poke, f"t{i}")
-            woke = await self.stamps.first_after(wid, WAKE_ACTIVITY, started)
-            await asyncio.sleep(self.gap)
-            elapsed, _ = await timed(lambda: handle.execute_update(BenchSignalWake.ping))
-            if i >= self.warmup:
-                wake_series.add(woke - started)
-                update_series.add(elapsed)
+            keep = i >= self.warmup
+
+            async def bare(i: int = i, keep: bool = keep) -> None:
+                await asyncio.sleep(self.gap)
+                started = _ns()
+                await handle.signal(BenchSignalWake.poke, f"t{i}")
+                woke = await self.stamps.first_after(wid, WAKE_ACTIVITY, started)
+                await asyncio.sleep(self.gap)
+                elapsed, _ = await timed(lambda: handle.execute_update(BenchSignalWake.ping))
+                if keep:
+                    self.s("c").add(woke - started)
+                    self.s("e").add(elapsed)
+
+            async def by_update(keep: bool = keep) -> None:
+                await self._deliver(use_signal=False, keep=keep)
+
+            async def by_signal(keep: bool = keep) -> None:
+                await self._deliver(use_signal=True, keep=keep)
+
+            jobs: list[Callable[[], Awaitable[None]]] = [bare, by_update, by_signal]
+            for job in rotated(jobs, i):
+                await job()
         await handle.signal(BenchSignalWake.finish)
         await handle.result()
         self.stamps.forget(wid)
 
-    # (d) archmax deliver → next model call ----------------------------------------------
-
-    async def archmax_deliver(self) -> None:
-        to_activity = self.s("d", "archmax: deliver (update) → model activity starts")
-        to_http = self.s("d_http", "archmax: deliver (update) → model request arrives")
-        round_trip = self.s("f", "archmax: deliver update round trip (turn: 2 model calls)")
-        sig_activity = self.s("d_sig", "archmax: deliver signal → model activity starts")
-        for i in range(self.warmup + self.n):
-            for use_signal in (False, True) if i % 2 else (True, False):
-                sid = await self._parked_session()
-                await asyncio.sleep(self.gap)
-                mark = self.server.mark()
-                started = _ns()
-                if use_signal:
-                    await self.inbox.workflow.signal_deliver(
-                        sid, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
-                    )
-                    at_activity = await self.stamps.first_after(sid, MODEL_ACTIVITY, started)
-                    await self._settled(sid)
-                    if i >= self.warmup:
-                        sig_activity.add(at_activity - started)
-                else:
-                    outcome = await self.inbox.workflow.deliver(
-                        sid, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
-                    )
-                    finished = _ns()
-                    if outcome.status != "completed" or "ORD-1001" not in outcome.reply:
-                        raise RuntimeError(f"support-inbox delivery went wrong: {outcome}")
-                    at_activity = await self.stamps.first_after(sid, MODEL_ACTIVITY, started)
-                    arrived = self.server.arrivals_since(mark)[0]
-                    if i >= self.warmup:
-                        to_activity.add(at_activity - started)
-                        to_http.add(arrived - started)
-                        round_trip.add(finished - started)
-                self.stamps.forget(sid)
+    async def _deliver(self, *, use_signal: bool, keep: bool) -> None:
+        sid = await self._parked_session()
+        await asyncio.sleep(self.gap)
+        mark = self.server.mark()
+        started = _ns()
+        if use_signal:
+            await self.inbox.workflow.signal_deliver(
+                sid, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
+            )
+            at_activity = await self.stamps.first_after(sid, MODEL_ACTIVITY, started)
+            await self._settled(sid)
+            if keep:
+                self.s("d_sig").add(at_activity - started)
+        else:
+            outcome = await self.inbox.workflow.deliver(
+                sid, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
+            )
+            finished = _ns()
+            if outcome.status != "completed" or "ORD-1001" not in outcome.reply:
+                raise RuntimeError(f"support-inbox delivery went wrong: {outcome}")
+            at_activity = await self.stamps.first_after(sid, MODEL_ACTIVITY, started)
+            arrived = self.server.arrivals_since(mark)[0]
+            if keep:
+                self.s("d").add(at_activity - started)
+                self.s("d_http").add(arrived - started)
+                self.s("f").add(finished - started)
+        self.stamps.forget(sid)
 
     async def _parked_session(self) -> str:
         sid = f"bench-inbox-{uuid.uuid4().hex[:10]}"
@@ -544,65 +727,127 @@ async def _rss_per(count: int, make: Callable[[], Awaitable[None]]) -> tuple[flo
 def report(
     bench: Bench, memory: dict[str, tuple[float, float]] | None, total_s: float, cached: int
 ) -> str:
-    s = bench.series
+    """One markdown table, archmax and bare side by side (medians, p10-p90, ratios of
+    medians), then what each side ran."""
+    s, k = bench.series, bench.k
+
+    def med(key: str) -> float | None:
+        return s[key].median_ms if key in s and s[key].samples else None
+
+    def cell(key: str) -> str:
+        return s[key].cell() if key in s else "n/a"
+
+    def ratio(a: float | None, b: float | None) -> str:
+        return "n/a" if a is None or b is None or b <= 0 else f"{a / b:.2f}x"
+
+    def runs(key: str) -> str:
+        return bench.patterns.get(key, "-")
+
+    def fsync_cell(key: str) -> str:
+        counts = bench.fsync_counts.get(key) or []
+        if not counts:
+            return "n/a"
+        return f"{statistics.median(counts):g} ({min(counts)}-{max(counts)})"
+
+    def written_cell(key: str) -> str:
+        sizes = bench.written.get(key) or []
+        if not sizes:
+            return "n/a"
+        return f"{statistics.median(sizes) / 1024:,.0f} KiB ({min(sizes) / 1024:,.0f}-" + (
+            f"{max(sizes) / 1024:,.0f})"
+        )
+
+    few = " — fewer than 5 samples: not figures to quote" if bench.n < 5 else ""
     lines = [
         "",
-        f"archmax overhead bench: n={bench.n} (after {bench.warmup} warm-up), K={bench.k} steps, "
-        f"worker cache={cached}, zero-latency scripted model, local dev server",
+        f"## bench.overhead: n={bench.n} samples a figure (after {bench.warmup} warm-up), "
+        f"K={k}, worker cache {cached}, zero-latency scripted model, one local dev server{few}",
         "",
-        f"{'figure':<58} {'median ms':>10} {'p90 ms':>9}",
-        "-" * 79,
+        "Times in ms: median (p10-p90) over the samples; the two sides measured in turns "
+        "within every sample. Ratios are of medians.",
+        "",
+        "| figure | archmax | bare Temporal | archmax ÷ bare | archmax runs | bare runs |",
+        "| --- | ---: | ---: | ---: | --- | --- |",
     ]
-    order = [
-        "a1", "aK", "a_step", "b_first", "b1", "bK", "b_step", "http",
-        "c", "d", "d_http", "d_sig", "e", "f",
-    ]  # fmt: skip
-    for key in order:
-        if key in s:
-            lines.append(f"{s[key].label:<58} {s[key].median_ms:>10.1f} {s[key].p90_ms:>9.1f}")
-    a1, a_step, b1, bk, b_step = (s[k].median_ms for k in ("a1", "a_step", "b1", "bK", "b_step"))
-    turn_per_step = bk / bench.k
-    c, d, d_http, d_sig = (s[k].median_ms for k in ("c", "d", "d_http", "d_sig"))
-    e, f, http = s["e"].median_ms, s["f"].median_ms, s["http"].median_ms
+    rows = [
+        ("model-only step (one more, paired)", "b_step", "a_step", "bK", "aK"),
+        ("read_file step (one more, paired)", "r_step", "ar_step", "bR", "aR"),
+        ("first turn (new session), 1 model call", "b_first", "a1", "b_first", "a1"),
+        ("later turn, 1 model call", "b1", "a1", "b1", "a1"),
+        (f"turn of {k} model calls", "bK", "aK", "bK", "aK"),
+        (f"turn of {k - 1} read_file steps ({k} model calls)", "bR", "aR", "bR", "aR"),
+        ("deliver (update) → model activity starts / signal → activity", "d", "c", "", ""),
+        ("deliver (signal) → model activity starts / signal → activity", "d_sig", "c", "", ""),
+        ("deliver update round trip (a 2-call turn) / update returning at once", "f", "e", "", ""),
+    ]
+    for label, ours, theirs, our_runs, their_runs in rows:
+        lines.append(
+            f"| {label} | {cell(ours)} | {cell(theirs)} | {ratio(med(ours), med(theirs))} | "
+            f"{runs(our_runs) if our_runs else '-'} | {runs(their_runs) if their_runs else '-'} |"
+        )
+    for label, key in (
+        ("fsyncs, first turn", "b_first"),
+        ("fsyncs, later 1-call turn", "b1"),
+        (f"fsyncs, turn of {k} model calls", "bK"),
+        (f"fsyncs, turn of {k - 1} read_file steps", "bR"),
+    ):
+        lines.append(f"| {label}: median (min-max) | {fsync_cell(key)} | 0 | - | | |")
+        lines.append(
+            f"| {label.replace('fsyncs', 'bytes written to files')}: median (min-max) | "
+            f"{written_cell(key)} | 0 | - | | |"
+        )
+    if memory is not None:
+        (a_kib, a_rate), (b_kib, b_rate) = memory["archmax"], memory["bare"]
+        lines.append(
+            f"| cached parked workflow, KiB each (this process's VmRSS) | {a_kib:,.0f} | "
+            f"{b_kib:,.0f} | {ratio(a_kib, b_kib)} | parked by archmax_wait | on a signal |"
+        )
+        lines.append(
+            f"| parked per second (8 at a time, in blocks) | {a_rate:,.1f} | {b_rate:,.1f} | "
+            f"{ratio(a_rate, b_rate)} | | |"
+        )
+    lines.append(f"| model HTTP call alone (reference) | {cell('http')} | | | | |")
     lines += [
         "",
-        "derived (from medians)",
-        "-" * 79,
-        f"per model step, differential (turn K − turn 1)/(K−1)  {b_step:8.1f} ms",
-        f"per model step, turn K / K                           {turn_per_step:8.1f} ms",
-        f"fixed cost of a turn beyond its steps (turn 1 − step) {b1 - b_step:8.1f} ms",
-        f"  per step ÷ one more bare activity                  {b_step / a_step:8.2f} x",
-        f"  per step ÷ bare workflow with 1 activity (e2e)     {b_step / a1:8.2f} x",
-        f"  turn K / K ÷ bare workflow with 1 activity (e2e)   {turn_per_step / a1:8.2f} x",
-        f"  per step − model HTTP call alone                   {b_step - http:8.1f} ms",
-        f"deliver → model activity starts ÷ signal → activity  {d / c:8.2f} x   (d/c)",
-        f"deliver → model request arrives ÷ signal → activity  {d_http / c:8.2f} x",
-        f"deliver signal → model activity ÷ signal → activity  {d_sig / c:8.2f} x",
-        f"deliver update round trip (a whole 2-call turn)      {f:8.1f} ms",
-        f"  ÷ bare update round trip (not like for like)       {f / e:8.2f} x",
+        "| derived (archmax) | value |",
+        "| --- | ---: |",
+        f"| read_file step ÷ model-only step | {ratio(med('r_step'), med('b_step'))} |",
+        f"| bare: read step ÷ one more activity | {ratio(med('ar_step'), med('a_step'))} |",
+        f"| model-only step ÷ bare 1-activity workflow | {ratio(med('b_step'), med('a1'))} |",
+        f"| fixed cost of a later turn beyond its step, ms | {_minus(med('b1'), med('b_step'))} |",
+        f"| deliver (update) → model request arrives, ms | {cell('d_http')} |",
+        f"| total run time | {total_s:,.0f} s |",
     ]
-    if memory is not None:
-        labels = (("bare", "bare waiting workflow"), ("archmax", "parked archmax session"))
-        for kind, label in labels:
-            kib, rate = memory[kind]
-            lines.append(
-                f"{label:<23}: {kib:6.0f} KiB each in this process (VmRSS delta), "
-                f"started {rate:3.0f}/s"
-            )
-        lines.append(
-            f"  parked session ÷ bare waiting workflow (memory)   "
-            f"{memory['archmax'][0] / max(memory['bare'][0], 1.0):8.2f} x"
-        )
-    lines.append(f"total run time {total_s:.0f} s")
     return "\n".join(lines)
+
+
+def _minus(a: float | None, b: float | None) -> str:
+    return "n/a" if a is None or b is None else f"{a - b:,.1f}"
 
 
 # --------------------------------------------------------------------------- entry point
 
 
 async def run(args: argparse.Namespace) -> str:
-    started = time.monotonic()
+    """Start a dev server, measure on it, stop it; the table."""
     configure_logging(verbose=False)
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_cli()),
+        search_attributes=list(sa.ALL),
+        data_converter=DATA_CONVERTER,
+        dev_server_log_level="error",
+        dev_server_startup_timeout=timedelta(seconds=60),  # two loaded cores: 5 s is short
+    )
+    try:
+        return await measure(env.client, args)
+    finally:
+        await env.shutdown()
+
+
+async def measure(on: Client, args: argparse.Namespace) -> str:
+    """The bench on the dev server ``on`` talks to (archmax's search attributes registered)."""
+    started = time.monotonic()
+    install_fsync_counter()
     scratch = Path(tempfile.mkdtemp(prefix="archmax-bench-"))
     steps_root = scratch / "root"
     (steps_root / "workflows" / STEPS_SLUG).mkdir(parents=True)
@@ -614,18 +859,12 @@ async def run(args: argparse.Namespace) -> str:
     playbook = Playbook(
         rules=[*Playbook.from_yaml(STEPS_PLAYBOOK).rules, *Playbook.load(inbox_playbook).rules]
     )
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-    )
     server = StampedModelServer(playbook).start()
     try:
         stamps = ActivityStamps()
         client = Client(
-            env.client.service_client,
-            namespace=env.client.namespace,
+            on.service_client,
+            namespace=on.namespace,
             data_converter=DATA_CONVERTER,
             interceptors=[stamps],
         )
@@ -643,8 +882,8 @@ async def run(args: argparse.Namespace) -> str:
         bare_worker = Worker(
             client,
             task_queue=bare_queue,
-            workflows=[BenchActivities, BenchSignalWake],
-            activities=[noop, wake],
+            workflows=[BenchActivities, BenchReadSteps, BenchSignalWake],
+            activities=[noop, read, wake],
             workflow_runner=workflow_runner(),
             max_cached_workflows=args.cache,
         )
@@ -666,7 +905,7 @@ async def run(args: argparse.Namespace) -> str:
                 stamps=stamps,
                 server=server,
                 bare_queue=bare_queue,
-                steps=steps,
+                steps_agent=steps,
                 inbox=inbox,
                 n=args.n,
                 k=args.steps,
@@ -674,11 +913,9 @@ async def run(args: argparse.Namespace) -> str:
                 gap=args.gap,
             )
             phases: Sequence[tuple[str, Callable[[], Awaitable[None]]]] = (
-                ("bare activities", bench.bare_activities),
-                ("archmax model steps", bench.archmax_steps),
+                ("steps and turns, archmax and bare in turns", bench.steps),
                 ("model HTTP call", bench.model_http),
-                ("bare signal and update", bench.bare_signal),
-                ("archmax deliver", bench.archmax_deliver),
+                ("wake-ups, archmax and bare in turns", bench.wakeups),
             )
             for name, phase in phases:
                 t0 = time.monotonic()
@@ -697,7 +934,6 @@ async def run(args: argparse.Namespace) -> str:
         return report(bench, memory, time.monotonic() - started, args.cache)
     finally:
         server.stop()
-        await env.shutdown()
         shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -719,8 +955,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--gap", type=float, default=0.05, help="idle seconds before each timed wake-up (0.05)"
     )
     args = parser.parse_args(argv)
-    if args.n < 1 or args.steps < 2 or args.warmup < 0:
-        parser.error("--n must be >= 1, --steps >= 2, --warmup >= 0")
+    if args.n < 1 or args.steps < 3 or args.warmup < 0:
+        parser.error("--n must be >= 1, --steps >= 3, --warmup >= 0")
     return args
 
 
