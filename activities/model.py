@@ -273,8 +273,9 @@ class ModelActivities:
         self, call: ModelCallInput
     ) -> tuple[list[Message], list[ToolSchema], tuple[int, str] | None]:
         """The messages and tools the call sends: as given, or, for a call that refers to the
-        store's log, the new messages appended to it first (a retry finds them there) and the
-        whole conversation read back after the system prompt; and the log's new end."""
+        store's log, the new messages (the tool results it names by digest read back from the
+        store) appended to it first (a retry finds them there) and the whole conversation
+        read back after the system prompt; and the log's new end."""
         if call.log is None:
             return call.messages, call.tools, None
         if self._logs is None:
@@ -284,9 +285,10 @@ class ModelActivities:
                 non_retryable=True,
             )
         logs = self._logs
-        conversation, end = await asyncio.to_thread(
-            logs.extend, call.session_id, call.log, call.messages
-        )
+        new = call.messages
+        if call.refs:  # tool results named by digest: read back from the store
+            new = await asyncio.to_thread(logs.resolve, call.session_id, new, call.refs)
+        conversation, end = await asyncio.to_thread(logs.extend, call.session_id, call.log, new)
         system = await asyncio.to_thread(
             logs.prompt, call.session_id, call.system_digest or "", call.system
         )

@@ -314,6 +314,9 @@ class SessionState(_Model):
     """How many of the conversation's messages the store's log holds."""
     logged_hash: str = ""
     """The log's chained digest after ``logged`` messages (what the next write extends)."""
+    result_refs: dict[int, str] = Field(default_factory=dict, exclude_if=lambda value: not value)
+    """Unlogged tool results the store keeps by digest (conversation index → SHA-256 of the
+    text): the next model call names them instead of carrying them again."""
     last_reply: str | None = None
     """The agent's latest text (None: read it off ``transcript``, a state carried by an
     older version)."""
@@ -759,6 +762,11 @@ class ModelCallInput(_Model):
     """The system prompt's SHA-256: the activity reads a prompt it was sent before."""
     tools_digest: str | None = None
     """The tool schemas' SHA-256; ``tools`` is empty when they were sent before."""
+    refs: dict[int, str] = Field(default_factory=dict, exclude_if=lambda value: not value)
+    """Tool results named by digest (position in ``messages`` → SHA-256 of the text; that
+    message's ``content`` is None): the activity reads them from the store
+    (``checkpoints/results/``), where the tool's activity kept them, so each result enters
+    the history once, as the tool's result."""
 
 
 class ModelCallResult(_Model):

@@ -85,6 +85,10 @@ MID_TURN_PATCH = "archmax-continue-as-new-mid-turn"
 LISTED_MEMO_PATCH = "archmax-listed-memo"
 """``workflow.patched`` id: a settled turn publishes its listing in the memo."""
 
+RESULT_REFS_PATCH = "archmax-tool-result-refs"
+"""``workflow.patched`` id: a model call names the tool results the store keeps by digest
+instead of carrying them (``ModelCallInput.refs``)."""
+
 
 class ContinueMidTurn(Exception):
     """Raised between two model calls when the turn should go on in a new run (the
@@ -410,11 +414,14 @@ class TurnEngine:
         offered = self.surface(slug)
         system_digest = transcript.digest_of(system)
         tools_digest = transcript.digest_of(transcript.schemas_text(offered)) if offered else None
+        messages, refs = transcript.unlogged(s), {}
+        if s.result_refs and workflow.patched(RESULT_REFS_PATCH):
+            messages, refs = transcript.unlogged_by_ref(s)
         call = ModelCallInput(
             session_id=ctx.session_id,
             state=slug,
             model=state.model or ctx.spec.settings.model,
-            messages=transcript.unlogged(s),
+            messages=messages,
             tools=offered if tools_digest not in self._sent else [],
             tool_choice="none" if handoff else "auto",
             budget_ms=state.budget.timeout_ms,
@@ -422,11 +429,19 @@ class TurnEngine:
             system=system if system_digest not in self._sent else None,
             system_digest=system_digest,
             tools_digest=tools_digest,
+            refs=refs,
         )
+        summary = f"{'handoff' if handoff else 'model'} · {slug}"
         try:
-            result = await contracts.model.complete(
-                call, summary=f"{'handoff' if handoff else 'model'} · {slug}"
-            )
+            try:
+                result = await contracts.model.complete(call, summary=summary)
+            except ActivityError as failure:
+                if not refs or not _is_error(failure, transcript.RESULT_MISSING):
+                    raise
+                # the store does not give a result back: send the call again with the text
+                s.result_refs = {}
+                call = call.model_copy(update={"messages": transcript.unlogged(s), "refs": {}})
+                result = await contracts.model.complete(call, summary=summary)
         except ActivityError as failure:
             cause = failure.cause
             if isinstance(cause, ApplicationError) and cause.type == contracts.BUDGET_EXHAUSTED:
@@ -629,7 +644,7 @@ class TurnEngine:
             )
         except ActivityError as failure:
             return ToolAnswer(f"{call.name} failed: {failure.cause or failure}", "error"), None
-        return ToolAnswer(result.content, result.status), None
+        return ToolAnswer(result.content, result.status, kept=result.kept), None
 
     async def _host_tool(self, name: str, arguments: dict[str, Any]) -> ToolAnswer:
         """Run a host's Python tool on the worker (one activity, dispatched by name)."""
@@ -640,7 +655,7 @@ class TurnEngine:
             )
         except ActivityError as failure:
             return ToolAnswer(f"{name} failed: {failure.cause or failure}", "error")
-        return ToolAnswer(result.content, result.status)
+        return ToolAnswer(result.content, result.status, kept=result.kept)
 
     # --- scripts and their sub-workflow calls ---------------------------------------------
 
@@ -797,6 +812,12 @@ class TurnEngine:
         if listed != self._listed and workflow.patched(LISTED_MEMO_PATCH):
             workflow.upsert_memo({contracts.LISTED_MEMO: listed.model_dump(mode="json")})
             self._listed = listed
+
+
+def _is_error(failure: ActivityError, error_type: str) -> bool:
+    """Whether an activity failed for good with an ``ApplicationError`` of ``error_type``."""
+    cause = failure.cause
+    return isinstance(cause, ApplicationError) and cause.type == error_type
 
 
 def _stopped(tool: str, reason: str) -> ToolAnswer:
