@@ -31,7 +31,7 @@ healthy log is left as it is (``log="fine"``). The host refuses a repair while a
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
@@ -164,7 +164,7 @@ def _where(item: RecordedCall) -> str:
 
 def rebuild(
     session_id: str,
-    recorded: list[Recorded],
+    recorded: Sequence[Recorded],
     stored: Callable[[str], str | None] = lambda digest: None,
 ) -> Rebuilt:
     """Apply the recorded runs and calls in order (the module docstring has the rules);

@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_serializer,
     model_serializer,
 )
 from pydantic.alias_generators import to_camel
@@ -767,6 +768,12 @@ class ModelCallInput(_Model):
     message's ``content`` is None): the activity reads them from the store
     (``checkpoints/results/``), where the tool's activity kept them, so each result enters
     the history once, as the tool's result."""
+
+    @field_serializer("messages")
+    def _messages_without_defaults(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """Each message on the wire without its unset fields (``"note": null``, …): they
+        read back the same, and every model call carries fewer bytes into the history."""
+        return [message.model_dump(mode="json", exclude_defaults=True) for message in messages]
 
 
 class ModelCallResult(_Model):
