@@ -17,7 +17,9 @@ history recorded (its length and chained digest), and after each completed call 
 activity reported: a history that cannot vouch for the log (runs gone past retention, a log
 that another deployment wrote) is :class:`TranscriptLogUnrecoverableError`, and nothing is
 written. The prompts and tool lists the calls sent in full are rebuilt beside it
-(``checkpoints/prompts/<digest>``). A call that names tool results by digest
+(``checkpoints/prompts/<digest>``). A call that logs its answer (``log_answer``) wrote its
+messages and the answer its result records, or nothing when it has no result. A call that
+names tool results by digest
 (``ModelCallInput.refs``) gets their text from the tool activities' results in the history
 (each result is there once, as its activity's result), else from the store's
 ``checkpoints/results/``; the results the history holds are written back there too.
@@ -194,9 +196,19 @@ def rebuild(
                 f"messages that the history before it does not rebuild (it rebuilds "
                 f"{len(out.messages)}): part of the history is gone; the log was left as it is"
             )
-        advance(out.messages, out.digests, call.log, _resolved(session_id, item, kept, stored, out))
-        out.calls += 1
         result = item.result
+        new = _resolved(session_id, item, kept, stored, out)
+        if call.log_answer and result is not None:  # written with the answer it recorded
+            answer = Message(
+                role="assistant",
+                content=result.content,
+                tool_calls=result.tool_calls,
+                state=call.state,
+            )
+            new = [*new, answer]
+        if not call.log_answer or result is not None:  # (else it wrote nothing)
+            advance(out.messages, out.digests, call.log, new)
+            out.calls += 1
         if result is not None and result.logged is not None:
             end = out.digests[-1] if out.digests else ""
             if result.logged != len(out.messages) or result.log_hash != end:

@@ -65,18 +65,20 @@ def _path(n: int) -> str:
     return f"scratchpad/step-{n}.txt"
 
 
-def _chain(markers: list[str]) -> str:
+def _chain(markers: list[str], said: str | None = None) -> str:
     """A playbook reading :func:`_path` ``(n)`` for each marker, one step each: the first on
-    the user's message, each next one on the previous file's marker."""
+    the user's message (saying ``said`` with it), each next one on the previous file's
+    marker."""
     rules: list[dict[str, Any]] = []
     previous: str | None = None
     for n, marker in enumerate(markers):
         when = {"last_user": "/^read/"}
+        reply: dict[str, Any] = {"tool_calls": [tool_call("read_file", file_path=_path(n))]}
         if previous is not None:
             when = {"last_tool_result": f"/{previous}/"}
-        rules.append(
-            {"when": when, "reply": {"tool_calls": [tool_call("read_file", file_path=_path(n))]}}
-        )
+        elif said is not None:
+            reply["content"] = said
+        rules.append({"when": when, "reply": reply})
         previous = marker
     rules.append({"when": {"last_tool_result": f"/{previous}/"}, "reply": {"content": "done"}})
     return json.dumps({"rules": rules[::-1], "default": {"content": "unexpected"}})
@@ -117,10 +119,12 @@ async def test_a_tool_result_is_in_the_real_history_once(
     """Three read_file steps on 2 KB files, each holding a unique marker: each marker occurs
     once in the history the dev server holds (the tool's result; it occurred twice when the
     next model call carried it too), the model was sent each result whole, and the session's
-    conversation holds each whole."""
+    conversation holds each whole. So does the text the model said with its first tool call
+    (its call's result; the next call carried it too before the call logged its answer)."""
     write_workflow(tmp_path, "reader", READER)
     markers = [f"MARK-{uuid.uuid4().hex}" for _ in range(3)]
-    server = scripted(_chain(markers))
+    said = f"SAID-{uuid.uuid4().hex}"
+    server = scripted(_chain(markers, said))
     sid = f"once-{uuid.uuid4().hex[:8]}"
     async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
         await agent.sessions.seed(
@@ -130,9 +134,10 @@ async def test_a_tool_result_is_in_the_real_history_once(
         assert (outcome.kind, outcome.reply) == ("completed", "done")
         history = await agent.handle(sid).fetch_history()
         view = await agent.sessions.view(sid)
-    for marker in markers:
+    for marker in [*markers, said]:
         assert _occurrences(history, marker) == 1, marker
         assert marker in _sent(server)
+    assert said in json.dumps([m.content for m in view.transcript])
     answers = [m.content or "" for m in view.transcript if m.role == "tool"]
     assert [markers[n] in answer for n, answer in enumerate(answers)] == [True] * 3
     named = [call for call in _model_inputs(history) if call.refs]
@@ -344,6 +349,6 @@ async def test_repair_rebuilds_a_log_whose_calls_name_results(
                 path.unlink()
         report = await agent.sessions.repair(sid)
         after = (await agent.sessions.view(sid)).transcript
-    assert report.log == "missing" and report.messages == len(before) - 1
+    assert report.log == "missing" and report.messages == len(before)  # the answer too
     assert [m.model_dump_json() for m in after] == [m.model_dump_json() for m in before]
     assert all(marker in json.dumps([m.content for m in after]) for marker in markers)

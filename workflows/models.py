@@ -769,6 +769,11 @@ class ModelCallInput(_Model):
     (``checkpoints/results/``), where the tool's activity kept them, so each result enters
     the history once, as the tool's result."""
 
+    log_answer: bool = Field(default=False, exclude_if=lambda value: not value)
+    """The activity appends its answer (an assistant message in ``state``: text and tool
+    calls) to the log with ``messages``, so ``logged`` counts it and no later call carries
+    it again (the answer is in the history once: the call's result)."""
+
     @field_serializer("messages")
     def _messages_without_defaults(self, messages: list[Message]) -> list[dict[str, Any]]:
         """Each message on the wire without its unset fields (``"note": null``, …): they

@@ -85,6 +85,10 @@ MID_TURN_PATCH = "archmax-continue-as-new-mid-turn"
 LISTED_MEMO_PATCH = "archmax-listed-memo"
 """``workflow.patched`` id: a settled turn publishes its listing in the memo."""
 
+ANSWER_LOGGED_PATCH = "archmax-answer-logged"
+"""``workflow.patched`` id: the model activity appends the agent's answer to the store's log
+itself (``ModelCallInput.log_answer``), so the next call does not carry it again."""
+
 RESULT_REFS_PATCH = "archmax-tool-result-refs"
 """``workflow.patched`` id: a model call names the tool results the store keeps by digest
 instead of carrying them (``ModelCallInput.refs``)."""
@@ -339,17 +343,8 @@ class TurnEngine:
                 if result is None:
                     stop = self._turn_failure(self._last_model_failure, routes)
                 else:
-                    visit_calls += 1
+                    visit_calls += 1  # call_model added the answer to the conversation
                     self._calls_this_run += 1
-                    transcript.append(
-                        s,
-                        Message(
-                            role="assistant",
-                            content=result.content,
-                            tool_calls=result.tool_calls,
-                            state=slug,
-                        ),
-                    )
                     if result.tool_calls:
                         stop = await self._run_tool_calls(result.tool_calls)
                         if ctx.state_slug() != slug:
@@ -388,7 +383,9 @@ class TurnEngine:
         return workflow.info().is_continue_as_new_suggested() and workflow.patched(MID_TURN_PATCH)
 
     async def call_model(self, *, handoff: bool) -> ModelCallResult | None:
-        """One model call as an activity; None (with the reason kept) when it failed for good."""
+        """One model call as an activity; None (with the reason kept) when it failed for good.
+        The agent's answer (not a handoff's: its caller keeps the text, if any) joins the
+        conversation here, logged by the activity itself (``log_answer``)."""
         ctx = self._ctx
         s = ctx.session
         slug = ctx.state_slug()
@@ -417,6 +414,7 @@ class TurnEngine:
         messages, refs = transcript.unlogged(s), dict[int, str]()
         if s.result_refs and workflow.patched(RESULT_REFS_PATCH):
             messages, refs = transcript.unlogged_by_ref(s)
+        log_answer = not handoff and workflow.patched(ANSWER_LOGGED_PATCH)
         call = ModelCallInput(
             session_id=ctx.session_id,
             state=slug,
@@ -430,6 +428,7 @@ class TurnEngine:
             system_digest=system_digest,
             tools_digest=tools_digest,
             refs=refs,
+            log_answer=log_answer,
         )
         summary = f"{'handoff' if handoff else 'model'} · {slug}"
         try:
@@ -456,8 +455,15 @@ class TurnEngine:
         self._sent.add(system_digest)
         if tools_digest is not None:
             self._sent.add(tools_digest)
+        answer = Message(
+            role="assistant", content=result.content, tool_calls=result.tool_calls, state=slug
+        )
+        if log_answer:  # the activity logged the answer: it joins the conversation logged
+            transcript.append(s, answer)
         if result.logged is not None and result.log_hash is not None:
             transcript.logged(s, result.logged, result.log_hash)
+        if not handoff and not log_answer:
+            transcript.append(s, answer)
         return result
 
     def surface(self, slug: str) -> list[ToolSchema]:
