@@ -204,9 +204,9 @@ def build_worker(
     where = store_description or (str(store_dir) if store_dir is not None else "")
     own_store = session_store_ref(store, describe=describe_store(where or type(store).__name__))
     root = authoring_root or (store_dir.parent if store_dir is not None else Path.cwd())
-    workspace = WorkspaceActivities(store, root)
+    logs = TranscriptLogs(store)  # the conversation logs, and the tool results they name
+    workspace = WorkspaceActivities(store, root, logs)
     hidden = [p for p in (store_dir, root) if p is not None]  # never named in a tool's answer
-    logs = TranscriptLogs(store)
     store_activities = StoreActivities(store, logs)
     implementations = [
         ModelActivities(model, logs=logs, live=live).complete,
@@ -215,7 +215,7 @@ def build_worker(
         store_activities.put_variables,
         store_activities.load_variables,
         *workspace.activities(),
-        HostToolActivities(host_tools, store, hidden).run,
+        HostToolActivities(host_tools, store, hidden, logs).run,
         SandboxActivities(workspace, sandbox_runtime).run,
         HookExecutorActivities(hook_executors or {}, store, hidden).run,
         NotifyActivities(notify).send,

@@ -42,6 +42,7 @@ from archmax_temporal.activities.session_store import (
     WorkspaceError,
     hide_host_paths,
 )
+from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.contracts.host_tools import (
     HOST_TOOL_ACTIVITY,
     HostToolCall,
@@ -139,10 +140,13 @@ class HostToolActivities:
         tools: Sequence[HostTool],
         store: SessionStore | None = None,
         roots: Sequence[Path] = (),
+        logs: TranscriptLogs | None = None,
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
         self._journal = EffectJournal(store) if store is not None else None
         self._roots = list(roots)
+        self._logs = logs
+        """Where a long answer is kept by digest (the next model call names it)."""
 
     @activity.defn(name=HOST_TOOL_ACTIVITY)
     async def run(self, call: HostToolCall) -> HostToolResult:
@@ -168,7 +172,7 @@ class HostToolActivities:
             await callable_ran(
                 call.session_id, key, name, replayed=True, takes_key=tool.takes_context
             )
-            return HostToolResult.model_validate_json(recorded)
+            return await self._kept(call.session_id, HostToolResult.model_validate_json(recorded))
         parameters = (argument, context) if tool.takes_context else (argument,)
         try:
             if inspect.iscoroutinefunction(tool.function):
@@ -185,7 +189,14 @@ class HostToolActivities:
         # the tool has done what it does; only its answer is not recorded yet
         await callable_ran(call.session_id, key, name, replayed=False, takes_key=tool.takes_context)
         await self._record(call.session_id, context, call.tool, request, result)
-        return result
+        return await self._kept(call.session_id, result)
+
+    async def _kept(self, session_id: str, result: HostToolResult) -> HostToolResult:
+        """``result``, kept in the store under its digest when it is long (``kept``)."""
+        if self._logs is None or result.kept:
+            return result
+        kept = await asyncio.to_thread(self._logs.keep_result, session_id, result.content)
+        return result.model_copy(update={"kept": True}) if kept else result
 
     async def _recorded(self, session_id: str, context: ToolContext, request: str) -> str | None:
         if self._journal is None or context.attempt == 1:

@@ -182,7 +182,7 @@ class ModelActivities:
             attempt=info.attempt,
             model=model,
         )
-        messages, tools, logged = await self._conversation(call)
+        messages, tools, logged, unwritten = await self._conversation(call)
         secrets = (self._config.api_key,)
         import openai  # loaded with the client (__init__)
 
@@ -227,6 +227,18 @@ class ModelActivities:
             raise error from None
         if live is not None:
             live.finish()
+        if unwritten is not None and self._logs is not None and call.log is not None:
+            answer = Message(
+                role="assistant",
+                content=result.content,
+                tool_calls=result.tool_calls,
+                state=call.state,
+            )  # as the workflow adds it to the conversation (``log_answer``)
+            logs = self._logs
+            written, end = await asyncio.to_thread(
+                logs.extend, call.session_id, call.log, [*unwritten, answer]
+            )
+            logged = (len(written), end)
         if logged is not None:
             result.logged, result.log_hash = logged
         return result
@@ -271,12 +283,15 @@ class ModelActivities:
 
     async def _conversation(
         self, call: ModelCallInput
-    ) -> tuple[list[Message], list[ToolSchema], tuple[int, str] | None]:
+    ) -> tuple[list[Message], list[ToolSchema], tuple[int, str] | None, list[Message] | None]:
         """The messages and tools the call sends: as given, or, for a call that refers to the
-        store's log, the new messages appended to it first (a retry finds them there) and the
-        whole conversation read back after the system prompt; and the log's new end."""
+        store's log, the new messages (the tool results it names by digest read back from the
+        store) appended to it first (a retry finds them there) and the whole conversation
+        read back after the system prompt; and the log's new end. A call that logs its
+        answer (``log_answer``) writes nothing yet: the new messages come back last, for
+        one write with the answer once it is there."""
         if call.log is None:
-            return call.messages, call.tools, None
+            return call.messages, call.tools, None, None
         if self._logs is None:
             raise ApplicationError(
                 "this worker keeps no conversation logs (build it with a session store)",
@@ -284,15 +299,23 @@ class ModelActivities:
                 non_retryable=True,
             )
         logs = self._logs
-        conversation, end = await asyncio.to_thread(
-            logs.extend, call.session_id, call.log, call.messages
-        )
+        new = call.messages
+        if call.refs:  # tool results named by digest: read back from the store
+            new = await asyncio.to_thread(logs.resolve, call.session_id, new, call.refs)
+        unwritten: list[Message] | None = None
+        logged: tuple[int, str] | None = None
+        if call.log_answer:
+            held = await asyncio.to_thread(logs.read, call.session_id, call.log)
+            conversation, unwritten = [*held, *new], new
+        else:
+            conversation, end = await asyncio.to_thread(logs.extend, call.session_id, call.log, new)
+            logged = (len(conversation), end)
         system = await asyncio.to_thread(
             logs.prompt, call.session_id, call.system_digest or "", call.system
         )
         tools = await asyncio.to_thread(logs.tools, call.session_id, call.tools_digest, call.tools)
         messages = [Message(role="system", content=system), *conversation]
-        return messages, tools, (len(conversation), end)
+        return messages, tools, logged, unwritten
 
 
 async def _heartbeating(call: Awaitable[Any], *, budget_ms: int | None = None) -> Any:

@@ -32,6 +32,16 @@ segment that ends where it stands, so it reads at most about 15 segments a level
 Prompts and tool schemas are kept once per digest under ``checkpoints/prompts/``: a call
 sends the text when it changed since the run's last call and its digest otherwise.
 
+Tool results are kept the same way, under ``checkpoints/results/<sha256>``
+(:data:`RESULTS_DIR`): the activity that ran a workspace or host tool puts a result of at
+least :data:`KEEP_RESULT_BYTES` there (put-if-absent, before it completes) and says so
+(``kept``); the workflow then hands the next model call the result's digest instead of its
+text (``ModelCallInput.refs``), and the model activity reads it back (:meth:`TranscriptLogs.
+resolve`) before it appends the messages to the log, so the log holds exactly what it held
+when calls carried the text, and the history holds each result once: as the tool's result.
+A result that is not in the store, or whose bytes do not hash to its name, is the final
+``ToolResultMissing``: the workflow sends the call again with the text.
+
 Everything here is synchronous store I/O (:class:`~activities.session_store.SessionStore`):
 callers run it in a thread. A per-process cache keeps the last chain of each hot
 conversation, so a model call on the worker that made the last one reads nothing and writes
@@ -58,7 +68,7 @@ from archmax_temporal.activities.session_store import (
     WorkspaceError,
 )
 from archmax_temporal.workflows.models import Message, ToolSchema, TranscriptLog
-from archmax_temporal.workflows.transcript import schemas_text
+from archmax_temporal.workflows.transcript import RESULT_MISSING, digest_of, schemas_text
 
 SEGMENTS_DIR: Final = "checkpoints/transcript"
 """Where a session's log segments live, relative to its folder."""
@@ -76,6 +86,22 @@ CACHED_PROMPTS: Final = 256
 
 PROMPTS_DIR: Final = "checkpoints/prompts"
 """Where prompts and tool schemas are kept by digest, relative to a session's folder."""
+
+RESULTS_DIR: Final = "checkpoints/results"
+"""Where tool results a model call names by digest are kept (``<sha256>``), relative to a
+session's folder."""
+
+KEEP_RESULT_BYTES: Final = 512
+"""A tool result at least this long (UTF-8) is kept in the store by its activity and named
+by digest in the next model call; a shorter one travels in the call (the digest and the
+store write would cost about as much as the text)."""
+
+CACHED_RESULTS: Final = 256
+"""Tool results a worker process keeps in memory (by session and digest): a model call on
+the worker that ran the tool reads nothing."""
+
+CACHED_RESULT_CHARS: Final = 100_000
+"""A result longer than this is not kept in memory (it is read back from the store)."""
 
 CACHED_SESSIONS: Final = 64
 """How many conversations a worker process keeps in memory (the hot ones)."""
@@ -261,6 +287,10 @@ class TranscriptLogs:
         never stale), so a call that names one reads nothing."""
         self._bounds: dict[str, list[int]] = {}
         """Per cached session: where the segments of its cached chain end (for compaction)."""
+        self._results: OrderedDict[tuple[str, str], str] = OrderedDict()
+        """Tool results this process kept or read, by session and digest (content-addressed:
+        never stale)."""
+        self._results_lock = threading.Lock()
 
     # --- reading ----------------------------------------------------------------------
 
@@ -467,3 +497,89 @@ class TranscriptLogs:
         text = self.prompt(session_id, digest, schemas_text(tools) if tools else None)
         loaded: list[Any] = json.loads(text)
         return [ToolSchema.model_validate(t) for t in loaded]
+
+    # --- tool results -------------------------------------------------------------------
+
+    def keep_result(self, session_id: str, text: str) -> bool:
+        """Keep a tool result under its digest (put-if-absent: a retry's, or the same result
+        read twice, writes nothing new) when it is long enough to be named by digest
+        (:data:`KEEP_RESULT_BYTES`). Whether it is kept: only then may a model call name it
+        (a store that cannot take it now: not kept, and the call carries the text)."""
+        if len(text.encode("utf-8")) < KEEP_RESULT_BYTES:
+            return False
+        digest = digest_of(text)
+        with self._results_lock:
+            if (session_id, digest) in self._results:
+                self._results.move_to_end((session_id, digest))
+                return True
+        try:
+            self._store.write_if(
+                session_id, f"{RESULTS_DIR}/{digest}", text.encode("utf-8"), version=None
+            )
+        except StoreConflictError:
+            pass  # there already: the same bytes
+        except WorkspaceError:
+            return False  # the store cannot take it now: the call carries the text
+        self._keep_result(session_id, digest, text)
+        return True
+
+    def result(self, session_id: str, digest: str) -> str:
+        """The tool result kept under ``digest``: from memory, or read from the store and
+        checked against its digest; the final ``ToolResultMissing`` when it is not there or
+        does not hash to its name."""
+        with self._results_lock:
+            known = self._results.get((session_id, digest))
+            if known is not None:
+                self._results.move_to_end((session_id, digest))
+                return known
+        try:
+            data = self._store.read_bytes(session_id, f"{RESULTS_DIR}/{digest}")
+        except FileNotFoundInWorkspaceError:
+            raise result_missing(session_id, digest, "is not in the store") from None
+        except WorkspaceError as exc:
+            raise exc.to_application_error() from None
+        text = data.decode("utf-8", errors="replace")
+        if digest_of(text) != digest:
+            raise result_missing(session_id, digest, "does not match its digest")
+        self._keep_result(session_id, digest, text)
+        return text
+
+    def resolve(
+        self, session_id: str, messages: list[Message], refs: dict[int, str]
+    ) -> list[Message]:
+        """``messages`` with the text of each tool result ``refs`` names (position in
+        ``messages`` → digest) filled in: what the call would have carried without refs."""
+        if not refs:
+            return messages
+        resolved = list(messages)
+        for index, digest in sorted(refs.items()):
+            if not 0 <= index < len(resolved) or resolved[index].content is not None:
+                raise ApplicationError(
+                    f"a model call names a tool result at message {index} that carries text "
+                    "or does not exist",
+                    type="ModelCallError",
+                    non_retryable=True,
+                )
+            text = self.result(session_id, digest)
+            resolved[index] = resolved[index].model_copy(update={"content": text})
+        return resolved
+
+    def _keep_result(self, session_id: str, digest: str, text: str) -> None:
+        if len(text) > CACHED_RESULT_CHARS:
+            return
+        with self._results_lock:
+            self._results[(session_id, digest)] = text
+            self._results.move_to_end((session_id, digest))
+            while len(self._results) > CACHED_RESULTS:
+                self._results.popitem(last=False)
+
+
+def result_missing(session_id: str, digest: str, why: str) -> ApplicationError:
+    """The final error of a tool result a call names that the store cannot give: the
+    workflow sends the call again with the result's text."""
+    return ApplicationError(
+        f"tool result {digest[:12]}… of session {session_id!r} {why}: the workers must share "
+        "the store (ARCHMAX_STORE); the call is sent again with the text",
+        type=RESULT_MISSING,
+        non_retryable=True,
+    )

@@ -78,6 +78,7 @@ from archmax_temporal.activities.session_store import (
     sweep_temporaries,
     unexpected,
 )
+from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.contracts.workspace import (
     COPY_FILE_ACTIVITY,
     EDIT_FILE_ACTIVITY,
@@ -734,10 +735,15 @@ class WorkspaceActivities:
     so concurrent placements of the same name each take their own name.
     """
 
-    def __init__(self, store: SessionStore, authoring_root: Path) -> None:
+    def __init__(
+        self, store: SessionStore, authoring_root: Path, logs: TranscriptLogs | None = None
+    ) -> None:
         self._store = store
         self._authoring = Path(authoring_root)
         self._journal = EffectJournal(store)
+        self._logs = logs
+        """Where a tool activity keeps a long result by digest (the next model call names it
+        instead of carrying it); None: results are never kept."""
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     @property
@@ -791,7 +797,7 @@ class WorkspaceActivities:
         try:
             if tool in _WRITERS:
                 await asyncio.to_thread(self.sweep_after_crash, call.session_id)
-            return await heartbeating(asyncio.to_thread(self._run_sync, tool, call, key))
+            return await heartbeating(asyncio.to_thread(self._run_kept, tool, call, key))
         except WorkspaceError as exc:  # only StoreIOError gets here: retried
             raise exc.to_application_error() from None
         except Exception as exc:
@@ -827,6 +833,17 @@ class WorkspaceActivities:
         ws = _Workspace(self._store, self._authoring, session_id, visible_skills)
         with os_errors(path):
             return ws.read_text(ws.locate(path))
+
+    def _run_kept(
+        self, tool: str, call: WorkspaceToolInput, key: str | None
+    ) -> WorkspaceToolResult:
+        """The tool activity's work: the call, then its result kept in the store by digest
+        when it is long (``kept``: the next model call names it, so the history holds the
+        result once). The sandbox's ``tools.*`` bridge keeps nothing (no model reads it)."""
+        result = self._run_sync(tool, call, key)
+        if self._logs is not None and self._logs.keep_result(call.session_id, result.content):
+            return result.model_copy(update={"kept": True})
+        return result
 
     def _run_sync(
         self, tool: str, call: WorkspaceToolInput, key: str | None

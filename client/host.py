@@ -65,6 +65,7 @@ from archmax_temporal.client.repair import (
     RepairReport,
     rebuild,
     recorded_history,
+    stored_result,
     write_rebuilt,
 )
 from archmax_temporal.client.runtime import (
@@ -859,10 +860,13 @@ class SessionsSurface:
             recorded = await recorded_history(self._agent.client, session_id)
         except RPCError as exc:
             raise translate(exc, session_id=session_id) from exc
-        rebuilt = rebuild(session_id, recorded)
-        return await asyncio.to_thread(
-            write_rebuilt, self._agent.config.session_store(), session_id, rebuilt
-        )
+        store = self._agent.config.session_store()
+
+        def rebuilt_and_written() -> RepairReport:
+            rebuilt = rebuild(session_id, recorded, stored_result(store, session_id))
+            return write_rebuilt(store, session_id, rebuilt)
+
+        return await asyncio.to_thread(rebuilt_and_written)
 
     def events(
         self, session_id: str, *, after: int = 0, follow: bool = False

@@ -17,7 +17,12 @@ history recorded (its length and chained digest), and after each completed call 
 activity reported: a history that cannot vouch for the log (runs gone past retention, a log
 that another deployment wrote) is :class:`TranscriptLogUnrecoverableError`, and nothing is
 written. The prompts and tool lists the calls sent in full are rebuilt beside it
-(``checkpoints/prompts/<digest>``).
+(``checkpoints/prompts/<digest>``). A call that logs its answer (``log_answer``) wrote its
+messages and the answer its result records, or nothing when it has no result. A call that
+names tool results by digest
+(``ModelCallInput.refs``) gets their text from the tool activities' results in the history
+(each result is there once, as its activity's result), else from the store's
+``checkpoints/results/``; the results the history holds are written back there too.
 
 The rebuilt log is written as one segment from the start (which every later call's chain
 walks back to) only when the store's log cannot give the chain the history ends with; a
@@ -28,6 +33,7 @@ healthy log is left as it is (``log="fine"``). The host refuses a repair while a
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
@@ -48,6 +54,7 @@ from archmax_temporal.activities.transcript_log import (
     LEGACY_LOG_FILE,
     LOG_DIVERGED,
     PROMPTS_DIR,
+    RESULTS_DIR,
     SEGMENTS_DIR,
     UNHELD_PROMPT,
     TranscriptLogs,
@@ -57,7 +64,9 @@ from archmax_temporal.activities.transcript_log import (
     segment_name,
 )
 from archmax_temporal.client.events import run_chain
+from archmax_temporal.workflows.contracts.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
+from archmax_temporal.workflows.contracts.workspace import TOOL_ACTIVITIES, WorkspaceToolResult
 from archmax_temporal.workflows.errors import TranscriptLogUnrecoverableError
 from archmax_temporal.workflows.models import (
     Message,
@@ -66,7 +75,7 @@ from archmax_temporal.workflows.models import (
     SessionInput,
     TranscriptLog,
 )
-from archmax_temporal.workflows.transcript import schemas_text
+from archmax_temporal.workflows.transcript import digest_of, schemas_text
 
 LogFound = Literal["fine", "damaged", "missing"]
 """How ``archmax repair`` found the store's log: the history's (left alone), another or an
@@ -119,7 +128,21 @@ class RecordedCall:
     it names was missing)."""
 
 
-Recorded = RunStarted | RecordedCall
+@dataclass(frozen=True)
+class KeptResult:
+    """A tool result its activity kept in the store by digest (later calls may name it)."""
+
+    digest: str
+    text: str
+
+
+Recorded = RunStarted | RecordedCall | KeptResult
+
+_TOOL_RESULTS: dict[str, type[WorkspaceToolResult] | type[HostToolResult]] = {
+    **dict.fromkeys(TOOL_ACTIVITIES.values(), WorkspaceToolResult),
+    HOST_TOOL_ACTIVITY: HostToolResult,
+}
+"""The tool activities whose results a model call may name by digest, and their types."""
 
 
 @dataclass
@@ -131,6 +154,8 @@ class Rebuilt:
     prompts: dict[str, str] = field(default_factory=dict)
     named: set[str] = field(default_factory=set)
     """Every prompt digest a call named (sent in full or not)."""
+    results: dict[str, str] = field(default_factory=dict)
+    """The tool results the history holds that calls named by digest (digest → text)."""
     runs: int = 0
     calls: int = 0
 
@@ -139,10 +164,19 @@ def _where(item: RecordedCall) -> str:
     return f"the model call of event {item.event_id} in run {item.run_id}"
 
 
-def rebuild(session_id: str, recorded: list[Recorded]) -> Rebuilt:
-    """Apply the recorded runs and calls in order (the module docstring has the rules)."""
+def rebuild(
+    session_id: str,
+    recorded: Sequence[Recorded],
+    stored: Callable[[str], str | None] = lambda digest: None,
+) -> Rebuilt:
+    """Apply the recorded runs and calls in order (the module docstring has the rules);
+    ``stored`` gives a named tool result the history does not hold (from the store)."""
     out = Rebuilt()
+    kept: dict[str, str] = {}
     for item in recorded:
+        if isinstance(item, KeptResult):
+            kept[item.digest] = item.text
+            continue
         if isinstance(item, RunStarted):
             out.runs += 1
             if item.log is not None and not holds(out.messages, out.digests, item.log):
@@ -162,9 +196,19 @@ def rebuild(session_id: str, recorded: list[Recorded]) -> Rebuilt:
                 f"messages that the history before it does not rebuild (it rebuilds "
                 f"{len(out.messages)}): part of the history is gone; the log was left as it is"
             )
-        advance(out.messages, out.digests, call.log, call.messages)
-        out.calls += 1
         result = item.result
+        new = _resolved(session_id, item, kept, stored, out)
+        if call.log_answer and result is not None:  # written with the answer it recorded
+            answer = Message(
+                role="assistant",
+                content=result.content,
+                tool_calls=result.tool_calls,
+                state=call.state,
+            )
+            new = [*new, answer]
+        if not call.log_answer or result is not None:  # (else it wrote nothing)
+            advance(out.messages, out.digests, call.log, new)
+            out.calls += 1
         if result is not None and result.logged is not None:
             end = out.digests[-1] if out.digests else ""
             if result.logged != len(out.messages) or result.log_hash != end:
@@ -182,6 +226,47 @@ def rebuild(session_id: str, recorded: list[Recorded]) -> Rebuilt:
             if call.tools:
                 out.prompts[call.tools_digest] = schemas_text(call.tools)
     return out
+
+
+def _resolved(
+    session_id: str,
+    item: RecordedCall,
+    kept: dict[str, str],
+    stored: Callable[[str], str | None],
+    out: Rebuilt,
+) -> list[Message]:
+    """The call's new messages with the tool results it names by digest filled in."""
+    messages = list(item.call.messages)
+    for index, digest in sorted(item.call.refs.items()):
+        text = kept.get(digest)
+        if text is None:
+            text = stored(digest)
+            if text is not None and digest_of(text) != digest:
+                text = None
+        else:
+            out.results[digest] = text
+        if text is None or not 0 <= index < len(messages):
+            raise TranscriptLogUnrecoverableError(
+                f"session {session_id!r}: {_where(item)} names a tool result "
+                f"({digest[:12]}…) that neither the history nor the store holds; the log "
+                "was left as it is"
+            )
+        messages[index] = messages[index].model_copy(update={"content": text})
+    return messages
+
+
+def stored_result(store: SessionStore, session_id: str) -> Callable[[str], str | None]:
+    """The tool results the store keeps for the session, by digest (None: not there)."""
+
+    def read(digest: str) -> str | None:
+        try:
+            return store.read_bytes(session_id, f"{RESULTS_DIR}/{digest}").decode(
+                "utf-8", errors="replace"
+            )
+        except FileNotFoundInWorkspaceError:
+            return None
+
+    return read
 
 
 def write_rebuilt(store: SessionStore, session_id: str, rebuilt: Rebuilt) -> RepairReport:
@@ -215,6 +300,9 @@ def write_rebuilt(store: SessionStore, session_id: str, rebuilt: Rebuilt) -> Rep
             lines = list(zip(rebuilt.messages, rebuilt.digests, strict=True))
             name = segment_name(0, "", len(lines), end)
             store.write_bytes(session_id, name, segment_bytes(0, "", lines))
+    for digest, text in sorted(rebuilt.results.items()):  # a call not yet logged may name it
+        if not store.exists(session_id, f"{RESULTS_DIR}/{digest}"):
+            store.write_bytes(session_id, f"{RESULTS_DIR}/{digest}", text.encode("utf-8"))
     rebuilt_prompts = 0
     for digest, text in sorted(rebuilt.prompts.items()):
         path = f"{PROMPTS_DIR}/{digest}"
@@ -308,6 +396,7 @@ async def _run_records(client: Client, session_id: str, run_id: str) -> _Run:
     run = _Run()
     records = run.records
     calls: dict[int, int] = {}  # scheduled event id → index in records
+    tools: dict[int, type[WorkspaceToolResult] | type[HostToolResult]] = {}  # a tool's result type
     handle = client.get_workflow_handle(session_id, run_id=run_id)
     event: HistoryEvent
     async for event in handle.fetch_history_events():
@@ -325,13 +414,22 @@ async def _run_records(client: Client, session_id: str, run_id: str) -> _Run:
                 records.append(RunStarted(run_id, log))
             elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
                 scheduled = event.activity_task_scheduled_event_attributes
-                if scheduled.activity_type.name != MODEL_ACTIVITY:
+                name = scheduled.activity_type.name
+                if name in _TOOL_RESULTS:
+                    tools[event.event_id] = _TOOL_RESULTS[name]
+                if name != MODEL_ACTIVITY:
                     continue
                 call = await _decoded(converter, scheduled.input.payloads, ModelCallInput)
                 calls[event.event_id] = len(records)
                 records.append(RecordedCall(run_id, event.event_id, call))
             elif kind == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
                 completed = event.activity_task_completed_event_attributes
+                kind_of = tools.get(completed.scheduled_event_id)
+                if kind_of is not None:
+                    answer = await _decoded(converter, completed.result.payloads, kind_of)
+                    if answer.kept:
+                        records.append(KeptResult(digest_of(answer.content), answer.content))
+                    continue
                 index = calls.get(completed.scheduled_event_id)
                 if index is not None:
                     result = await _decoded(converter, completed.result.payloads, ModelCallResult)

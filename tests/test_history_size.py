@@ -77,15 +77,18 @@ async def _one_turn(
 async def test_every_message_is_carried_by_exactly_one_model_call(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
-    """Across a 20-step turn, the model calls' inputs carry each message once (the last
-    answer is carried by none: no call follows it), the system prompt and the tool list once,
-    and the whole conversation is there for the host to read."""
+    """Across a 20-step turn, the model calls' inputs carry each message once, but for the
+    model's own answers, which no call carries (each is its call's result, and that call
+    logs it), the system prompt and the tool list once, and the whole conversation is there
+    for the host to read."""
     write_workflow(tmp_path, "reader", READER)
     inputs, _, largest, total = await _one_turn(client, task_queue, scripted, tmp_path, 20)
     assert len(inputs) == 21
-    assert sum(len(call.messages) for call in inputs) == total - 1
+    assert all(call.log_answer for call in inputs)
+    assert all(m.role != "assistant" for call in inputs for m in call.messages)
+    assert sum(len(call.messages) for call in inputs) + len(inputs) == total
     assert [call.log.base for call in inputs if call.log] == [
-        sum(len(c.messages) for c in inputs[:n]) for n in range(len(inputs))
+        sum(len(c.messages) + 1 for c in inputs[:n]) for n in range(len(inputs))
     ]
     assert sum(1 for call in inputs if call.system is not None) == 1
     assert sum(1 for call in inputs if call.tools) == 1

@@ -134,10 +134,10 @@ class TestRepair:
             await agent.sessions.seed(sid, {"scratchpad/data.txt": "x" * 300})
             await _turns(agent, sid, 0, 3)
             before = _log(store, sid)
-            assert before.count(b"\n") == 11  # four messages a turn, the last reply unlogged
+            assert before.count(b"\n") == 12  # four messages a turn (each call logs its answer)
             segments = _segments(store, sid)
             healthy = await agent.sessions.repair(sid)
-            assert (healthy.log, healthy.messages, healthy.messages_rebuilt) == ("fine", 11, 0)
+            assert (healthy.log, healthy.messages, healthy.messages_rebuilt) == ("fine", 12, 0)
             assert healthy.prompts_rebuilt == 0 and _segments(store, sid) == segments
             _damage(store, sid, how)
 
@@ -150,14 +150,14 @@ class TestRepair:
 
             report = await agent.sessions.repair(sid)
             assert report.log == ("missing" if how == "deleted" else "damaged")
-            assert (report.messages, report.messages_rebuilt) == (11, 11)
+            assert (report.messages, report.messages_rebuilt) == (12, 12)
             assert _log(store, sid) == before
 
             await _turns(agent, sid, 4, 1)
             after = _log(store, sid)
-            assert after.startswith(before) and after.count(b"\n") == 16  # the rejected too
+            assert after.startswith(before) and after.count(b"\n") == 17  # the rejected too
             again = await agent.sessions.repair(sid)
-            assert (again.log, again.messages) == ("fine", 16)
+            assert (again.log, again.messages) == ("fine", 17)
             view = await agent.sessions.view(sid)
         contents = [m.content for m in view.transcript if m.role == "user"]
         assert contents == [f"read it, turn {n}" for n in range(5)]
@@ -278,7 +278,7 @@ class TestRepair:
             out, err = await asyncio.wait_for(process.communicate(), 120)
             assert process.returncode == 0, err.decode()
             report = json.loads(out)
-            assert report["log"] == "damaged" and report["messages"] == 15
+            assert report["log"] == "damaged" and report["messages"] == 16
             assert report["runs"] == len(runs) >= 4
             assert _log(store, sid) == before
             await _turns(agent, sid, 5, 1)
@@ -329,11 +329,11 @@ class TestRepair:
             )
             assert (await agent.handle(sid).describe()).run_id != described.run_id
             rewound = await agent.sessions.repair(sid)
-            assert (rewound.log, rewound.messages) == ("fine", 11)
+            assert (rewound.log, rewound.messages) == ("fine", 12)
             assert _log(store, sid) == whole and rewound.runs == 2
             await _turns(agent, sid, 5, 1)
             before = _log(store, sid)
-            assert before.count(b"\n") == 7 and before != whole  # the branch after turn 0
+            assert before.count(b"\n") == 8 and before != whole  # the branch after turn 0
             assert before.splitlines()[:4] == whole.splitlines()[:4]
             _damage(store, sid, "truncated")
         async with running_agent(  # a worker new to the session: nothing cached
@@ -342,7 +342,7 @@ class TestRepair:
             refused = await agent.workflow.send(sid, "read it, turn 6")
             _expect_rejected_naming_repair(refused.rejected, sid)
             report = await agent.sessions.repair(sid)
-            assert (report.log, report.messages) == ("damaged", 7)
+            assert (report.log, report.messages) == ("damaged", 8)
             assert _log(store, sid) == before
             await _turns(agent, sid, 7, 1)
             view = await agent.sessions.view(sid)

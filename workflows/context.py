@@ -51,6 +51,9 @@ class ToolAnswer:
     content: str
     status: ToolStatus = "ok"
     rule: str | None = None
+    kept: bool = False
+    """The tool's activity kept ``content`` in the store under its digest: the next model
+    call names it instead of carrying it again."""
 
 
 _SHARED: dict[tuple[str, str], Any] = {}
@@ -192,15 +195,16 @@ class SessionContext:
         if call.id in self.cleaned_calls:
             self.cleaned_calls.discard(call.id)
             content = CLEANED_ARGUMENTS + content
-        transcript.append(
-            self.session,
-            Message(
-                role="tool",
-                tool_call_id=call.id,
-                name=call.name,
-                content=content,
-                status=answer.status,
-                rule=answer.rule,
-                state=self.session.state,
-            ),
+        message = Message(
+            role="tool",
+            tool_call_id=call.id,
+            name=call.name,
+            content=content,
+            status=answer.status,
+            rule=answer.rule,
+            state=self.session.state,
         )
+        if answer.kept and content == answer.content:  # the store holds exactly this text
+            transcript.kept(self.session, message)
+        else:
+            transcript.append(self.session, message)

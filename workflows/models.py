@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializerFunctionWrapHandler,
+    field_serializer,
     model_serializer,
 )
 from pydantic.alias_generators import to_camel
@@ -314,6 +315,9 @@ class SessionState(_Model):
     """How many of the conversation's messages the store's log holds."""
     logged_hash: str = ""
     """The log's chained digest after ``logged`` messages (what the next write extends)."""
+    result_refs: dict[int, str] = Field(default_factory=dict, exclude_if=lambda value: not value)
+    """Unlogged tool results the store keeps by digest (conversation index → SHA-256 of the
+    text): the next model call names them instead of carrying them again."""
     last_reply: str | None = None
     """The agent's latest text (None: read it off ``transcript``, a state carried by an
     older version)."""
@@ -759,6 +763,22 @@ class ModelCallInput(_Model):
     """The system prompt's SHA-256: the activity reads a prompt it was sent before."""
     tools_digest: str | None = None
     """The tool schemas' SHA-256; ``tools`` is empty when they were sent before."""
+    refs: dict[int, str] = Field(default_factory=dict, exclude_if=lambda value: not value)
+    """Tool results named by digest (position in ``messages`` → SHA-256 of the text; that
+    message's ``content`` is None): the activity reads them from the store
+    (``checkpoints/results/``), where the tool's activity kept them, so each result enters
+    the history once, as the tool's result."""
+
+    log_answer: bool = Field(default=False, exclude_if=lambda value: not value)
+    """The activity appends its answer (an assistant message in ``state``: text and tool
+    calls) to the log with ``messages``, so ``logged`` counts it and no later call carries
+    it again (the answer is in the history once: the call's result)."""
+
+    @field_serializer("messages")
+    def _messages_without_defaults(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """Each message on the wire without its unset fields (``"note": null``, …): they
+        read back the same, and every model call carries fewer bytes into the history."""
+        return [message.model_dump(mode="json", exclude_defaults=True) for message in messages]
 
 
 class ModelCallResult(_Model):

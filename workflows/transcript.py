@@ -44,6 +44,37 @@ def unlogged(s: SessionState) -> list[Message]:
     return s.transcript[max(s.logged - s.transcript_offset, 0) :]
 
 
+RESULT_MISSING: Final = "ToolResultMissing"
+"""The error type of a model call naming a tool result the store does not give back (final:
+the workflow sends the call again with the text)."""
+
+
+def unlogged_by_ref(s: SessionState) -> tuple[list[Message], dict[int, str]]:
+    """:func:`unlogged`, with each tool result the store keeps (``result_refs``) named by
+    digest instead of carried: its message without text, and its position → digest."""
+    start = max(s.logged, s.transcript_offset)
+    messages = unlogged(s)
+    refs = {
+        index - start: digest
+        for index, digest in sorted(s.result_refs.items())
+        if 0 <= index - start < len(messages)
+    }
+    if not refs:
+        return messages, {}
+    named = [
+        message.model_copy(update={"content": None}) if position in refs else message
+        for position, message in enumerate(messages)
+    ]
+    return named, refs
+
+
+def kept(s: SessionState, message: Message) -> None:
+    """Append a tool result the store keeps under its digest (its activity put it there)."""
+    append(s, message)
+    if message.content:
+        s.result_refs[total(s) - 1] = digest_of(message.content)
+
+
 def log_of(s: SessionState) -> TranscriptLog:
     """Where the store's log stands (what the next write extends)."""
     return TranscriptLog(base=s.logged, base_hash=s.logged_hash)
@@ -62,6 +93,8 @@ def logged(s: SessionState, length: int, digest: str) -> None:
     if s.last_reply is None:
         s.last_reply = last_reply(s) or ""
     s.logged, s.logged_hash = length, digest
+    if s.result_refs:  # the log holds their text now
+        s.result_refs = {i: d for i, d in s.result_refs.items() if i >= length}
     held = max(length - s.transcript_offset, 0)
     drop = min(held, len(s.transcript) - WINDOW)
     if drop > 0:

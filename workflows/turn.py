@@ -85,6 +85,14 @@ MID_TURN_PATCH = "archmax-continue-as-new-mid-turn"
 LISTED_MEMO_PATCH = "archmax-listed-memo"
 """``workflow.patched`` id: a settled turn publishes its listing in the memo."""
 
+ANSWER_LOGGED_PATCH = "archmax-answer-logged"
+"""``workflow.patched`` id: the model activity appends the agent's answer to the store's log
+itself (``ModelCallInput.log_answer``), so the next call does not carry it again."""
+
+RESULT_REFS_PATCH = "archmax-tool-result-refs"
+"""``workflow.patched`` id: a model call names the tool results the store keeps by digest
+instead of carrying them (``ModelCallInput.refs``)."""
+
 
 class ContinueMidTurn(Exception):
     """Raised between two model calls when the turn should go on in a new run (the
@@ -335,17 +343,8 @@ class TurnEngine:
                 if result is None:
                     stop = self._turn_failure(self._last_model_failure, routes)
                 else:
-                    visit_calls += 1
+                    visit_calls += 1  # call_model added the answer to the conversation
                     self._calls_this_run += 1
-                    transcript.append(
-                        s,
-                        Message(
-                            role="assistant",
-                            content=result.content,
-                            tool_calls=result.tool_calls,
-                            state=slug,
-                        ),
-                    )
                     if result.tool_calls:
                         stop = await self._run_tool_calls(result.tool_calls)
                         if ctx.state_slug() != slug:
@@ -384,7 +383,9 @@ class TurnEngine:
         return workflow.info().is_continue_as_new_suggested() and workflow.patched(MID_TURN_PATCH)
 
     async def call_model(self, *, handoff: bool) -> ModelCallResult | None:
-        """One model call as an activity; None (with the reason kept) when it failed for good."""
+        """One model call as an activity; None (with the reason kept) when it failed for good.
+        The agent's answer (not a handoff's: its caller keeps the text, if any) joins the
+        conversation here, logged by the activity itself (``log_answer``)."""
         ctx = self._ctx
         s = ctx.session
         slug = ctx.state_slug()
@@ -410,11 +411,15 @@ class TurnEngine:
         offered = self.surface(slug)
         system_digest = transcript.digest_of(system)
         tools_digest = transcript.digest_of(transcript.schemas_text(offered)) if offered else None
+        messages, refs = transcript.unlogged(s), dict[int, str]()
+        if s.result_refs and workflow.patched(RESULT_REFS_PATCH):
+            messages, refs = transcript.unlogged_by_ref(s)
+        log_answer = not handoff and workflow.patched(ANSWER_LOGGED_PATCH)
         call = ModelCallInput(
             session_id=ctx.session_id,
             state=slug,
             model=state.model or ctx.spec.settings.model,
-            messages=transcript.unlogged(s),
+            messages=messages,
             tools=offered if tools_digest not in self._sent else [],
             tool_choice="none" if handoff else "auto",
             budget_ms=state.budget.timeout_ms,
@@ -422,11 +427,20 @@ class TurnEngine:
             system=system if system_digest not in self._sent else None,
             system_digest=system_digest,
             tools_digest=tools_digest,
+            refs=refs,
+            log_answer=log_answer,
         )
+        summary = f"{'handoff' if handoff else 'model'} · {slug}"
         try:
-            result = await contracts.model.complete(
-                call, summary=f"{'handoff' if handoff else 'model'} · {slug}"
-            )
+            try:
+                result = await contracts.model.complete(call, summary=summary)
+            except ActivityError as failure:
+                if not refs or not _is_error(failure, transcript.RESULT_MISSING):
+                    raise
+                # the store does not give a result back: send the call again with the text
+                s.result_refs = {}
+                call = call.model_copy(update={"messages": transcript.unlogged(s), "refs": {}})
+                result = await contracts.model.complete(call, summary=summary)
         except ActivityError as failure:
             cause = failure.cause
             if isinstance(cause, ApplicationError) and cause.type == contracts.BUDGET_EXHAUSTED:
@@ -441,8 +455,15 @@ class TurnEngine:
         self._sent.add(system_digest)
         if tools_digest is not None:
             self._sent.add(tools_digest)
+        answer = Message(
+            role="assistant", content=result.content, tool_calls=result.tool_calls, state=slug
+        )
+        if log_answer:  # the activity logged the answer: it joins the conversation logged
+            transcript.append(s, answer)
         if result.logged is not None and result.log_hash is not None:
             transcript.logged(s, result.logged, result.log_hash)
+        if not handoff and not log_answer:
+            transcript.append(s, answer)
         return result
 
     def surface(self, slug: str) -> list[ToolSchema]:
@@ -629,7 +650,7 @@ class TurnEngine:
             )
         except ActivityError as failure:
             return ToolAnswer(f"{call.name} failed: {failure.cause or failure}", "error"), None
-        return ToolAnswer(result.content, result.status), None
+        return ToolAnswer(result.content, result.status, kept=result.kept), None
 
     async def _host_tool(self, name: str, arguments: dict[str, Any]) -> ToolAnswer:
         """Run a host's Python tool on the worker (one activity, dispatched by name)."""
@@ -640,7 +661,7 @@ class TurnEngine:
             )
         except ActivityError as failure:
             return ToolAnswer(f"{name} failed: {failure.cause or failure}", "error")
-        return ToolAnswer(result.content, result.status)
+        return ToolAnswer(result.content, result.status, kept=result.kept)
 
     # --- scripts and their sub-workflow calls ---------------------------------------------
 
@@ -797,6 +818,12 @@ class TurnEngine:
         if listed != self._listed and workflow.patched(LISTED_MEMO_PATCH):
             workflow.upsert_memo({contracts.LISTED_MEMO: listed.model_dump(mode="json")})
             self._listed = listed
+
+
+def _is_error(failure: ActivityError, error_type: str) -> bool:
+    """Whether an activity failed for good with an ``ApplicationError`` of ``error_type``."""
+    cause = failure.cause
+    return isinstance(cause, ApplicationError) and cause.type == error_type
 
 
 def _stopped(tool: str, reason: str) -> ToolAnswer:

@@ -118,6 +118,9 @@ class WorkspaceToolResult(_Model):
     status: Literal["ok", "error"] = "ok"
     truncated: bool = False
     """Whether ``content`` was cut at ``max_result_chars``."""
+    kept: bool = Field(default=False, exclude_if=lambda value: not value)
+    """Whether the activity kept ``content`` in the store under its digest (a long one,
+    ``checkpoints/results/``): the next model call names it instead of carrying it."""
 
 
 class FileContent(_Model):

@@ -1,0 +1,354 @@
+"""Each tool result enters the history once: the tool's activity keeps a long result in the
+store under its digest, and the next model call names it instead of carrying it again; the
+model activity (on any worker) reads it back before the call, so the model, the log and the
+host see exactly what they saw before."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowHistory
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
+
+from archmax_temporal.activities.model import ModelActivities
+from archmax_temporal.activities.object_store import open_store
+from archmax_temporal.activities.session_store import (
+    FilesystemSessionStore,
+    SessionStore,
+    delete_file,
+)
+from archmax_temporal.activities.transcript_log import (
+    KEEP_RESULT_BYTES,
+    RESULTS_DIR,
+    TranscriptLogs,
+)
+from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.worker import DATA_CONVERTER, build_worker
+from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
+from archmax_temporal.workflows.contracts.workspace import WorkspaceToolInput
+from archmax_temporal.workflows.models import (
+    Message,
+    ModelCallInput,
+    ToolCall,
+    TranscriptLog,
+)
+from archmax_temporal.workflows.transcript import RESULT_MISSING, digest_of
+from tests.conftest import Scripted, model_config, running_agent, tool_call, write_workflow
+
+READER = """
+title: Reader
+states:
+  read:
+    triggers: { manual: {} }
+    instructions: Read the files you are asked to, then say done.
+    tools:
+      allow: [read_file, wipe_results]
+"""
+
+
+def _marked(marker: str) -> str:
+    """A file of ~2 KB holding ``marker`` once."""
+    filler = "\n".join(f"line {n:02d}: lorem ipsum dolor sit amet consectetur" for n in range(40))
+    return f"{marker}\n{filler}\n"
+
+
+def _path(n: int) -> str:
+    """The n-th file a chain reads (its name never holds the marker its text holds)."""
+    return f"scratchpad/step-{n}.txt"
+
+
+def _chain(markers: list[str], said: str | None = None) -> str:
+    """A playbook reading :func:`_path` ``(n)`` for each marker, one step each: the first on
+    the user's message (saying ``said`` with it), each next one on the previous file's
+    marker."""
+    rules: list[dict[str, Any]] = []
+    previous: str | None = None
+    for n, marker in enumerate(markers):
+        when = {"last_user": "/^read/"}
+        reply: dict[str, Any] = {"tool_calls": [tool_call("read_file", file_path=_path(n))]}
+        if previous is not None:
+            when = {"last_tool_result": f"/{previous}/"}
+        elif said is not None:
+            reply["content"] = said
+        rules.append({"when": when, "reply": reply})
+        previous = marker
+    rules.append({"when": {"last_tool_result": f"/{previous}/"}, "reply": {"content": "done"}})
+    return json.dumps({"rules": rules[::-1], "default": {"content": "unexpected"}})
+
+
+class Wipe(BaseModel):
+    """``wipe_results`` takes no arguments."""
+
+
+def _occurrences(history: WorkflowHistory, text: str) -> int:
+    """How often ``text`` occurs in the history's events, as the server stores them."""
+    needle = text.encode("utf-8")
+    return sum(event.SerializeToString().count(needle) for event in history.events)
+
+
+def _model_inputs(history: WorkflowHistory) -> list[ModelCallInput]:
+    inputs: list[ModelCallInput] = []
+    for event in history.events:
+        if event.event_type != EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            continue
+        attributes = event.activity_task_scheduled_event_attributes
+        if attributes.activity_type.name == MODEL_ACTIVITY:
+            (decoded,) = DATA_CONVERTER.payload_converter.from_payloads(
+                list(attributes.input.payloads), [ModelCallInput]
+            )
+            inputs.append(decoded)
+    return inputs
+
+
+def _sent(server: Any) -> str:
+    """Everything the model was sent, as one text."""
+    return json.dumps([request.body for request in server.requests])
+
+
+async def test_a_tool_result_is_in_the_real_history_once(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """Three read_file steps on 2 KB files, each holding a unique marker: each marker occurs
+    once in the history the dev server holds (the tool's result; it occurred twice when the
+    next model call carried it too), the model was sent each result whole, and the session's
+    conversation holds each whole. So does the text the model said with its first tool call
+    (its call's result; the next call carried it too before the call logged its answer)."""
+    write_workflow(tmp_path, "reader", READER)
+    markers = [f"MARK-{uuid.uuid4().hex}" for _ in range(3)]
+    said = f"SAID-{uuid.uuid4().hex}"
+    server = scripted(_chain(markers, said))
+    sid = f"once-{uuid.uuid4().hex[:8]}"
+    async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
+        await agent.sessions.seed(
+            sid, {_path(n): _marked(marker) for n, marker in enumerate(markers)}
+        )
+        outcome = await agent.workflow.send(sid, "read the chain")
+        assert (outcome.kind, outcome.reply) == ("completed", "done")
+        history = await agent.handle(sid).fetch_history()
+        view = await agent.sessions.view(sid)
+    for marker in [*markers, said]:
+        assert _occurrences(history, marker) == 1, marker
+        assert marker in _sent(server)
+    assert said in json.dumps([m.content for m in view.transcript])
+    answers = [m.content or "" for m in view.transcript if m.role == "tool"]
+    assert [markers[n] in answer for n, answer in enumerate(answers)] == [True] * 3
+    named = [call for call in _model_inputs(history) if call.refs]
+    assert len(named) == 3
+    assert all(call.messages[i].content is None for call in named for i in call.refs)
+
+
+async def test_a_model_call_failed_over_to_another_worker_reads_the_result_from_the_store(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """Worker A runs the tool (keeping its result) and its model call fails (a 503 asking
+    to retry in 3 s); A stops, and worker B, which never saw the result, runs the retry:
+    it reads the result from the shared store and the model gets it whole."""
+    write_workflow(tmp_path, "reader", READER)
+    marker = f"MARK-{uuid.uuid4().hex}"
+    book = json.loads(_chain([marker]))
+    book["rules"].insert(
+        0,
+        {
+            "when": {"last_tool_result": f"/{marker}/"},
+            "times": 1,
+            "error": {"status": 503, "retry_after": 3, "message": "busy"},
+        },
+    )
+    server = scripted(json.dumps(book))
+    sid = f"failover-{uuid.uuid4().hex[:8]}"
+    async with running_agent(client, task_queue, tmp_path, "reader", server, worker=False) as agent:
+        await agent.sessions.seed(sid, {_path(0): _marked(marker)})
+
+        def worker() -> Any:
+            return build_worker(
+                client,
+                task_queue=task_queue,
+                model=model_config(server),
+                store_dir=tmp_path / "sessions",
+                max_cached_workflows=0,
+                authoring_root=tmp_path,
+            )
+
+        async with worker():
+            turn = asyncio.ensure_future(agent.workflow.send(sid, "read the chain"))
+            for _ in range(600):  # worker A's model call after the tool was refused
+                if len(server.requests) >= 2 or turn.done():
+                    break
+                await asyncio.sleep(0.05)
+            assert len(server.requests) == 2
+        async with worker():  # worker B: fresh caches, the same store
+            outcome = await asyncio.wait_for(turn, 60)
+        history = await agent.handle(sid).fetch_history()
+    assert (outcome.kind, outcome.reply) == ("completed", "done")
+    assert len(server.requests) == 3
+    assert all(marker in json.dumps(server.requests[n].body) for n in (1, 2))
+    assert _occurrences(history, marker) == 1
+    assert [bool(call.refs) for call in _model_inputs(history)] == [False, True]
+
+
+async def test_a_result_the_store_lost_is_sent_again_with_its_text(
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A host tool deletes the kept results between the tool and the next model call (on a
+    worker that keeps none in memory, as another worker would): the call fails for good as
+    ToolResultMissing and the workflow sends it again with the text; the turn completes."""
+    monkeypatch.setattr(TranscriptLogs, "_keep_result", lambda *args: None)
+    write_workflow(tmp_path, "reader", READER)
+    marker = f"MARK-{uuid.uuid4().hex}"
+    read = tool_call("read_file", file_path=_path(0))
+    book = {
+        "rules": [
+            {"when": {"last_tool": "wipe_results"}, "reply": {"content": "done"}},
+            {
+                "when": {"last_user": "/^read/"},
+                "reply": {"tool_calls": [read, tool_call("wipe_results")]},
+            },
+        ],
+        "default": {"content": "unexpected"},
+    }
+    server = scripted(json.dumps(book))
+    store = FilesystemSessionStore(tmp_path / "sessions")
+    sid = f"lost-{uuid.uuid4().hex[:8]}"
+
+    def wipe_results(request: Wipe) -> str:
+        """Delete the session's kept tool results."""
+        for name in store.walk(sid, RESULTS_DIR):
+            delete_file(store, sid, f"{RESULTS_DIR}/{name}")
+        return "wiped"
+
+    async with running_agent(
+        client, task_queue, tmp_path, "reader", server, tools=[wipe_results]
+    ) as agent:
+        await agent.sessions.seed(sid, {_path(0): _marked(marker)})
+        outcome = await agent.workflow.send(sid, "read the chain")
+        history = await agent.handle(sid).fetch_history()
+    assert (outcome.kind, outcome.reply) == ("completed", "done")
+    failures = [
+        e.activity_task_failed_event_attributes.failure
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    ]
+    assert [f.application_failure_info.type for f in failures] == [RESULT_MISSING]
+    calls = _model_inputs(history)
+    assert [bool(call.refs) for call in calls] == [False, True, False]
+    assert any(marker in (m.content or "") for m in calls[2].messages)
+    assert marker in json.dumps(server.requests[-1].body)
+
+
+# --- the store's side, on the folder and the S3 backends ---------------------------------
+
+
+@pytest.fixture(params=["folder", "s3"])
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> SessionStore:
+    """The folder store, and an S3 bucket's (moto over HTTP)."""
+    if request.param == "s3":
+        return open_store(request.getfixturevalue("s3_url"))
+    return FilesystemSessionStore(tmp_path / "sessions")
+
+
+async def test_a_tool_activity_keeps_a_long_result_for_any_worker(
+    store: SessionStore, tmp_path: Path, scripted: Scripted
+) -> None:
+    """The read_file activity keeps a long result (put once, under its digest), a short
+    one not; a model activity with its own (empty) caches, as on another worker, reads the
+    kept one back and sends it whole, and a retry of that call sends the same."""
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    marker = f"MARK-{uuid.uuid4().hex}"
+    store.write_text(sid, "scratchpad/long.txt", _marked(marker))
+    store.write_text(sid, "scratchpad/short.txt", "tiny\n")
+    tools = WorkspaceActivities(store, tmp_path, TranscriptLogs(store))
+    env = ActivityEnvironment()
+
+    async def read(path: str) -> Any:
+        call = WorkspaceToolInput(session_id=sid, tool="read_file", arguments={"file_path": path})
+        return await env.run(tools.read_file, call)
+
+    long, short = await read("scratchpad/long.txt"), await read("scratchpad/short.txt")
+    assert long.kept and not short.kept
+    assert len(long.content.encode()) >= KEEP_RESULT_BYTES
+    digest = digest_of(long.content)
+    assert store.walk(sid, RESULTS_DIR) == [digest]
+    assert store.read_bytes(sid, f"{RESULTS_DIR}/{digest}") == long.content.encode()
+    assert (await read("scratchpad/long.txt")).kept  # again: nothing new written
+    assert store.walk(sid, RESULTS_DIR) == [digest]
+
+    server = scripted(json.dumps({"rules": [], "default": {"content": "ok"}}))
+    other = ModelActivities(model_config(server), logs=TranscriptLogs(store))
+    asked = ToolCall(id="c1", name="read_file", arguments="{}")
+    call = ModelCallInput(
+        session_id=sid,
+        state="read",
+        messages=[
+            Message(role="user", content="read"),
+            Message(role="assistant", tool_calls=[asked]),
+            Message(role="tool", tool_call_id="c1", name="read_file", status="ok"),
+        ],
+        log=TranscriptLog(),
+        system="be brief",
+        system_digest=digest_of("be brief"),
+        refs={2: digest},
+    )
+    first = await env.run(other.complete, call)
+    retried = ModelActivities(model_config(server), logs=TranscriptLogs(store))
+    again = await env.run(retried.complete, call)
+    assert (first.logged, first.log_hash) == (again.logged, again.log_hash) == (3, first.log_hash)
+    sent = [json.dumps(r.body) for r in server.requests]
+    assert len(sent) == 2 and sent[0] == sent[1] and marker in sent[0]
+    held = TranscriptLogs(store).read(sid, TranscriptLog(base=3, base_hash=first.log_hash or ""))
+    assert held[2].content == long.content
+
+
+def test_a_result_the_store_lost_or_damaged_is_a_final_error(store: SessionStore) -> None:
+    """A digest the store does not hold, or whose bytes hash otherwise, is the final
+    ToolResultMissing (the workflow then sends the text)."""
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    text = "x" * KEEP_RESULT_BYTES
+    assert TranscriptLogs(store).keep_result(sid, text)
+    assert not TranscriptLogs(store).keep_result(sid, "short")
+    digest = digest_of(text)
+    assert TranscriptLogs(store).result(sid, digest) == text
+    with pytest.raises(ApplicationError) as missing:
+        TranscriptLogs(store).result(sid, digest_of("never kept"))
+    store.write_bytes(sid, f"{RESULTS_DIR}/{digest}", b"y" * KEEP_RESULT_BYTES)
+    with pytest.raises(ApplicationError) as damaged:
+        TranscriptLogs(store).result(sid, digest)
+    for error in (missing.value, damaged.value):
+        assert (error.type, error.non_retryable) == (RESULT_MISSING, True)
+
+
+async def test_repair_rebuilds_a_log_whose_calls_name_results(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """With the log and the kept results gone from the store, repair rebuilds the log from
+    the history: the named results' text comes from the tool activities' results there."""
+    write_workflow(tmp_path, "reader", READER)
+    markers = [f"MARK-{uuid.uuid4().hex}" for _ in range(2)]
+    server = scripted(_chain(markers))
+    sid = f"repair-{uuid.uuid4().hex[:8]}"
+    async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
+        await agent.sessions.seed(
+            sid, {_path(n): _marked(marker) for n, marker in enumerate(markers)}
+        )
+        assert (await agent.workflow.send(sid, "read the chain")).kind == "completed"
+        before = (await agent.sessions.view(sid)).transcript
+        checkpoints = tmp_path / "sessions" / sid / "checkpoints"
+        for folder in ("transcript", "results"):
+            for path in (checkpoints / folder).iterdir():
+                path.unlink()
+        report = await agent.sessions.repair(sid)
+        after = (await agent.sessions.view(sid)).transcript
+    assert report.log == "missing" and report.messages == len(before)  # the answer too
+    assert [m.model_dump_json() for m in after] == [m.model_dump_json() for m in before]
+    assert all(marker in json.dumps([m.content for m in after]) for marker in markers)
