@@ -373,9 +373,12 @@ def atomic_write(
         raise
 
 
-def create_only(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> bool:
+def create_only(
+    path: Path, data: bytes, *, tmp_dir: Path | None = None, durable: bool = True
+) -> bool:
     """Write ``data`` to ``path`` only if nothing is there (atomically: a hard link of a
-    complete temporary file, which fails when the name exists). Whether it was written."""
+    complete temporary file, which fails when the name exists). Whether it was written.
+    ``durable``: as :func:`atomic_write`'s."""
     path.parent.mkdir(parents=True, exist_ok=True)
     folder = tmp_dir or path.parent
     folder.mkdir(parents=True, exist_ok=True)
@@ -384,8 +387,9 @@ def create_only(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> bool
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
-        DISK.wrote(len(data), synced=True)
+            if durable:
+                os.fsync(handle.fileno())
+        DISK.wrote(len(data), synced=durable)
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -577,13 +581,19 @@ class FilesystemSessionStore:
 
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
+        self._resolved: Path | None = None
+        """The root resolved, once it exists (every call resolved it: two per write)."""
 
     @property
     def root(self) -> Path:
         return self._root
 
     def _base(self, session_id: str) -> Path:
-        root = self._root.resolve()
+        root = self._resolved
+        if root is None:
+            root = self._root.resolve()
+            if root.is_dir():
+                self._resolved = root
         base = session_folder(root, session_id)
         if base.is_symlink():
             raise SymlinkPathError(
@@ -726,8 +736,8 @@ class FilesystemSessionStore:
     def write_if(
         self, session_id: str, path: str, data: bytes, *, version: str | None, durable: bool = True
     ) -> str:
-        """:meth:`SessionStore.write_if`; a replace without ``durable`` is not fsync'd (see
-        :func:`atomic_write`). A create is always durable."""
+        """:meth:`SessionStore.write_if`; without ``durable`` the file is not fsync'd (see
+        :func:`atomic_write`)."""
         with os_errors(path):
             target, rel = self._resolve(session_id, path)
             if not rel:
@@ -736,7 +746,9 @@ class FilesystemSessionStore:
                 raise WorkspaceError(f"'{rel}' is a folder, not a file", rel)
             with self._locked(session_id) as base:
                 if version is None:
-                    if not create_only(target, bytes(data), tmp_dir=base / TEMPORARIES):
+                    if not create_only(
+                        target, bytes(data), tmp_dir=base / TEMPORARIES, durable=durable
+                    ):
                         raise StoreConflictError(f"'{rel}' already exists; nothing written", rel)
                 else:
                     try:

@@ -62,6 +62,7 @@ class TestBoundedWrites:
         early, late = costs[10], costs[59]
         assert late["bytes"] <= early["bytes"] * 1.1 + 64, (early, late)
         assert late["bytes"] < 2_000  # what is new: a trail step, a few messages, metadata
+        assert costs[0]["fsyncs"] == 2, costs[0]  # the spec's snapshot (once a worker), the trail
         assert all(cost["fsyncs"] <= 1 for cost in costs[1:]), costs
         assert late["fsyncs"] == 1  # the trail's, whose older steps live only there
         trail, trajectory = session.expected()
@@ -102,6 +103,7 @@ class TestBoundedWrites:
             assert store.version_of(SID, f"artifacts/{name}") == version, name
         trail, trajectory = session.expected()
         assert artifact_path(tmp_path, "trail.json").read_text() == trail
+        assert artifact_path(tmp_path, "trajectory.json").read_text() == trajectory
 
 
 class TestCutShort:
