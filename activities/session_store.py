@@ -38,6 +38,7 @@ exception, a crashed process's stderr, an error no boundary expected) passes thr
 
 from __future__ import annotations
 
+import contextvars
 import errno
 import fcntl
 import hashlib
@@ -316,7 +317,8 @@ def read_regular_versioned(path: Path, rel: str) -> tuple[bytes, str]:
 class DiskCounters:
     """What this process's folder stores wrote (thread-safe): files written, the bytes in
     them, and the fsyncs asked of the disk. A benchmark reads :meth:`snapshot` before and after
-    what it measures (``DISK.snapshot()``)."""
+    what it measures (``DISK.snapshot()``); an activity's own writes are counted apart in the
+    :func:`disk_tally` it runs in (the worker's ``archmax_store_*`` metrics)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -329,6 +331,9 @@ class DiskCounters:
             self.writes += 1
             self.bytes += size
             self.fsyncs += 1 if synced else 0
+        tally = _TALLY.get()
+        if tally is not None and tally is not self:
+            tally.wrote(size, synced=synced)
 
     def snapshot(self) -> dict[str, int]:
         """``{"writes", "bytes", "fsyncs"}`` so far."""
@@ -338,6 +343,22 @@ class DiskCounters:
 
 DISK: Final = DiskCounters()
 """The counters of every folder store in this process."""
+
+_TALLY: contextvars.ContextVar[DiskCounters | None] = contextvars.ContextVar(
+    "archmax_disk_tally", default=None
+)
+
+
+@contextmanager
+def disk_tally() -> Iterator[DiskCounters]:
+    """Counters of the folder store writes made in this context (and the threads it hands
+    work to with ``asyncio.to_thread``, which copies the context) until the block ends."""
+    tally = DiskCounters()
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
 
 
 def atomic_write(

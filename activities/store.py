@@ -27,7 +27,8 @@ A document that changes is replaced (or appended to) only if it is still the ver
 attempt found (a conditional write), after the attempt claimed the session's
 ``checkpoints/persisted.json`` for its place in the session's order: a zombie attempt whose
 activity timed out finds a newer claim or a newer version and writes nothing
-(:class:`Superseded`). The end of a turn is also when the session's runtime records are tidied: the effect journal's entries of the turn's run (:mod:`activities.effects`) and
+(:class:`Superseded`). The end of a turn is also when the session's runtime records are
+tidied: the effect journal's entries of the turn's run (:mod:`activities.effects`) and
 temporary files older than ``TEMPORARY_MAX_AGE``.
 """
 
