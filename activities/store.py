@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import Iterator
@@ -273,9 +274,9 @@ class StoreActivities:
         self._digests: dict[tuple[str, str], str] = {}
         """The content digest of each small artifact this worker last wrote: one unchanged
         and still that version is not written again."""
-        self._in_place = getattr(store, "append_at", None) is not None
-        """Whether the store writes in place (a folder store): the growing artifacts are then
-        appended to, and what is rebuilt from durable state is replaced without an fsync."""
+        self._volatile = "durable" in inspect.signature(store.write_if).parameters
+        """Whether the store's conditional writes may skip the fsync (``durable=False``, a
+        folder store): what is rebuilt from durable state is then written without one."""
 
     def _spec(self, turn: PersistTurnInput) -> WorkflowSpec:
         """The turn's spec: sent (once a run; its snapshot ``_specs/<hash>.json`` written once
@@ -414,8 +415,8 @@ class StoreActivities:
         self, session_id: str, path: str, data: bytes, version: str | None, *, durable: bool
     ) -> str:
         """The store's conditional write; not fsync'd when ``durable`` is false and the store
-        writes in place (an object put is durable as it is)."""
-        if durable or not self._in_place:
+        can skip it (an object put is durable as it is)."""
+        if durable or not self._volatile:
             return self._store.write_if(session_id, path, data, version=version)
         written: str = self._store.write_if(  # type: ignore[call-arg]
             session_id, path, data, version=version, durable=False
@@ -518,9 +519,10 @@ class StoreActivities:
         head = {"sessionId": sid, "workflow": turn.workflow}
         # read before the claim is checked: a newer write seen here has a newer claim
         trail = self._found(sid, TRAIL, "steps")
+        # only a store that appends needs what the trajectory holds (it is built from the log)
         trajectory = (
             self._found(sid, TRAJECTORY, "messages")
-            if self._in_place  # only a store that appends needs what the document holds
+            if hasattr(self._store, "append_at")
             else _Found(
                 TRAJECTORY,
                 "messages",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from temporalio.testing import ActivityEnvironment
@@ -22,6 +23,7 @@ from archmax_temporal.activities.session_store import (
     DISK,
     FilesystemSessionStore,
     MemorySessionStore,
+    SessionStore,
     StoreConflictError,
 )
 from archmax_temporal.activities.store import StoreActivities, stored_trail
@@ -202,6 +204,41 @@ class TestStores:
         assert store.read_text(SID, "artifacts/trajectory.json") == whole(HEAD, "messages", dumped)
         steps = [step(n).model_dump(mode="json") for n in range(3)]
         assert store.read_text(SID, "artifacts/trail.json") == whole(HEAD, "steps", steps)
+
+    async def test_a_wrapping_store_whose_writes_are_always_durable_is_appended_to(
+        self, tmp_path: Path
+    ) -> None:
+        """A store that passes ``append_at`` on but whose ``write_if`` takes no ``durable``
+        (a counting wrapper) is appended to, and its writes stay durable."""
+
+        class Wrapper:
+            def __init__(self, inner: FilesystemSessionStore) -> None:
+                self._inner = inner
+                self.calls: list[str] = []
+
+            def write_if(
+                self, session_id: str, path: str, data: bytes, *, version: str | None
+            ) -> str:
+                self.calls.append(f"write_if {path}")
+                return self._inner.write_if(session_id, path, data, version=version)
+
+            def append_at(self, *args: Any, **kwargs: Any) -> str:
+                self.calls.append(f"append_at {args[1]}")
+                return self._inner.append_at(*args, **kwargs)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._inner, name)
+
+        session = Session(tmp_path)
+        wrapper = Wrapper(FilesystemSessionStore(tmp_path))
+        session.store = StoreActivities(cast(SessionStore, wrapper), session.logs)
+        for n in range(3):
+            await persisted_turn(session, n)
+        assert "append_at artifacts/trail.json" in wrapper.calls
+        assert "append_at artifacts/trajectory.json" in wrapper.calls
+        trail, trajectory = session.expected()
+        assert artifact_path(tmp_path, "trail.json").read_text() == trail
+        assert artifact_path(tmp_path, "trajectory.json").read_text() == trajectory
 
     def test_append_at_writes_nothing_over_another_version(self, tmp_path: Path) -> None:
         store = FilesystemSessionStore(tmp_path)
