@@ -38,6 +38,7 @@ exception, a crashed process's stderr, an error no boundary expected) passes thr
 
 from __future__ import annotations
 
+import contextvars
 import errno
 import fcntl
 import hashlib
@@ -47,6 +48,7 @@ import posixpath
 import re
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -312,12 +314,65 @@ def read_regular_versioned(path: Path, rel: str) -> tuple[bytes, str]:
             os.close(fd)
 
 
-def atomic_write(path: Path, data: str | bytes, *, tmp_dir: Path | None = None) -> None:
+class DiskCounters:
+    """What this process's folder stores wrote (thread-safe): files written, the bytes in
+    them, and the fsyncs asked of the disk. A benchmark reads :meth:`snapshot` before and after
+    what it measures (``DISK.snapshot()``); an activity's own writes are counted apart in the
+    :func:`disk_tally` it runs in (the worker's ``archmax_store_*`` metrics)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.writes = 0
+        self.bytes = 0
+        self.fsyncs = 0
+
+    def wrote(self, size: int, *, synced: bool) -> None:
+        with self._lock:
+            self.writes += 1
+            self.bytes += size
+            self.fsyncs += 1 if synced else 0
+        tally = _TALLY.get()
+        if tally is not None and tally is not self:
+            tally.wrote(size, synced=synced)
+
+    def snapshot(self) -> dict[str, int]:
+        """``{"writes", "bytes", "fsyncs"}`` so far."""
+        with self._lock:
+            return {"writes": self.writes, "bytes": self.bytes, "fsyncs": self.fsyncs}
+
+
+DISK: Final = DiskCounters()
+"""The counters of every folder store in this process."""
+
+_TALLY: contextvars.ContextVar[DiskCounters | None] = contextvars.ContextVar(
+    "archmax_disk_tally", default=None
+)
+
+
+@contextmanager
+def disk_tally() -> Iterator[DiskCounters]:
+    """Counters of the folder store writes made in this context (and the threads it hands
+    work to with ``asyncio.to_thread``, which copies the context) until the block ends."""
+    tally = DiskCounters()
+    token = _TALLY.set(tally)
+    try:
+        yield tally
+    finally:
+        _TALLY.reset(token)
+
+
+def atomic_write(
+    path: Path, data: str | bytes, *, tmp_dir: Path | None = None, durable: bool = True
+) -> None:
     """Write ``data`` to ``path`` so readers see the old file or the new one, never half.
 
     The temporary file is written in ``tmp_dir`` (which must be on the same file system,
     so the rename is atomic), by default beside ``path``. A write killed before its rename
-    leaves it there: a store passes a folder nobody lists and sweeps it.
+    leaves it there: a store passes a folder nobody lists and sweeps it. ``durable`` (the
+    default) fsyncs the file before the rename, so the new content survives a machine crash;
+    without it the replace is atomic for every reader and survives a killed process, and a
+    machine crash may leave the old file or an empty one (for documents rebuilt from durable
+    state at the next write).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     if tmp_dir is None:
@@ -325,20 +380,26 @@ def atomic_write(path: Path, data: str | bytes, *, tmp_dir: Path | None = None) 
     else:
         tmp_dir.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=tmp_dir, prefix="w-", suffix=".tmp")
+    raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.write(raw)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
+        DISK.wrote(len(raw), synced=durable)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def create_only(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> bool:
+def create_only(
+    path: Path, data: bytes, *, tmp_dir: Path | None = None, durable: bool = True
+) -> bool:
     """Write ``data`` to ``path`` only if nothing is there (atomically: a hard link of a
-    complete temporary file, which fails when the name exists). Whether it was written."""
+    complete temporary file, which fails when the name exists). Whether it was written.
+    ``durable``: as :func:`atomic_write`'s."""
     path.parent.mkdir(parents=True, exist_ok=True)
     folder = tmp_dir or path.parent
     folder.mkdir(parents=True, exist_ok=True)
@@ -347,7 +408,9 @@ def create_only(path: Path, data: bytes, *, tmp_dir: Path | None = None) -> bool
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
+        DISK.wrote(len(data), synced=durable)
         try:
             os.link(tmp, path)
         except FileExistsError:
@@ -539,13 +602,19 @@ class FilesystemSessionStore:
 
     def __init__(self, root: Path) -> None:
         self._root = Path(root)
+        self._resolved: Path | None = None
+        """The root resolved, once it exists (every call resolved it: two per write)."""
 
     @property
     def root(self) -> Path:
         return self._root
 
     def _base(self, session_id: str) -> Path:
-        root = self._root.resolve()
+        root = self._resolved
+        if root is None:
+            root = self._root.resolve()
+            if root.is_dir():
+                self._resolved = root
         base = session_folder(root, session_id)
         if base.is_symlink():
             raise SymlinkPathError(
@@ -685,7 +754,11 @@ class FilesystemSessionStore:
         finally:
             os.close(fd)
 
-    def write_if(self, session_id: str, path: str, data: bytes, *, version: str | None) -> str:
+    def write_if(
+        self, session_id: str, path: str, data: bytes, *, version: str | None, durable: bool = True
+    ) -> str:
+        """:meth:`SessionStore.write_if`; without ``durable`` the file is not fsync'd (see
+        :func:`atomic_write`)."""
         with os_errors(path):
             target, rel = self._resolve(session_id, path)
             if not rel:
@@ -694,7 +767,9 @@ class FilesystemSessionStore:
                 raise WorkspaceError(f"'{rel}' is a folder, not a file", rel)
             with self._locked(session_id) as base:
                 if version is None:
-                    if not create_only(target, bytes(data), tmp_dir=base / TEMPORARIES):
+                    if not create_only(
+                        target, bytes(data), tmp_dir=base / TEMPORARIES, durable=durable
+                    ):
                         raise StoreConflictError(f"'{rel}' already exists; nothing written", rel)
                 else:
                     try:
@@ -706,8 +781,52 @@ class FilesystemSessionStore:
                             f"'{rel}' changed since it was read (a newer write); nothing written",
                             rel,
                         )
-                    atomic_write(target, bytes(data), tmp_dir=base / TEMPORARIES)
+                    atomic_write(target, bytes(data), tmp_dir=base / TEMPORARIES, durable=durable)
                 return file_version(target.stat(follow_symlinks=False))
+
+    def append_at(
+        self,
+        session_id: str,
+        path: str,
+        offset: int,
+        data: bytes,
+        *,
+        version: str,
+        durable: bool = True,
+    ) -> str:
+        """Replace the file's bytes from ``offset`` on with ``data``, in place, only if the
+        file is still at ``version`` (else :class:`StoreConflictError`, nothing written); the
+        bytes before ``offset`` are neither read nor written, so the cost is ``data``'s.
+        ``durable`` fsyncs the file's data before returning. The new version.
+
+        Not atomic for a reader: one that races the write, or a write killed half-way, may
+        find the bytes before ``offset`` followed by a part of ``data``. Only for documents
+        whose every reader takes a cut-short copy by the whole items it holds (the growing
+        artifacts, :func:`~activities.artifact_cache.parse_items`)."""
+        with os_errors(path):
+            target, rel = self._resolve(session_id, path)
+            with self._locked(session_id):
+                fd = os.open(target, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                try:
+                    info = os.fstat(fd)
+                    if not stat.S_ISREG(info.st_mode) or file_version(info) != version:
+                        raise StoreConflictError(
+                            f"'{rel}' changed since it was read (a newer write); nothing written",
+                            rel,
+                        )
+                    if offset > info.st_size:
+                        raise WorkspaceError(f"'{rel}' is shorter than the offset written at", rel)
+                    written = 0
+                    while written < len(data):
+                        written += os.pwrite(fd, data[written:], offset + written)
+                    if info.st_size > offset + len(data):
+                        os.ftruncate(fd, offset + len(data))
+                    if durable:
+                        os.fdatasync(fd)
+                    DISK.wrote(len(data), synced=durable)
+                    return file_version(os.fstat(fd))
+                finally:
+                    os.close(fd)
 
     def _shared_path(self, key: str) -> tuple[Path, str]:
         rel = shared_key(key)

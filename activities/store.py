@@ -3,7 +3,8 @@
 Layout (the seed's, under ``ARCHMAX_STORE``, default ``<root>/sessions``)::
 
     _specs/<specHash>.json          the spec a session runs under (content-addressed)
-    <sessionId>/artifacts/          trail.json, variables.json, metadata.json, graph.json
+    <sessionId>/artifacts/          trail.json, trajectory.json, variables.json,
+                                    metadata.json, graph.json
     <sessionId>/scratchpad/         the session's working area
     <sessionId>/checkpoints/session.json   an idle finished session's state, its run closed
     <sessionId>/checkpoints/variables/<sha256>.json   a large variable's value (by reference)
@@ -11,12 +12,23 @@ Layout (the seed's, under ``ARCHMAX_STORE``, default ``<root>/sessions``)::
 Checkpoints are Temporal's history; the store holds files, through the
 :class:`~activities.session_store.SessionStore` protocol (a folder or an object store). Every
 write is atomic (a folder store writes a temporary file and renames it; an object put is
-whole), so a killed worker never leaves a half-written artifact. A document that changes is
-replaced only if it is still the version this attempt found (a conditional put), after the
-attempt claimed the session's ``checkpoints/persisted.json`` for its place in the session's
-order: a zombie attempt whose activity timed out finds a newer claim or a newer version and
-writes nothing (:class:`Superseded`). The end of a turn is also when the session's runtime records
-are tidied: the effect journal's entries of the turn's run (:mod:`activities.effects`) and
+whole), so a killed worker never leaves a half-written artifact, except the two artifacts that
+grow with the session on a store that writes in place (a folder store): a turn appends what is
+new to ``trail.json`` and ``trajectory.json`` over the document's old end, so what it writes
+does not grow with the session, and a reader that meets one cut short (it raced the append, or
+the append was killed) reads the whole items before the cut
+(:func:`~activities.artifact_cache.parse_items`); the next turn makes it whole again. On a
+folder store a turn fsyncs once: ``trail.json``, whose older steps live nowhere else. What is
+rebuilt from durable state at the next turn (the trajectory: the conversation log and the
+workflow; the small artifacts; the persist claim) is replaced atomically without an fsync,
+and a small artifact this worker wrote with the same content is not written again.
+
+A document that changes is replaced (or appended to) only if it is still the version this
+attempt found (a conditional write), after the attempt claimed the session's
+``checkpoints/persisted.json`` for its place in the session's order: a zombie attempt whose
+activity timed out finds a newer claim or a newer version and writes nothing
+(:class:`Superseded`). The end of a turn is also when the session's runtime records are
+tidied: the effect journal's entries of the turn's run (:mod:`activities.effects`) and
 temporary files older than ``TEMPORARY_MAX_AGE``.
 """
 
@@ -24,14 +36,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import inspect
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import activity
 
-from archmax_temporal.activities.artifact_cache import ArtifactCache, Texts, item_text, render
+from archmax_temporal.activities.artifact_cache import (
+    SEPARATOR,
+    TAIL,
+    ArtifactCache,
+    Texts,
+    appended,
+    held_prefix,
+    item_text,
+    opening,
+    parse_items,
+    render,
+)
 from archmax_temporal.activities.effects import EffectJournal, pause_after_effect
 from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.session_store import (
@@ -135,10 +161,10 @@ def stored_trail(store: SessionStore, session_id: str, count: int) -> list[Trail
     session keeps only the newest; :class:`StoreIOError` when the file is missing or
     holds fewer: a host that does not share the workers' store)."""
     try:
-        steps = json.loads(store.read_text(session_id, TRAIL))["steps"]
-    except (WorkspaceError, ValueError, KeyError, TypeError):
+        steps: list[Any] | None = parse_items(store.read_text(session_id, TRAIL), "steps")
+    except WorkspaceError:
         steps = None
-    if not isinstance(steps, list) or len(steps) < count:
+    if steps is None or len(steps) < count:
         raise StoreIOError(
             f"the session's trail.json does not hold its first {count} steps: the host and "
             "the workers must share the store (ARCHMAX_STORE)",
@@ -155,6 +181,33 @@ CLAIM_FILE: Final = "checkpoints/persisted.json"
 
 TRAIL: Final = f"{ARTIFACTS}/trail.json"
 
+TRAJECTORY: Final = f"{ARTIFACTS}/trajectory.json"
+
+
+@dataclass
+class _Found:
+    """A growing artifact (``trail.json``, ``trajectory.json``) as an attempt found it before
+    its claim: its version, and what it holds (this worker's record of it, or the file)."""
+
+    path: str
+    key: str
+    version: str | None
+    """None: no file."""
+    mine: Texts | None = None
+    """What this worker last wrote there, when the file is still that version."""
+    data: bytes | None = None
+    """The file as read, when this worker's record did not vouch for it."""
+
+    def items(self) -> list[str]:
+        """The item texts the document holds (all of a whole one, the whole items before
+        the cut of one cut short)."""
+        if self.mine is not None:
+            return self.mine.items
+        if self.data is None:
+            return []
+        text = self.data.decode("utf-8", errors="replace")
+        return [item_text(item) for item in parse_items(text, self.key)]
+
 
 def read_checkpoint(store: SessionStore, session_id: str) -> Checkpoint | None:
     """The session's checkpoint, or None when it has none (it never closed idle)."""
@@ -168,6 +221,17 @@ def read_checkpoint(store: SessionStore, session_id: str) -> Checkpoint | None:
 class Superseded(Exception):
     """This attempt is older than a write already in the store (a zombie whose activity timed
     out and was retried, or a turn already followed by the next): it writes nothing more."""
+
+
+def _common(held: list[str], items: list[str]) -> int:
+    """How many items the two lists begin with alike."""
+    n = min(len(held), len(items))
+    if held[:n] == items[:n]:  # the usual case, at C speed (the same strings, mostly)
+        return n
+    count = 0
+    while count < n and held[count] == items[count]:
+        count += 1
+    return count
 
 
 def _order() -> tuple[float, int]:
@@ -207,6 +271,12 @@ class StoreActivities:
         self._versions: dict[tuple[str, str], str] = {}
         """The version of each document this worker last wrote: a replace that finds it still
         there needs no read first."""
+        self._digests: dict[tuple[str, str], str] = {}
+        """The content digest of each small artifact this worker last wrote: one unchanged
+        and still that version is not written again."""
+        self._volatile = "durable" in inspect.signature(store.write_if).parameters
+        """Whether the store's conditional writes may skip the fsync (``durable=False``, a
+        folder store): what is rebuilt from durable state is then written without one."""
 
     def _spec(self, turn: PersistTurnInput) -> WorkflowSpec:
         """The turn's spec: sent (once a run; its snapshot ``_specs/<hash>.json`` written once
@@ -224,27 +294,26 @@ class StoreActivities:
             self._specs[turn.spec_hash] = known
         return known
 
-    def _trail_texts(self, turn: PersistTurnInput) -> Texts:
-        """The trail's step texts: those ``trail.json`` holds (``turn.trail_base`` of them,
-        from this worker's cache when the document is still the version it last wrote) and
-        the new ones."""
-        held: list[str] = []
-        if turn.trail_base:
-            sid = turn.session_id
-            cached = self._texts.get(sid, "trail")
-            mine = self._versions.get((sid, TRAIL))
-            if (
-                cached is not None
-                and mine is not None
-                and cached.stamp == mine
-                and len(cached.items) >= turn.trail_base
-                and self._store.version_of(sid, TRAIL) == mine
-            ):
-                held = cached.items[: turn.trail_base]
-            else:
-                steps = json.loads(self._store.read_text(sid, TRAIL))["steps"]
-                held = [item_text(step) for step in steps[: turn.trail_base]]
-        return Texts(items=[*held, *(item_text(s.model_dump(mode="json")) for s in turn.trail)])
+    def _found(self, session_id: str, path: str, key: str) -> _Found:
+        """A growing artifact as it is now: this worker's record of it when the file is still
+        the version it wrote, else the file read (if there is one)."""
+        version = self._store.version_of(session_id, path)
+        if version is None:
+            return _Found(path, key, None)
+        mine = self._texts.get(session_id, path)
+        if mine is not None and mine.stamp == version:
+            return _Found(path, key, version, mine=mine)
+        try:
+            data, version = self._store.read_versioned(session_id, path)
+        except FileNotFoundInWorkspaceError:
+            return _Found(path, key, None)
+        return _Found(path, key, version, data=data)
+
+    def _trail_texts(self, turn: PersistTurnInput, found: _Found) -> list[str]:
+        """The trail's step texts: the first ``turn.trail_base`` that ``trail.json`` holds,
+        then the new ones."""
+        held = found.items()[: turn.trail_base] if turn.trail_base else []
+        return [*held, *(item_text(s.model_dump(mode="json")) for s in turn.trail)]
 
     def _trajectory_texts(self, turn: PersistTurnInput) -> list[str]:
         """The conversation's message texts: the store log's first ``turn.log.base`` (from
@@ -336,14 +405,33 @@ class StoreActivities:
             if held_order == order:
                 return
             claim = json.dumps({"order": list(order)}).encode("utf-8")
-            try:
-                self._store.write_if(session_id, CLAIM_FILE, claim, version=version)
+            try:  # atomic, not fsync'd: it orders live attempts, which a machine crash ends
+                self._write_if(session_id, CLAIM_FILE, claim, version, durable=False)
                 return
             except StoreConflictError:
                 continue  # another attempt claimed in between: read it again
 
+    def _write_if(
+        self, session_id: str, path: str, data: bytes, version: str | None, *, durable: bool
+    ) -> str:
+        """The store's conditional write; not fsync'd when ``durable`` is false and the store
+        can skip it (an object put is durable as it is)."""
+        if durable or not self._volatile:
+            return self._store.write_if(session_id, path, data, version=version)
+        written: str = self._store.write_if(  # type: ignore[call-arg]
+            session_id, path, data, version=version, durable=False
+        )
+        return written
+
     def _replace(
-        self, session_id: str, path: str, data: bytes, version: str | None, order: tuple[float, int]
+        self,
+        session_id: str,
+        path: str,
+        data: bytes,
+        version: str | None,
+        order: tuple[float, int],
+        *,
+        durable: bool = True,
     ) -> str:
         """Write one document if it is still at ``version`` (read before this attempt's claim
         was checked); on a conflict, the claim again (:class:`Superseded` when a newer attempt
@@ -351,7 +439,7 @@ class StoreActivities:
         version."""
         for _ in range(3):
             try:
-                written = self._store.write_if(session_id, path, data, version=version)
+                written = self._write_if(session_id, path, data, version, durable=durable)
             except StoreConflictError:
                 self._claim(session_id, order)
                 version = self._store.version_of(session_id, path)
@@ -361,6 +449,67 @@ class StoreActivities:
             return written
         raise StoreConflictError(f"'{path}' kept changing under this write; retried", path)
 
+    def _grow(
+        self,
+        session_id: str,
+        found: _Found,
+        head: dict[str, Any],
+        items: list[str],
+        order: tuple[float, int],
+        *,
+        durable: bool,
+    ) -> None:
+        """Bring a growing artifact to ``items``: on a store that writes in place, the items
+        past those it already holds and the document's end, written over its old end (nothing
+        when it holds them all); otherwise, or when it holds none of them, the whole document,
+        replaced. Conditional on the version found before the claim, as :meth:`_replace`."""
+        start = opening(head, found.key)
+        tail = len(TAIL.encode("utf-8"))
+        append = getattr(self._store, "append_at", None)
+        version = found.version
+        for _ in range(3):
+            kept, end, size = 0, -1, -1  # items held alike, where the last ends, the size
+            if append is not None and version is not None:
+                if found.mine is not None and found.mine.start == start:
+                    held = found.mine.items
+                    kept, size = _common(held, items), found.mine.size
+                    cut = sum(len(t.encode("utf-8")) + len(SEPARATOR) for t in held[kept:])
+                    end = size - tail - cut if kept else -1
+                elif found.data is not None:  # whole or cut short: what it holds
+                    kept, end = held_prefix(found.data, start, items)
+                    whole = found.data.startswith(TAIL.encode("utf-8"), end)
+                    size = len(found.data) if whole else -1
+            written: str | None = None
+            total = size
+            if kept and kept == len(items) and end + tail == size:
+                written = version  # it holds them all and ends there: nothing to write
+            elif kept and append is not None and version is not None:
+                chunk = appended(items[kept:])
+                try:
+                    written = append(
+                        session_id, found.path, end, chunk, version=version, durable=durable
+                    )
+                except StoreConflictError:  # another writer: the claim decides, then again
+                    self._claim(session_id, order)
+                    found = self._found(session_id, found.path, found.key)
+                    self._claim(session_id, order)
+                    version = found.version
+                    continue
+                total = end + len(chunk)
+            if written is None:
+                data = render(head, found.key, items).encode("utf-8")
+                written = self._replace(
+                    session_id, found.path, data, version, order, durable=durable
+                )
+                total = len(data)
+            self._texts.put(
+                session_id,
+                found.path,
+                Texts(items=list(items), stamp=written, start=start, size=total),
+            )
+            return
+        raise StoreConflictError(f"'{found.path}' kept changing under this write; retried", "")
+
     def _persist_sync(self, turn: PersistTurnInput, run_id: str | None) -> None:
         spec = self._spec(turn)
         sid = turn.session_id
@@ -368,9 +517,19 @@ class StoreActivities:
         if make_folder is not None:  # a folder store shows the empty scratchpad
             make_folder(sid, SCRATCHPAD)
         head = {"sessionId": sid, "workflow": turn.workflow}
-        steps = self._trail_texts(turn)
+        # read before the claim is checked: a newer write seen here has a newer claim
+        trail = self._found(sid, TRAIL, "steps")
+        # only a store that appends needs what the trajectory holds (it is built from the log)
+        trajectory = (
+            self._found(sid, TRAJECTORY, "messages")
+            if hasattr(self._store, "append_at")
+            else _Found(
+                TRAJECTORY,
+                "messages",
+                self._versions.get((sid, TRAJECTORY)) or self._store.version_of(sid, TRAJECTORY),
+            )
+        )
         documents: dict[str, str] = {
-            "trail.json": render(head, "steps", steps.items),
             "variables.json": _json(
                 {
                     **head,
@@ -392,25 +551,38 @@ class StoreActivities:
                 }
             ),
             "graph.json": _json(graph(spec)),
-            "trajectory.json": render(head, "messages", self._trajectory_texts(turn)),
         }
+        steps = self._trail_texts(turn, trail)
+        messages = self._trajectory_texts(turn)
         order = _order()
         paths = {name: f"{ARTIFACTS}/{name}" for name in documents}
-        versions = {
-            name: self._versions.get((sid, path)) or self._store.version_of(sid, path)
-            for name, path in paths.items()
-        }  # read before the claim is checked: a newer write seen here has a newer claim
+        encoded = {name: text.encode("utf-8") for name, text in documents.items()}
+        digests = {name: hashlib.sha256(data).hexdigest() for name, data in encoded.items()}
+        versions: dict[str, str | None] = {}
+        for name, path in paths.items():
+            mine = self._versions.get((sid, path))
+            if mine is not None and self._digests.get((sid, path)) == digests[name]:
+                versions[name] = self._store.version_of(sid, path)  # unchanged if still mine
+            else:
+                versions[name] = mine or self._store.version_of(sid, path)
         try:
             self._claim(sid, order)
-            for name, text in documents.items():
-                data = text.encode("utf-8")
-                written = self._replace(sid, paths[name], data, versions[name], order)
-                if name == "trail.json":
-                    steps.stamp = written
+            for name, data in encoded.items():
+                path = paths[name]
+                if (
+                    self._digests.get((sid, path)) == digests[name]
+                    and versions[name] is not None
+                    and versions[name] == self._versions.get((sid, path))
+                ):
+                    continue  # as this worker wrote it, and nobody wrote it since
+                self._replace(sid, path, data, versions[name], order, durable=False)
+                self._digests[(sid, path)] = digests[name]
+            # the trail's older steps live only here: durable; the trajectory is the log's
+            self._grow(sid, trail, head, steps, order, durable=True)
+            self._grow(sid, trajectory, head, messages, order, durable=False)
         except Superseded:
             activity.logger.info("persist_turn superseded by a newer write; nothing more written")
             return
-        self._texts.put(sid, "trail", steps)
         if run_id is not None:  # the fault tests' boundary: artifacts written, not reported
             pause_after_effect("persist_turn", f"{run_id}.{activity.info().activity_id}")
         with contextlib.suppress(WorkspaceError):  # tidying never fails a turn

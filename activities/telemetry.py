@@ -1,6 +1,8 @@
 """The worker's own metrics from activity code: each model call attempt, its outcome and
-latency, through ``activity.metric_meter()`` (the worker's Temporal runtime exports them with
-Temporal's SDK metrics; without a metrics endpoint they cost next to nothing).
+latency, and what each activity wrote to a folder store (files, bytes, fsyncs: a turn's save
+writes what is new and fsyncs once), through ``activity.metric_meter()`` (the worker's
+Temporal runtime exports them with Temporal's SDK metrics; without a metrics endpoint they
+cost next to nothing).
 
 The names are defined with the workflow's in :mod:`archmax_temporal.workflows.telemetry`.
 """
@@ -16,9 +18,16 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
+from archmax_temporal.activities.session_store import DiskCounters, disk_tally
 from archmax_temporal.activities.tracing import model_call_span, record_model_result
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
-from archmax_temporal.workflows.telemetry import MODEL_CALLS, MODEL_LATENCY
+from archmax_temporal.workflows.telemetry import (
+    MODEL_CALLS,
+    MODEL_LATENCY,
+    STORE_BYTES,
+    STORE_FSYNCS,
+    STORE_WRITES,
+)
 
 
 def _outcome(error: BaseException | None) -> str:
@@ -31,8 +40,32 @@ def _outcome(error: BaseException | None) -> str:
     return type(error).__name__
 
 
+def _count_store_writes(tally: DiskCounters) -> None:
+    """What the activity wrote to a folder store, as the worker's metrics (nothing when it
+    wrote nothing)."""
+    if not tally.writes:
+        return
+    meter = activity.metric_meter()
+    attributes = {"activity": activity.info().activity_type}
+    for metric, value in (
+        (STORE_WRITES, tally.writes),
+        (STORE_BYTES, tally.bytes),
+        (STORE_FSYNCS, tally.fsyncs),
+    ):
+        if value:
+            counter = meter.create_counter(metric.name, metric.description, metric.unit)
+            counter.add(value, attributes)
+
+
 class _ModelCallMetrics(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        with disk_tally() as tally:
+            try:
+                return await self._execute(input)
+            finally:
+                _count_store_writes(tally)
+
+    async def _execute(self, input: ExecuteActivityInput) -> Any:
         if activity.info().activity_type != MODEL_ACTIVITY:
             return await super().execute_activity(input)
         argument = input.args[0] if input.args else None
@@ -61,7 +94,8 @@ class _ModelCallMetrics(ActivityInboundInterceptor):
 
 
 class ModelCallMetricsInterceptor(Interceptor):
-    """Counts model call attempts by model and outcome and records their latency."""
+    """Counts model call attempts by model and outcome and records their latency; counts
+    what every activity wrote to a folder store (files, bytes, fsyncs) by activity type."""
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
         return _ModelCallMetrics(next)

@@ -128,6 +128,12 @@ async def test_a_park_deliver_and_refusal_are_counted_once_each(
     assert scrape.value("archmax_model_calls_total", task_queue=task_queue, outcome="ok") == calls
     latency = {"task_queue": task_queue, "model": "scripted"}
     assert scrape.value("archmax_model_call_latency_count", **latency) == calls
+    # what each turn's save wrote to the folder store: one fsync a turn (the trail's), and
+    # the spec's snapshot once a worker
+    persist = {"task_queue": task_queue, "activity": "archmax.store.persist_turn"}
+    assert scrape.value("archmax_store_fsyncs_total", **persist) in (2, 3)
+    assert scrape.value("archmax_store_writes_total", **persist) >= 2
+    assert scrape.value("archmax_store_written_bytes_total", **persist) > 0
     assert scrape.value("archmax_model_call_latency_sum", **latency) > 0
     assert scrape.value("archmax_model_tokens_total", model="scripted", kind="input", **ours) > 0
     assert scrape.value("archmax_model_tokens_total", model="scripted", kind="output", **ours) > 0

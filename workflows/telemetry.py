@@ -74,6 +74,15 @@ MODEL_CALLS: Final = Metric("archmax_model_calls", "counter", "Model call attemp
 MODEL_LATENCY: Final = Metric(
     "archmax_model_call_latency", "histogram", "Model call attempt latency", "duration"
 )
+STORE_WRITES: Final = Metric(
+    "archmax_store_writes", "counter", "Files a folder store wrote, by activity"
+)
+STORE_BYTES: Final = Metric(
+    "archmax_store_written_bytes", "counter", "Bytes a folder store wrote, by activity"
+)
+STORE_FSYNCS: Final = Metric(
+    "archmax_store_fsyncs", "counter", "Fsyncs a folder store asked of the disk, by activity"
+)
 
 METRICS: Final = (
     TURNS,
@@ -86,9 +95,13 @@ METRICS: Final = (
     MODEL_TOKENS,
     MODEL_CALLS,
     MODEL_LATENCY,
+    STORE_WRITES,
+    STORE_BYTES,
+    STORE_FSYNCS,
 )
-"""Every archmax metric: the workflow's recorded here, the model activity's (calls and their
-latency) by :mod:`archmax_temporal.activities.telemetry`."""
+"""Every archmax metric: the workflow's recorded here, the activities' (model calls and their
+latency, what each activity wrote to a folder store) by
+:mod:`archmax_temporal.activities.telemetry`."""
 
 DELIVERY_HANDLERS: Final = frozenset({"send", "deliver", "decide", "reply"})
 """The updates counted as deliveries and refusals (the ``deliver`` signal is counted by the
