@@ -5,9 +5,11 @@ per session and no worker needed. What ``agent.sessions.list`` / ``sessions.page
 
 This module imports the Temporal client and the wire models only (never the host's store,
 loader or workflow code, nor the worker), so ``archmax sessions`` costs a connection and a
-page, not the runtime (``tests/test_cli_imports.py`` holds it to that). Each listed run is
-decoded once: the memo's JSON straight into :class:`PublishedListing` (the typed boundary),
-then the summary built from typed values.
+page, not the runtime (``tests/test_listing_fast.py`` holds it to that). A page is read as
+Temporal returns it and each run decoded once, only what a summary shows: the memo's JSON
+straight into :class:`PublishedListing` (the typed boundary) and the four ``Archmax*``
+search attributes it reads (the client's own decoding of a listed run costs more than all of
+that: every attribute, twice, and every timestamp).
 """
 
 from __future__ import annotations
@@ -123,9 +125,9 @@ def listed_attributes(attributes: SearchAttributes) -> TypedSearchAttributes:
 
 def published_listing(memo: Memo, *, plain: bool) -> projections.PublishedListing | None:
     """The listing a run published in its memo (None: none yet), decoded in one pass: the
-    payload's JSON validated straight into the model. ``plain``: the client's data converter
-    has no payload codec; without one, or for a memo of another encoding, the memo is for the
-    data converter (:class:`_NeedsConverter`)."""
+    payload's JSON validated straight into the model. ``plain``: whether the client's data
+    converter has no payload codec. A memo behind a codec, or of another encoding, is the
+    data converter's to read (:class:`_NeedsConverter`)."""
     field = memo.fields.get(LISTED_MEMO)
     if field is None:
         return None
