@@ -16,15 +16,14 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import (
     Client,
     WithStartWorkflowOperation,
-    WorkflowExecution,
     WorkflowExecutionDescription,
     WorkflowExecutionStatus,
     WorkflowHandle,
@@ -43,10 +42,11 @@ from archmax_temporal.activities.session_store import (
     WorkspaceError,
     write_upload,
 )
-from archmax_temporal.activities.store import read_checkpoint, stored_trail
+from archmax_temporal.activities.store import stored_trail
 from archmax_temporal.activities.store_identity import describe_store, session_store_ref
 from archmax_temporal.activities.stored_variables import resolve_variables
 from archmax_temporal.activities.transcript_log import TranscriptLogs
+from archmax_temporal.client import visibility
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import (
     EventCallback,
@@ -76,10 +76,12 @@ from archmax_temporal.client.runtime import (
     unavailable,
     worker_polling,
 )
-from archmax_temporal.client.times import span
+from archmax_temporal.client.visibility import NO_WORKER as NO_WORKER  # re-exported
+from archmax_temporal.client.visibility import listed_summary as listed_summary
+from archmax_temporal.client.visibility import listing_query as listing_query
 from archmax_temporal.workflows import projections
 from archmax_temporal.workflows import search_attributes as sa
-from archmax_temporal.workflows.contracts import LISTED_MEMO, WORKFLOW_NAME
+from archmax_temporal.workflows.contracts import LISTED_MEMO
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,
@@ -122,7 +124,6 @@ from archmax_temporal.workflows.models import (
     TranscriptLog,
     TurnSpec,
     Variable,
-    is_finished,
 )
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, parse_path, resolve_path
 from archmax_temporal.workflows.session import ArchmaxSession
@@ -133,8 +134,6 @@ from archmax_temporal.workflows.zones import ARTIFACTS
 if TYPE_CHECKING:
     from archmax_temporal.activities.model import ModelConfig
 
-LIST_TIMEOUT = timedelta(seconds=10)
-"""How long the visibility query of one page of a listing may take."""
 
 CLOSED_RETRIES: Final = 3
 """How many times a send is sent again when the session's run closed idle under it, or the
@@ -713,20 +712,11 @@ class SessionsSurface:
     async def _checkpoint_of(
         self, session_id: str, status: WorkflowExecutionStatus | None, run_id: str | None
     ) -> Checkpoint | None:
-        if status != WorkflowExecutionStatus.COMPLETED:
-            return None
-        found = await asyncio.to_thread(
-            read_checkpoint, self._agent.config.session_store(), session_id
-        )
-        if found is None or found.run_id != run_id or found.checkpoint.carried is None:
-            return None  # the run ended some other way (a child's, a never-admitted run)
-        return found
+        return await visibility.closed_checkpoint(self._agent.config, session_id, status, run_id)
 
     @staticmethod
     def _closed_summary(closed: Checkpoint) -> SessionSummary:
-        checkpoint = closed.checkpoint
-        assert checkpoint.carried is not None
-        return projections.summary(checkpoint.carried, checkpoint, None, busy=False)
+        return visibility.closed_summary(closed)
 
     async def get(self, session_id: str, *, timeout: timedelta | None = None) -> SessionSummary:
         """The session's summary (a query; for a session whose run closed idle, its
@@ -929,46 +919,15 @@ class SessionsSurface:
     ) -> tuple[list[SessionSummary], bytes | None]:
         """One page of :meth:`list` (``limit`` executions looked at) and Temporal's token for
         the next page (None: the last)."""
-        config = self._agent.config
-        now = datetime.now(UTC)
-        executions = self._agent.client.list_workflows(
-            listing_query(
-                config.task_queue,
-                workflow=workflow,
-                status=status,
-                due_before=now if due else None,
-                search_attributes=config.search_attributes,
-            ),
-            page_size=limit,
-            next_page_token=token or None,
-            rpc_timeout=LIST_TIMEOUT,
+        return await visibility.page(
+            self._agent.client,
+            self._agent.config,
+            workflow=workflow,
+            status=status,
+            due=due,
+            limit=limit,
+            token=token,
         )
-        await executions.fetch_next_page()
-        polled = await self._polled(config.task_queue)
-        # Visibility lists runs: a session that closed idle and reopened has several. Its
-        # open run describes it; a closed one only when it is its latest and closed idle.
-        latest: dict[str, WorkflowExecution] = {}
-        for execution in executions.current_page or []:
-            held = latest.get(execution.id)
-            if held is None or _newer(execution, held):
-                latest[execution.id] = execution
-        summaries: list[SessionSummary] = []
-        for execution in latest.values():
-            if execution.status == WorkflowExecutionStatus.RUNNING:
-                summaries.append(await listed_summary(execution, polled=polled))
-                continue
-            closed = await self._checkpoint_of(execution.id, execution.status, execution.run_id)
-            if closed is not None:  # else it ended otherwise: a finished child, say
-                summaries.append(self._closed_summary(closed))
-        kept = [
-            summary
-            for summary in summaries
-            if summary.status != "new"  # a run that never admitted a firing is no session
-            and (status is None or summary.status == status)  # visibility lags a little
-            and (workflow is None or summary.workflow == workflow)
-            and (not due or _is_due(summary, now))
-        ]
-        return kept, executions.next_page_token or None
 
     async def list(
         self,
@@ -992,16 +951,14 @@ class SessionsSurface:
         if outdated:
             listed = await self.list(workflow=workflow, status=status, due=due, limit=limit)
             return await self._outdated(listed)
-        found: list[SessionSummary] = []
-        token: bytes | None = None
-        while len(found) < limit:
-            page, token = await self.page(
-                workflow=workflow, status=status, due=due, limit=limit - len(found), token=token
-            )
-            found += page
-            if not token:
-                break
-        return found[:limit]
+        return await visibility.sessions(
+            self._agent.client,
+            self._agent.config,
+            workflow=workflow,
+            status=status,
+            due=due,
+            limit=limit,
+        )
 
     async def describe(self, session_id: str) -> SessionSummary:
         """The session as visibility knows it (its search attributes and the listing it
@@ -1019,52 +976,7 @@ class SessionsSurface:
     async def _polled(self, task_queue: str) -> bool:
         """Whether a worker (a command's included) polls ``task_queue``; True when the server
         cannot say (the time-skipping one)."""
-        try:
-            return await worker_polling(self._agent.client, task_queue, include_commands=True)
-        except RPCError:
-            return True
-
-
-NO_WORKER = "no worker is polling; start one with archmax worker"
-"""What a listed session no worker serves says (its timers and deliveries wait for one)."""
-
-
-def listing_query(
-    task_queue: str,
-    *,
-    workflow: str | None = None,
-    status: str | None = None,
-    due_before: datetime | None = None,
-    search_attributes: bool = True,
-) -> str:
-    """The visibility query of a listing: the sessions of ``task_queue`` (running, or closed
-    idle: completed), narrowed
-    by the ``Archmax*`` search attributes where the deployment publishes them (``workflow``
-    is a checked slug and ``status`` one of the statuses: nothing to escape)."""
-    query = (
-        f"WorkflowType = '{WORKFLOW_NAME}' "
-        "AND (ExecutionStatus = 'Running' OR ExecutionStatus = 'Completed') "
-        f"AND TaskQueue = '{task_queue}'"
-    )
-    if not search_attributes:
-        return query
-    query += f" AND {sa.STATUS.name} != 'new'"
-    if workflow:
-        query += f" AND {sa.WORKFLOW.name} = '{workflow}'"
-    if status:
-        query += f" AND {sa.STATUS.name} = '{status}'"
-    if due_before is not None:
-        instant = due_before.isoformat().replace("+00:00", "Z")
-        query += f" AND {sa.STATUS.name} = 'awaiting_input' AND {sa.RESUME_AT.name} <= '{instant}'"
-    return query
-
-
-def _is_due(summary: SessionSummary, now: datetime) -> bool:
-    return (
-        summary.status == "awaiting_input"
-        and summary.resume_at is not None
-        and summary.resume_at <= now
-    )
+        return await visibility.worker_polls(self._agent.client, task_queue)
 
 
 def _stored_variables(
@@ -1075,80 +987,6 @@ def _stored_variables(
     document = json.loads(store.read_text(session_id, f"{ARTIFACTS}/variables.json"))
     held = {name: Variable.model_validate(record) for name, record in document["variables"].items()}
     return resolve_variables(store, session_id, {**held, **changed})
-
-
-async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> SessionSummary:
-    """A session's summary from visibility alone: the listing the session publishes in its
-    memo at every settled turn, and its ``Archmax*`` search attributes (``source=
-    "visibility"``; each variable by name and lock, with no value). With no worker polling,
-    an open session's ``waiting_on`` says so, and how overdue a timed wake is: ``due 12 min
-    ago — no worker is polling; …`` (a decision's passed deadline: ``deadline passed 12 min
-    ago — …``); a finished one (completed, failed, rejected) waits on
-    nothing."""
-    attributes = execution.typed_search_attributes
-    # Decoded straight into the model (one pass over the JSON), not to a dict validated after.
-    published = await execution.memo_value(
-        LISTED_MEMO, None, type_hint=projections.PublishedListing
-    )
-    listed = published or projections.PublishedListing()
-    status: str = listed.status if published else attributes.get(sa.STATUS) or "running"
-    if status not in get_args(SessionStatus):
-        status = "running"
-    pending = listed.pending_input
-    resume_at = pending.resume_at if pending else attributes.get(sa.RESUME_AT)
-    waiting_on: str | None = None
-    if not polled and not is_finished(status):  # a finished session waits on nothing
-        waiting_on = NO_WORKER
-        if resume_at is not None and status == "awaiting_input":
-            late = datetime.now(UTC) - resume_at
-            waiting_on = (
-                f"due {span(late.total_seconds())} ago — {NO_WORKER}"
-                if late.total_seconds() >= 0
-                else f"wakes in {span(-late.total_seconds())}; {NO_WORKER}"
-            )
-        decision = listed.pending_decision
-        due_at = decision.due_at if decision is not None else None
-        if due_at is not None and status == "awaiting_decision":
-            late = datetime.now(UTC) - due_at
-            if late.total_seconds() >= 0:  # its deadline is taken when a worker runs it
-                waiting_on = f"deadline passed {span(late.total_seconds())} ago — {NO_WORKER}"
-    delegation = listed.delegation
-    return SessionSummary(
-        session_id=execution.id,
-        workflow=attributes.get(sa.WORKFLOW) or "",
-        status=status,
-        classification=projections.classification(status),
-        state=listed.state if published else attributes.get(sa.STATE) or None,
-        spec_hash=listed.spec_hash,
-        pending_input=pending,
-        pending_decision=listed.pending_decision,
-        wait_reason=projections.wait_reason(pending, delegation),
-        resume_at=resume_at,
-        exit=listed.exit,
-        rejected=listed.rejected,
-        trigger=listed.trigger,
-        # names and locks; values never (a value of None here means "not read")
-        variables={
-            name: Variable(value=None, locked=name in listed.locked_names)
-            for name in listed.variable_names
-        },
-        usage=listed.usage,
-        turns=listed.turns,
-        delegation=delegation,
-        parent_session_id=listed.parent_session_id,
-        waiting_on=waiting_on,
-        handoff=listed.handoff,
-        source="visibility",
-    )
-
-
-def _newer(execution: WorkflowExecution, than: WorkflowExecution) -> bool:
-    """Whether ``execution`` is a later run of the same session than ``than``."""
-    if execution.status == WorkflowExecutionStatus.RUNNING:
-        return True
-    if than.status == WorkflowExecutionStatus.RUNNING:
-        return False
-    return execution.start_time > than.start_time
 
 
 class Agent:

@@ -233,11 +233,7 @@ async def open_runtime(
     live = live_channel(config.root, config.namespace, env)
     server: DevServer | None = None
     if client is None:
-        if embedded(config):
-            server = await ensure_dev_server(
-                config.root, address=config.address, namespace=config.namespace
-            )
-        client = await connect(config.connection)
+        client, server = await connect_client(config)
     mode = worker_mode or env.get("ARCHMAX_WORKER") or "auto"
     if mode not in WORKER_MODES:
         raise ConfigurationError(
@@ -274,6 +270,17 @@ async def open_runtime(
     return Runtime(
         client=client, config=config, server=server, worker=worker, live=live, recipe=recipe
     )
+
+
+async def connect_client(config: RuntimeConfig) -> tuple[Client, DevServer | None]:
+    """A client of ``config``'s server, starting the embedded dev server when nothing is
+    configured (:func:`embedded`), and that server (None: none was looked for)."""
+    server: DevServer | None = None
+    if embedded(config):
+        server = await ensure_dev_server(
+            config.root, address=config.address, namespace=config.namespace
+        )
+    return await connect(config.connection), server
 
 
 async def _start_worker(worker: Worker) -> None:

@@ -28,7 +28,6 @@ from archmax_temporal.client.cli.render import (
     summary_line,
 )
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.events import LIVE_EVENT_TYPES, SessionEvent
 from archmax_temporal.workflows.errors import (
     ArchmaxError,
     SessionNotFoundError,
@@ -36,6 +35,7 @@ from archmax_temporal.workflows.errors import (
 from archmax_temporal.workflows.models import SessionSummary, Usage
 
 if TYPE_CHECKING:
+    from archmax_temporal.client.events import SessionEvent
     from archmax_temporal.worker import WorkerOptions
 
 
@@ -237,6 +237,8 @@ async def _reply(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    if not args.session and not args.outdated:
+        return await _list_sessions(args, config)
     from archmax_temporal.client.agent import create_agent
 
     async with create_agent(None, config=config, worker="external") as agent:
@@ -265,15 +267,40 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
             limit=args.limit,
             outdated=args.outdated,
         )
-        if args.json:
-            print(json.dumps(camel_json(summaries), indent=2, ensure_ascii=False))
-        elif not summaries:
-            err("No outdated sessions found." if args.outdated else "No durable sessions found.")
-        else:
-            for summary in summaries:
-                line = summary_line(summary, summary.handoff)
-                print(f"{line}  build {summary.build_id}" if args.outdated else line)
-        return 0
+        return _print_sessions(args, summaries)
+
+
+async def _list_sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
+    """``archmax sessions`` (no id, not ``--outdated``): the listing alone, read from
+    visibility (:mod:`client.visibility`) over a bare connection, so the command loads neither
+    the host nor the worker; ``agent.sessions.list`` reads the same page."""
+    from archmax_temporal.client import visibility
+    from archmax_temporal.client.runtime import connect_client
+
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1", "sessions")
+    client, _ = await connect_client(config)
+    summaries = await visibility.sessions(
+        client,
+        config,
+        workflow=args.workflow,
+        status=args.status,
+        due=args.due,
+        limit=args.limit,
+    )
+    return _print_sessions(args, summaries)
+
+
+def _print_sessions(args: argparse.Namespace, summaries: list[SessionSummary]) -> int:
+    if args.json:
+        print(json.dumps(camel_json(summaries), indent=2, ensure_ascii=False))
+    elif not summaries:
+        err("No outdated sessions found." if args.outdated else "No durable sessions found.")
+    else:
+        for summary in summaries:
+            line = summary_line(summary, summary.handoff)
+            print(f"{line}  build {summary.build_id}" if args.outdated else line)
+    return 0
 
 
 async def _events(args: argparse.Namespace, config: RuntimeConfig) -> int:
@@ -469,6 +496,7 @@ async def _live(args: argparse.Namespace) -> AsyncIterator[_Watch]:
     if text is None and status is None:
         yield _Watch(narrate_event if verbose else None)
         return
+    from archmax_temporal.client.events import LIVE_EVENT_TYPES
 
     def on_event(event: SessionEvent) -> None:
         live = event.type in LIVE_EVENT_TYPES

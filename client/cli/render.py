@@ -9,13 +9,12 @@ import sys
 import time
 from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pydantic import BaseModel
 from pydantic.alias_generators import to_camel
 from pydantic_core import to_jsonable_python
 
-from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.client.times import span, when
 from archmax_temporal.client.usage import configured_pricing, footer_line
 from archmax_temporal.workflows.models import (
@@ -27,6 +26,9 @@ from archmax_temporal.workflows.models import (
     Usage,
     Variable,
 )
+
+if TYPE_CHECKING:
+    from archmax_temporal.client.events import SessionEvent
 
 
 def camel_json(value: Any) -> Any:

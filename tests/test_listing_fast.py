@@ -1,0 +1,212 @@
+"""``archmax sessions`` costs a connection and a page: its import path loads neither the host
+nor the worker (nor the model client, the HTTP server, the object store), and a page is
+decoded from the raw visibility rows to exactly what the client's own decoding gives."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client
+from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.converter import DataConverter, PayloadCodec
+
+from archmax_temporal.client import visibility
+from archmax_temporal.client.config import RuntimeConfig
+from archmax_temporal.workflows import search_attributes as sa
+from archmax_temporal.workflows.contracts import LISTED_MEMO, WORKFLOW_NAME
+from archmax_temporal.workflows.models import (
+    DecisionEdge,
+    PendingDecision,
+    PendingInput,
+    SessionSummary,
+    Usage,
+)
+from archmax_temporal.workflows.projections import PublishedListing
+
+NOT_LOADED = (
+    "archmax_temporal.client.host",
+    "archmax_temporal.client.events",
+    "archmax_temporal.client.loader",
+    "archmax_temporal.activities.store",
+    "archmax_temporal.live",
+    "archmax_temporal.worker",
+    "archmax_temporal.workflows.session",
+    "temporalio.worker",
+    "openai",
+    "starlette",
+    "obstore",
+    "yaml",
+)
+"""What ``archmax sessions`` has no use for."""
+
+_LOADED = """
+import json, os, sys
+from archmax_temporal.client.cli.app import run_cli
+code = run_cli(sys.argv[1:])
+with open(os.environ["LOADED_FILE"], "w") as out:
+    json.dump(sorted(sys.modules), out)
+os._exit(code)
+"""
+
+
+def test_archmax_sessions_loads_neither_the_host_nor_the_worker(
+    client: Client, tmp_path: Path
+) -> None:
+    loaded_file = tmp_path / "loaded.json"
+    env = {
+        **os.environ,
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "ARCHMAX_TASK_QUEUE": f"imports-{uuid.uuid4().hex[:8]}",
+        "ARCHMAX_ROOT": str(tmp_path),
+        "LOADED_FILE": str(loaded_file),
+    }
+    for argv in (["sessions"], ["sessions", "--json", "--status", "awaiting_input"]):
+        done = subprocess.run(
+            [sys.executable, "-c", _LOADED, *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr
+        if "--json" in argv:
+            assert json.loads(done.stdout) == []
+        else:
+            assert "No durable sessions found." in done.stderr
+        loaded = set(json.loads(loaded_file.read_text()))
+        assert "archmax_temporal.client.visibility" in loaded  # the listing did run
+        assert sorted(m for m in NOT_LOADED if m in loaded) == []
+
+
+class _Passing(PayloadCodec):
+    """A codec that changes nothing: the listing must still go through it."""
+
+    def __init__(self) -> None:
+        self.decoded = 0
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return list(payloads)
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        self.decoded += len(payloads)
+        return list(payloads)
+
+
+async def test_a_page_decodes_the_raw_rows_as_the_client_does(
+    client: Client, tmp_path: Path
+) -> None:
+    """Runs no worker ever takes (their memo and search attributes set at start, as a
+    session's settled turn leaves them): a parked one, one awaiting a decision whose
+    deadline passed, a finished one, one with no memo yet (its status from the search
+    attributes) and one never admitted (``new``: no session). The page read from the raw
+    rows equals the summaries the client's own decoding gives, with and without a codec."""
+    queue = f"fast-{uuid.uuid4().hex[:8]}"
+    now = datetime.now(UTC).replace(microsecond=0)
+    parked = PendingInput(
+        state="clarify", reason="the order id", parked_at=now, resume_at=now - timedelta(days=2)
+    )
+    decision = PendingDecision(
+        state="approve",
+        title="Refund?",
+        seq=3,
+        transitions=[DecisionEdge(to="refund", description="pay it back")],
+        created_at=now - timedelta(days=3),
+        due_at=now - timedelta(days=2),
+    )
+    runs: dict[str, tuple[PublishedListing | None, str]] = {
+        "parked": (
+            PublishedListing(
+                status="awaiting_input",
+                state="clarify",
+                spec_hash="h1",
+                trigger="email_received",
+                turns=2,
+                pending_input=parked,
+                variable_names=["conversation_id", "customer"],
+                locked_names=["customer"],
+                usage=Usage(requests=3, input_tokens=120, output_tokens=40),
+            ),
+            "awaiting_input",
+        ),
+        "deciding": (
+            PublishedListing(
+                status="awaiting_decision",
+                state="approve",
+                spec_hash="h2",
+                pending_decision=decision,
+                handoff="Please approve the refund",
+            ),
+            "awaiting_decision",
+        ),
+        "failed": (PublishedListing(status="failed", state="draft", rejected=None), "failed"),
+        "unpublished": (None, "running"),
+        "new": (None, "new"),
+    }
+    run = uuid.uuid4().hex[:8]
+    for name, (listing, status) in runs.items():
+        pairs: list[SearchAttributePair[Any]] = [
+            SearchAttributePair(sa.WORKFLOW, "desk"),
+            SearchAttributePair(sa.STATUS, status),
+        ]
+        if name == "parked":
+            pairs += [
+                SearchAttributePair(sa.STATE, "clarify"),
+                SearchAttributePair(sa.RESUME_AT, now - timedelta(days=2)),
+            ]
+        await client.start_workflow(
+            WORKFLOW_NAME,
+            id=f"fast-{name}-{run}",
+            task_queue=queue,
+            memo={LISTED_MEMO: listing.model_dump(mode="json")} if listing else None,
+            search_attributes=TypedSearchAttributes(pairs),
+        )
+    config = RuntimeConfig.from_env(root=tmp_path).with_overrides(task_queue=queue)
+    codec = _Passing()
+    coded = await Client.connect(
+        client.service_client.config.target_host,
+        namespace=client.namespace,
+        data_converter=DataConverter(
+            payload_converter_class=client.data_converter.payload_converter_class,
+            payload_codec=codec,
+        ),
+    )
+    expected_ids = {f"fast-{name}-{run}" for name in runs if name != "new"}
+    deadline = asyncio.get_running_loop().time() + 60
+    while True:  # visibility lags behind the starts
+        fast, _ = await visibility.page(client, config, limit=100)
+        if {s.session_id for s in fast} == expected_ids:
+            break
+        assert asyncio.get_running_loop().time() < deadline, [s.session_id for s in fast]
+        await asyncio.sleep(0.2)
+    through_codec, _ = await visibility.page(coded, config, limit=100)
+    slow: list[SessionSummary] = []
+    async for execution in client.list_workflows(visibility.listing_query(queue)):
+        summary = await visibility.listed_summary(execution, polled=False)
+        if summary.status != "new":
+            slow.append(summary)
+
+    def dumped(summaries: list[SessionSummary]) -> list[dict[str, object]]:
+        return sorted((s.model_dump(mode="json") for s in summaries), key=str)
+
+    assert dumped(fast) == dumped(slow) == dumped(through_codec)
+    assert codec.decoded == 3  # the three memos went through the codec
+    by_id = {s.session_id.split("-")[1]: s for s in fast}
+    assert by_id["parked"].waiting_on == f"due 2 d ago — {visibility.NO_WORKER}"
+    assert by_id["parked"].variables["customer"].locked
+    assert not by_id["parked"].variables["conversation_id"].locked
+    assert by_id["deciding"].waiting_on == f"deadline passed 2 d ago — {visibility.NO_WORKER}"
+    assert by_id["failed"].waiting_on is None
+    assert (by_id["unpublished"].status, by_id["unpublished"].state) == ("running", None)
+    narrowed, _ = await visibility.page(client, config, status="awaiting_input", limit=100)
+    assert [s.session_id for s in narrowed] == [f"fast-parked-{run}"]
