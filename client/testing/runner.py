@@ -358,6 +358,8 @@ async def _run_once(
     finally:
         if own is not None:
             if end_session:
+                with contextlib.suppress(Exception):  # a worker to take the cancellation
+                    await own.ensure_worker()
                 await dispose_case_session(own.agent, session_id)
             await own.close()
     records = progress.records + [
@@ -546,10 +548,7 @@ async def _advance(
 
 def _struck_line(report: CrashReport) -> str:
     step = report.step
-    return (
-        f"crash during {step.during} #{step.nth}: worker killed {report.struck}; "
-        "a fresh worker took over"
-    )
+    return f"crash during {step.during} #{step.nth}: {report.killed}; a fresh worker took over"
 
 
 def _crash_record(report: CrashReport) -> AssertionRecord:
@@ -568,7 +567,7 @@ def _crash_record(report: CrashReport) -> AssertionRecord:
             step=step.index,
         )
     violations, notes = applied_twice(report.events)
-    where = f"worker killed {report.struck}"
+    where = report.killed
     if violations:
         return AssertionRecord(
             kind="crash",
