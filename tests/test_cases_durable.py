@@ -168,10 +168,31 @@ class TestRedeliver:
             "steps[0].redeliver: redeliver sends the previous send, decide or deliver again "
             "(none came)"
         ]
-        assert issues(steps_doc("- send: hi\n- advance: 1d\n- redeliver: {}\n")) == [
-            "steps[2].redeliver: redeliver sends the previous send, decide or deliver again "
-            "(the action before it is advance)"
+
+    @pytest.mark.parametrize(
+        "steps",
+        [
+            "- send: hi\n- advance: 1d\n- redeliver: {}\n",
+            "- send: hi\n- advance: 1d\n- parked: input\n- redeliver: {}\n",
+            "- send: hi\n- crash: { during: model }\n- advance: 1d\n- redeliver: {}\n",
+        ],
+    )
+    def test_a_redeliver_after_an_advance_is_refused_naming_the_step(self, steps: str) -> None:
+        """What it would send again was delivered before the clock moved: the run that
+        knew its key may have closed idle, so the schema refuses it, and says why."""
+        index = steps.count("\n- ")
+        assert issues(steps_doc(steps)) == [
+            f"steps[{index}].redeliver: redeliver cannot follow an advance: once the clock "
+            "moved on the session may have closed idle and reopened in a new run, which no "
+            "longer knows the first delivery's idempotency key (Temporal answers an update id "
+            "within its run only); put the redeliver right after the send, decide or deliver "
+            "it repeats"
         ]
+
+    def test_a_redeliver_after_an_advance_and_a_new_send_repeats_that_send(self) -> None:
+        document = parse(HEAD + "steps:\n  - send: hi\n  - advance: 1d\n  - send: again\n"
+                         "  - redeliver: {}\n")  # fmt: skip
+        assert [s.kind for s in document.steps] == ["send", "advance", "send", "redeliver"]
 
 
 class TestRepeat:
@@ -220,6 +241,7 @@ def test_validate_reports_the_schema_and_a_crash_that_cannot_strike(tmp_path: Pa
     tests = root / "workflows" / "refund-review" / "tests"
     (tests / "bad.test.yaml").write_text(steps_doc("- send: hi\n- advance: soon\n"))
     (tests / "hookless.test.yaml").write_text(steps_doc("- crash: { during: hook }\n- send: hi\n"))
+    (tests / "late.test.yaml").write_text(steps_doc("- send: hi\n- advance: 2h\n- redeliver: {}\n"))
     report = validate_workflow(root, "refund-review")
     found = [(d.level, d.location.rsplit("/", 1)[-1], d.message) for d in report.diagnostics]
     assert found == [
@@ -234,6 +256,14 @@ def test_validate_reports_the_schema_and_a_crash_that_cannot_strike(tmp_path: Pa
             "hookless.test.yaml",
             "steps[0].crash.during: the workflow declares no script or custom hook, so a crash "
             "during hook never strikes (and fails its record)",
+        ),
+        (
+            "error",
+            "late.test.yaml",
+            "steps[2].redeliver: redeliver cannot follow an advance: once the clock moved on "
+            "the session may have closed idle and reopened in a new run, which no longer knows "
+            "the first delivery's idempotency key (Temporal answers an update id within its "
+            "run only); put the redeliver right after the send, decide or deliver it repeats",
         ),
     ]
 
