@@ -166,6 +166,7 @@ async def run_case(
     listener: CaseListener | None = None,
     durable: DurableEnvironment | None = None,
     end_session: bool = False,
+    disposals: list[asyncio.Task[None]] | None = None,
 ) -> CaseResult:
     """Run one case on the session ``session_id`` and return its result (never raises for
     anything the case or the session did).
@@ -175,7 +176,9 @@ async def run_case(
     :class:`~client.testing.durable.DurableEnvironment`; by default one for this case
     alone), a repeated one N times on sessions ``<session_id>-r1`` … ``-rN``.
     ``end_session`` ends each session the case ran on once its run is over (as
-    :func:`dispose_case_session` does; the suite does it for the sessions it named)."""
+    :func:`dispose_case_session` does; the suite does it for the sessions it named); with
+    ``disposals``, a session of the suite agent's is ended in the background (the task is
+    appended there, for the caller to await) while the next case runs."""
     try:
         document = load_case(case, tests_dir)
     except CaseSchemaError as exc:
@@ -229,7 +232,7 @@ async def run_case(
                 )
             )
             if end_session and document.repeat > 1 and not needs_durable(document):
-                await dispose_case_session(agent, sid)
+                await _dispose(agent, sid, disposals)
                 ended.append(sid)
     finally:
         if own and environment is not None:
@@ -239,8 +242,16 @@ async def run_case(
         listener.case_finished(result)
     if end_session and not needs_durable(document):
         for sid in {run.session_id for run in runs} - set(ended):
-            await dispose_case_session(agent, sid)
+            await _dispose(agent, sid, disposals)
     return result
+
+
+async def _dispose(agent: Agent, session_id: str, into: list[asyncio.Task[None]] | None) -> None:
+    """End a case's session now, or (``into``) in the background, its task kept there."""
+    if into is None:
+        await dispose_case_session(agent, session_id)
+    else:
+        into.append(asyncio.get_running_loop().create_task(dispose_case_session(agent, session_id)))
 
 
 def _case_result(case: DiscoveredCase, document: CaseDocument, runs: list[_Run]) -> CaseResult:
@@ -923,6 +934,8 @@ async def _run_suite(
     # cases that advance the clock or crash a worker share it; the time-skipping server
     # starts only when the first such case runs
     durable = DurableEnvironment(model=model)
+    # the sessions of finished cases end in the background, while the next case runs
+    disposals: list[asyncio.Task[None]] = []
     try:
         for case in cases:
             session_id = (
@@ -941,9 +954,12 @@ async def _run_suite(
                     listener=listener,
                     durable=durable,
                     end_session=session_id_for_case is None,
+                    disposals=disposals,
                 )
             )
     finally:
+        if disposals:
+            await asyncio.gather(*disposals, return_exceptions=True)
         await durable.close()
         if judge_client is not None:
             await judge_client.close()
