@@ -23,23 +23,24 @@ def _ledger() -> Path:
     return Path(os.environ[CHARGES_ENV])
 
 
-def charged() -> list[str]:
-    """Every charge applied, in order (``<order id> <key or ->``)."""
+def charges() -> list[tuple[str, str, int]]:
+    """Every charge applied, in order: the order, the key (``-``: none) and the pid of the
+    process that applied it."""
     path = _ledger()
-    return path.read_text().splitlines() if path.exists() else []
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [(order, key, int(pid)) for order, key, pid in (line.split() for line in lines)]
 
 
 def charge(order: Order) -> str:
     """Charge an order (each call charges it again: not idempotent)."""
     with _ledger().open("a") as ledger:
-        ledger.write(f"{order.order_id} -\n")
+        ledger.write(f"{order.order_id} - {os.getpid()}\n")
     return f"charged {order.order_id}"
 
 
 def charge_once(order: Order, context: ToolContext) -> str:
     """Charge an order once per idempotency key."""
-    line = f"{order.order_id} {context.idempotency_key}"
-    if line not in charged():
+    if not any(key == context.idempotency_key for _, key, _ in charges()):
         with _ledger().open("a") as ledger:
-            ledger.write(line + "\n")
+            ledger.write(f"{order.order_id} {context.idempotency_key} {os.getpid()}\n")
     return f"charged {order.order_id}"

@@ -291,7 +291,11 @@ class TestCrashKillsAProcess:
             tools=[crash_tools.charge],
         )
         case = _only(result)
-        assert crash_tools.charged() == ["O-1 -", "O-1 -"]  # the effect, applied twice
+        (first, *_, killed), (second, *_, here) = crash_tools.charges()
+        assert (first, second) == ("O-1", "O-1")  # the effect, applied twice
+        assert killed != here == os.getpid()  # by the worker process, then by this one's
+        with pytest.raises(ProcessLookupError):
+            os.kill(killed, 0)  # SIGKILLed and reaped
         (record,) = _records(case, "crash")
         assert record.status == "failed" and record.detail is not None
         assert record.detail.startswith(
@@ -325,7 +329,8 @@ class TestCrashKillsAProcess:
         )
         case = _only(result)
         assert case.verdict.failures == []
-        assert [line.split()[0] for line in crash_tools.charged()] == ["O-1"]
+        ((order, _, pid),) = crash_tools.charges()
+        assert order == "O-1" and pid != os.getpid()  # the worker process charged, once
         (record,) = _records(case, "crash")
         assert record.detail is not None
         assert record.detail.startswith("worker process killed (SIGKILL) after host tool")
@@ -371,7 +376,39 @@ class TestCrashKillsAProcess:
         (record,) = _records(case, "crash")
         assert record.detail is not None
         assert record.detail.startswith(f"worker process killed (SIGKILL) {struck}")
-        assert crash_tools.charged() == ["O-1 -"] and _ledger_file(root, case) == "START X END"
+        assert [order for order, _, _ in crash_tools.charges()] == ["O-1"]
+        assert _ledger_file(root, case) == "START X END"
+
+    async def test_a_crash_that_never_strikes_leaves_the_action_to_the_process(
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """The turn runs one hook: a crash armed for the third never strikes, the worker
+        process runs the whole turn (its charge) and is shut down, and the record fails."""
+        monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
+        root = _ledger(tmp_path, "{ during: hook, nth: 3 }")
+        result = await _suite(
+            client,
+            task_queue,
+            scripted,
+            root,
+            "ledger",
+            LEDGER_PLAYBOOK,
+            tools=[crash_tools.charge],
+        )
+        case = _only(result)
+        (record,) = _records(case, "crash")
+        assert record.status == "failed"
+        assert record.detail is not None and record.detail.startswith(
+            "the armed crash never struck"
+        )
+        ((_, _, pid),) = crash_tools.charges()
+        assert pid != os.getpid()
+        assert [r.status for r in case.records if r.kind != "crash"] == ["passed", "passed"]
 
 
 class TestCrash:

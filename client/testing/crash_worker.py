@@ -9,7 +9,7 @@ builds a worker like the suite's (no workflow cache, so no sticky queue to wait 
 ``ready`` and waits for ``go``; then it serves the case's queue and counts the activities
 of the crash's kind its turn starts. At the ``nth`` it writes where it struck and the task
 tokens of every activity it holds, and stops itself (``SIGSTOP``: from that instant it
-runs, reports and polls nothing), and the runner ``SIGKILL``\\ s it: a kill without
+runs, reports and polls nothing), and the runner kills it (``SIGKILL``): a kill without
 draining, as when a machine dies. While it runs it writes every side effect its activities
 apply (the effect journal's watch, :mod:`activities.effects`) as a JSON line, so the runner
 can tell whether the retry applied one again.

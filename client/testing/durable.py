@@ -21,28 +21,40 @@ run (in real time), holds its clock; :func:`settled` then waits until the sessio
 workflow task or activity pending and does not say ``running``. Advancing less than a wait
 fires nothing.
 
-**Crash.** A ``crash: {during, nth, at}`` arms the next action: the case's worker counts the
+**Crash.** A ``crash: {during, nth, at}`` arms the next action, which runs on a **worker
+process** of its own (:mod:`client.testing.crash_worker`, started in the background when
+the case opens, so it loads while the steps before the crash run; one per ``crash``): the
+case's in-process worker stops, the process serves the case's queue and counts the
 activities of that kind (:data:`CRASH_KINDS`) its turn starts, and at the ``nth`` it is
-killed, without draining: that activity is held (``at: start``: before it runs;
-``at: complete``: after it did its work: a host tool or hook executor once it returned,
-before its answer is journaled, anything else once it returned), and from then on the worker
-reports nothing (every activity it holds or finishes is held the same way) and stops polling.
-A fresh worker takes the session on. Temporal would notice the dead worker by its missed
-heartbeats (``HEARTBEAT_TIMEOUT``, 10 s; longer for an activity without heartbeats); the
-harness does not wait for that: it fails each held attempt in the dead worker's place
-(``WorkerKilled``, retried at once), which is what the timeout would do, so the retry runs on
-the fresh worker with the same idempotency key, as after a real kill. The killed worker is an
-in-process one (host tools and hook executors are Python callables of this process, so a
-worker in another process could not run them), abandoned where it stood; when the case ends
-its held activities are let go and their late reports, for attempts Temporal has already
-retried, are refused by the server. Each case worker has a connection of its own (as a
-worker process would), on a Temporal runtime whose core logs only errors, so those refusals
-do not reach the test's output. The retry waits out Temporal's retry timer: about a second on
-a real server (it fires retries on a one-second grain, whatever the delay asked), at once on
-the time-skipping one.
+killed without draining: ``at: start``, before that activity runs; ``at: complete``, after
+it did its work (a host tool or hook executor once it returned, before its answer is
+journaled; anything else once it returned, before it is reported). The process stops dead
+there (``SIGSTOP``), tells the runner the task tokens of every activity it holds, and the
+runner kills it (``SIGKILL``). A fresh in-process worker takes the session on. Temporal would
+notice the dead worker by its missed heartbeats (``HEARTBEAT_TIMEOUT``, 10 s; longer for an
+activity without heartbeats); the runner does not wait for that: it fails each held attempt
+in the dead worker's place (``WorkerKilled``, retried at once), which is what the timeout
+would do, so the retry runs on the fresh worker with the same idempotency key, as after any
+kill. A crash that never strikes leaves the action to the process, which is then shut down
+gracefully. The retry waits out Temporal's retry timer: about a second on a real server (it
+fires retries on a one-second grain, whatever the delay asked), at once on the
+time-skipping one.
+
+The process loads the suite's host tools and hook executors by reference (pickled: a
+module-level callable of an importable module). When one of them cannot travel so (defined
+inside a function, or in ``__main__``), the case's crashes are **simulated in process**
+instead, and their records say so (``in-process worker killed … (simulated: host tool 'x'
+is not importable by a worker process)``): the killed worker is an in-process one,
+abandoned where it stood: it holds the activity, reports nothing from then on and stops
+polling; when the case ends its held activities are let go and their late reports, for
+attempts Temporal has already retried, are refused by the server. Each case worker has a
+connection of its own (as a worker process would), on a Temporal runtime whose core logs
+only errors, so those refusals do not reach the test's output.
 
 While the armed action runs, every effect its activities apply is heard through the effect
-journal's watch (:mod:`activities.effects`); :func:`applied_twice` reads them: a journaled
+journal's watch (:mod:`activities.effects`: the process writes each to the runner as it
+applies it, the in-process workers report theirs directly); :func:`applied_twice` reads
+them: a journaled
 change computed twice for one call, or a host tool or hook executor run twice for one call
 that takes no ``ToolContext`` (it was never told the key that would let it make the second
 run harmless), is a side effect applied twice, and fails the crash's record.
