@@ -230,7 +230,14 @@ async def _serve(spec: ChildSpec, out: _Out) -> None:
 def main() -> None:
     out = _Out()
     try:
+        # loaded before the spec is read: the runner starts this process ahead of its crash
+        import archmax_temporal.client.runtime
+        import archmax_temporal.client.testing.durable
+        import archmax_temporal.worker  # noqa: F401
+
         size = int.from_bytes(sys.stdin.buffer.read(8), "big")
+        if not size:  # the runner ended before it needed this process
+            os._exit(0)
         spec = pickle.loads(sys.stdin.buffer.read(size))
         assert isinstance(spec, ChildSpec)
         _die_with_parent(spec.parent)

@@ -479,13 +479,15 @@ class _ChildWorker:
         self.errors: list[str] = []
         self.stderr: list[str] = []
         self.dead = False
+        self.sent = False
+        """Whether it was told a spec (a spare waits for one)."""
         self._reader = loop.create_task(self._read())
         self._drain = loop.create_task(self._read_stderr())
         self.exited = loop.create_task(self._exit())
 
     @classmethod
-    async def spawn(cls, spec: ChildSpec) -> _ChildWorker:
-        """Start the process and wait until it is connected, its worker built (not polling)."""
+    async def start(cls) -> _ChildWorker:
+        """Start a process: it loads the worker's modules, then waits for its spec."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         process = await asyncio.create_subprocess_exec(
@@ -497,13 +499,18 @@ class _ChildWorker:
             stderr=asyncio.subprocess.PIPE,
             env=env,
         )
-        assert process.stdin is not None
+        return cls(process)
+
+    async def send(self, spec: ChildSpec) -> _ChildWorker:
+        """Hand it the crash's spec and wait until it is connected, its worker built (not
+        polling yet)."""
+        assert self.process.stdin is not None
         data = pickle.dumps(spec)
-        process.stdin.write(len(data).to_bytes(8, "big") + data)
-        await process.stdin.drain()
-        child = cls(process)
-        await child._until(child.ready, CHILD_START_TIMEOUT, "start")
-        return child
+        self.sent = True
+        self.process.stdin.write(len(data).to_bytes(8, "big") + data)
+        await self.process.stdin.drain()
+        await self._until(self.ready, CHILD_START_TIMEOUT, "start")
+        return self
 
     async def _read(self) -> None:
         assert self.process.stdout is not None
@@ -573,8 +580,9 @@ class _ChildWorker:
         """Shut it down gracefully (a crash that never struck), killing it if it lingers."""
         if self.process.returncode is None and self.process.stdin is not None:
             with contextlib.suppress(Exception):
-                self.process.stdin.write(b"stop\n")
-                await self.process.stdin.drain()
+                if self.sent:  # a spare that was never told a spec just sees stdin close
+                    self.process.stdin.write(b"stop\n")
+                    await self.process.stdin.drain()
                 self.process.stdin.close()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.exited), CHILD_STOP_TIMEOUT)
@@ -655,7 +663,7 @@ class DurableCase:
             return
         crash = self._crashes.pop(0)
         spec = self._env.child_spec(self.agent, crash)
-        self._child = asyncio.get_running_loop().create_task(_ChildWorker.spawn(spec))
+        self._child = asyncio.get_running_loop().create_task(self._env.child(spec))
 
     async def start_worker(self) -> None:
         """A fresh worker on the case's queue (the first, or one after a kill)."""
@@ -816,6 +824,29 @@ class DurableEnvironment:
         self._starting: asyncio.Lock | None = None
         self.skipping_start_s: float | None = None
         """How long the time-skipping server took to start (None: not started)."""
+        self._spare: asyncio.Task[_ChildWorker] | None = None
+        """A crash's worker process, loading its modules ahead of the crash that takes it."""
+        self._crashes_left = 0
+        """How many ``crash`` steps of the suite have not taken a process yet."""
+
+    def prewarm(self, crashes: int) -> None:
+        """The suite holds ``crashes`` crash steps: start loading the first one's worker
+        process now, beside everything else the suite starts."""
+        self._crashes_left = crashes
+        self._keep_spare()
+
+    def _keep_spare(self) -> None:
+        if self._spare is None and self._crashes_left > 0:
+            self._spare = asyncio.get_running_loop().create_task(_ChildWorker.start())
+
+    async def child(self, spec: ChildSpec) -> _ChildWorker:
+        """A crash's worker process, told ``spec``: the spare one (its modules loaded while
+        the suite ran), else a new one; a spare starts loading for the next crash."""
+        spare, self._spare = self._spare, None
+        self._crashes_left = max(self._crashes_left - 1, 0)
+        child = await spare if spare is not None else await _ChildWorker.start()
+        self._keep_spare()
+        return await child.send(spec)
 
     async def skipping(self) -> WorkflowEnvironment:
         """The time-skipping test server, started on first use."""
@@ -905,7 +936,12 @@ class DurableEnvironment:
         )
 
     async def close(self) -> None:
-        """Stop the time-skipping server, if one was started."""
+        """End the spare worker process; stop the time-skipping server, if one was started."""
+        self._crashes_left = 0
+        if self._spare is not None:
+            spare, self._spare = self._spare, None
+            with contextlib.suppress(Exception):
+                await (await spare).stop()
         if self._skipping is not None:
             with contextlib.suppress(Exception):
                 await self._skipping.shutdown()

@@ -254,6 +254,17 @@ async def _dispose(agent: Agent, session_id: str, into: list[asyncio.Task[None]]
         into.append(asyncio.get_running_loop().create_task(dispose_case_session(agent, session_id)))
 
 
+def _crash_steps(case: DiscoveredCase, tests_dir: Path) -> int:
+    """How many ``crash`` steps a case holds (none when it does not parse or is skipped)."""
+    try:
+        document = load_case(case, tests_dir)
+    except CaseSchemaError:
+        return 0
+    if document.skip is not None:
+        return 0
+    return document.repeat * sum(1 for step in document.steps if isinstance(step, CrashStep))
+
+
 def _case_result(case: DiscoveredCase, document: CaseDocument, runs: list[_Run]) -> CaseResult:
     """The case's result from its runs: one run's as it is; a repeated case's by its pass
     rate, with the records of the first run whose verdict is the case's."""
@@ -911,29 +922,36 @@ async def _run_suite(
             return RunTestsResult(exit_code=1, discovered=discovered)
     tests_dir = source / "workflows" / workflow / "tests"
     run_id = new_run_id()
+    # cases that advance the clock or crash a worker share it; the time-skipping server
+    # starts only when the first such case runs, and a crash's worker process loads while
+    # the suite starts and runs (one ahead of the crash that takes it)
+    durable = DurableEnvironment(model=model)
+    durable.prewarm(sum(_crash_steps(case, tests_dir) for case in cases))
     owned = False
-    if isinstance(create_target, Agent):
-        agent = create_target
-    elif create_target is not None:
-        agent = await create_target(workflow, root)
-    else:
-        if sandbox_runtime is not None:
-            agent_kwargs = {**agent_kwargs, "sandbox_runtime": sandbox_runtime}
-        agent = await create_agent(workflow, root=root, model=model, **agent_kwargs)
-        owned = True
+    try:
+        if isinstance(create_target, Agent):
+            agent = create_target
+        elif create_target is not None:
+            agent = await create_target(workflow, root)
+        else:
+            if sandbox_runtime is not None:
+                agent_kwargs = {**agent_kwargs, "sandbox_runtime": sandbox_runtime}
+            agent = await create_agent(workflow, root=root, model=model, **agent_kwargs)
+            owned = True
+    except BaseException:
+        await durable.close()
+        raise
     judge_client: openai.AsyncOpenAI | None = None
     if grade is None and spec.tests.judge is not None:
         model_config = model or ModelConfig.from_env()
         judge_client = openai_client(model_config, max_retries=JUDGE_RETRIES)
         grade = judge_grader(spec.tests.judge, model_config, judge_client)
     if not isinstance(agent, Agent) or agent.loaded.slug != workflow:
+        await durable.close()
         raise InvalidTargetError(
             f"create_target must return a governed agent of workflow {workflow!r}"
         )
     results: list[CaseResult] = []
-    # cases that advance the clock or crash a worker share it; the time-skipping server
-    # starts only when the first such case runs
-    durable = DurableEnvironment(model=model)
     # the sessions of finished cases end in the background, while the next case runs
     disposals: list[asyncio.Task[None]] = []
     try:
