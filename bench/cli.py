@@ -21,17 +21,27 @@ process, timed from outside, its runs of each kind interleaved.
 * **durable** — this runtime's case steps (README, "Cases that wait, crash and retry"), one
   case per ``archmax test`` process, on a root copied from ``examples/support-inbox``:
   ``plain`` (clarify-then-deliver as shipped), ``crash`` (the same with ``crash: {during:
-  model}`` arming the deliver: a worker killed as the answer's model call starts, a fresh one
-  finishing the turn) and ``advance`` (a three-day ``until`` woken by ``advance: 7d`` on the
-  time-skipping server the command starts). A crash's cost is crash − plain; an advancing
-  case's is advance − plain, the server's start included.
+  model}`` arming the deliver: a worker process SIGKILLed as the answer's model call starts,
+  a fresh worker finishing the turn) and ``advance`` (a three-day ``until`` woken by
+  ``advance: 7d`` on the time-skipping server the command starts). A crash's cost is
+  crash − plain; an advancing case's is advance − plain, the server's start included.
 * **sessions** — ``--sessions`` sessions of support-inbox parked in ``clarify`` (on the
   default task queue, by an in-process worker that is stopped before anything is timed, so
   the listing meets no worker, as a shell does); ``archmax sessions`` (it lists 100), and in
   this process ``agent.sessions.list()`` of all of them against a bare
   ``client.list_workflows`` of the same query.
 
-Medians are the figures to quote; the table gives min / median / max of ``--runs`` runs.
+Medians are the figures to quote; the table gives min / median / max of ``--runs`` runs,
+and the median CPU time (user + system of the command and the processes it waited for: on a
+loaded machine the wall time is mostly waiting for a core, the CPU time much less so).
+
+``--baseline <checkout>`` (an export of another commit: ``git archive <commit> | tar -x -C
+<dir>``) times the test and durable sections' commands on that code too, each run of it
+just before the same run of this checkout's, and gives after ÷ before of the medians.
+``--bytecode cached`` (the default) lets the commands write and reuse bytecode under a
+scratch ``PYTHONPYCACHEPREFIX`` (the warm-up run compiles it), as an installed package
+runs; ``--bytecode source`` keeps the environment's setting (``PYTHONDONTWRITEBYTECODE=1``
+recompiles every module of a source checkout at every start).
 The process leaves through ``os._exit`` (sdk-python#300).
 """
 
@@ -40,6 +50,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -126,18 +137,48 @@ def run_command(argv: list[str], env: dict[str, str], root: Path) -> tuple[float
     return elapsed, done.stdout.decode(errors="replace")
 
 
+def run_timed(argv: list[str], env: dict[str, str], root: Path) -> tuple[float, float, str]:
+    """One ``archmax`` process: its wall seconds, the CPU seconds (user + system) it and the
+    processes it waited for spent, and its stdout. On a loaded machine the wall time is
+    mostly waiting for a core; the CPU time much less so."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    elapsed, out = run_command(argv, env, root)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu, out
+
+
 class Series:
     def __init__(self, label: str) -> None:
         self.label = label
         self.values: list[float] = []
+        self.cpu: list[float] = []
 
     @property
     def median(self) -> float:
         return statistics.median(self.values)
 
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
+
+    def add(self, timed: tuple[float, float, str]) -> str:
+        """Record one :func:`run_timed`; its stdout."""
+        elapsed, cpu, out = timed
+        self.values.append(elapsed)
+        self.cpu.append(cpu)
+        return out
+
     def row(self) -> str:
         low, mid, high = (v * 1000 for v in (min(self.values), self.median, max(self.values)))
-        return f"| {self.label} | {low:,.0f} | {mid:,.0f} | {high:,.0f} |"
+        cpu = f"{self.cpu_median * 1000:,.0f}" if self.cpu else "-"
+        return f"| {self.label} | {low:,.0f} | {mid:,.0f} | {high:,.0f} | {cpu} |"
+
+
+HEADER = [
+    "| command | min ms | median ms | max ms | median CPU ms |",
+    "| --- | ---: | ---: | ---: | ---: |",
+]
 
 
 def section_test(address: str, scratch: Path, cases: int, runs: int) -> list[str]:
@@ -161,35 +202,37 @@ def section_test(address: str, scratch: Path, cases: int, runs: int) -> list[str
                 (many[side], ["test", SLUG]),
                 (floor[side], ["help"]),
             ):
-                elapsed, _ = run_command(argv, envs[side], root)
-                series.values.append(elapsed)
+                series.add(run_timed(argv, envs[side], root))
             log(
                 f"  run {index + 1} {side or 'this'}: 1 case {one[side].values[-1]:.2f} s, "
                 f"all {many[side].values[-1]:.2f} s"
             )
-    lines = ["| command | min ms | median ms | max ms |", "| --- | ---: | ---: | ---: |"]
+    lines = list(HEADER)
     for side, _ in SIDES:
         lines += [one[side].row(), many[side].row(), floor[side].row()]
     lines.append("")
-    costs: dict[str, tuple[float, float]] = {}
+    costs: dict[tuple[str, str], tuple[float, float]] = {}
     for side, _ in SIDES:
-        per_case = (many[side].median - one[side].median) / (cases - 1)
-        fixed = one[side].median - per_case
-        costs[side] = (per_case, fixed)
-        lines += [
-            f"- {side}a further case (two turns, three scripted-model calls): "
-            f"{per_case * 1000:,.0f} ms (medians: ({cases} cases − 1 case) ÷ {cases - 1})",
-            f"- {side}fixed cost of one invocation: {fixed * 1000:,.0f} ms "
-            "(1 case less a further case's cost)",
-        ]
+        for what, a, b in (
+            ("wall", one[side].median, many[side].median),
+            ("CPU", one[side].cpu_median, many[side].cpu_median),
+        ):
+            per_case = (b - a) / (cases - 1)
+            fixed = a - per_case
+            costs[side, what] = (per_case, fixed)
+            lines += [
+                f"- {side}a further case (two turns, three scripted-model calls), {what}: "
+                f"{per_case * 1000:,.0f} ms (medians: ({cases} cases − 1 case) ÷ {cases - 1}); "
+                f"fixed cost of one invocation: {fixed * 1000:,.0f} ms (1 case less that)",
+            ]
     if len(SIDES) > 1:
         (before, _), (after, _) = SIDES[0], SIDES[-1]
-        lines += [
-            f"- after ÷ before: fixed cost {costs[after][1] / costs[before][1]:.2f}, a further "
-            f"case {costs[after][0] / costs[before][0]:.2f}, 1 case "
-            f"{one[after].median / one[before].median:.2f}, {cases} cases "
-            f"{many[after].median / many[before].median:.2f} (medians, runs interleaved)"
-        ]
+        for what in ("wall", "CPU"):
+            (b_case, b_fixed), (a_case, a_fixed) = costs[before, what], costs[after, what]
+            lines.append(
+                f"- after ÷ before, {what}: fixed cost {a_fixed / b_fixed:.2f}, a further case "
+                f"{a_case / b_case:.2f} (medians, runs interleaved)"
+            )
     return lines
 
 
@@ -244,28 +287,26 @@ def section_durable(address: str, scratch: Path, runs: int) -> list[str]:
     for index in range(runs):
         for side, _ in SIDES:
             for name in DURABLE_CASES:
-                elapsed, out = run_command(["test", SLUG, f"{name}."], envs[side], root)
+                out = series[side, name].add(
+                    run_timed(["test", SLUG, f"{name}."], envs[side], root)
+                )
                 if not out.startswith("1 passed"):
                     raise RuntimeError(f"case {name} did not pass: {out}")
-                series[side, name].values.append(elapsed)
             log(
                 f"  run {index + 1} {side or 'this'}: "
                 + ", ".join(f"{n} {series[side, n].values[-1]:.2f} s" for n in DURABLE_CASES)
             )
-    lines = [
-        "| command | min ms | median ms | max ms |",
-        "| --- | ---: | ---: | ---: |",
-        *(timed.row() for timed in series.values()),
-        "",
-    ]
+    lines = [*HEADER, *(timed.row() for timed in series.values()), ""]
     for side, _ in SIDES:
-        plain = series[side, "plain"].median
+        plain, plain_cpu = series[side, "plain"].median, series[side, "plain"].cpu_median
+        crash, advance = series[side, "crash"], series[side, "advance"]
         lines += [
-            f"- {side}a crash (a worker process started, SIGKILLed, the attempt retried on a "
-            f"fresh worker): {(series[side, 'crash'].median - plain) * 1000:,.0f} ms over the "
-            "same case without it",
+            f"- {side}a crash (this side's: a worker process started, SIGKILLed, the attempt "
+            f"retried on a fresh worker): {(crash.median - plain) * 1000:,.0f} ms wall, "
+            f"{(crash.cpu_median - plain_cpu) * 1000:,.0f} ms CPU over the same case without it",
             f"- {side}a case with advance: 7d over a three-day wait, beside a two-turn case: "
-            f"{(series[side, 'advance'].median - plain) * 1000:+,.0f} ms (the time-skipping "
+            f"{(advance.median - plain) * 1000:+,.0f} ms wall, "
+            f"{(advance.cpu_median - plain_cpu) * 1000:+,.0f} ms CPU (the time-skipping "
             "server's start included)",
         ]
     return lines
