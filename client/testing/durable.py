@@ -689,7 +689,7 @@ class DurableCase:
             await self.ensure_worker()
             return await action()
         if self.simulated is None:
-            return await self._act_in_process(action, crash)
+            return await self._act_on_process(action, crash)
         await self.ensure_worker()
         report = self._harness.arm(crash)
         report.simulated = self.simulated
@@ -712,7 +712,7 @@ class DurableCase:
             self._harness.disarm()
             self.last_crash = report
 
-    async def _act_in_process(self, action: Callable[[], Awaitable[T]], crash: CrashStep) -> T:
+    async def _act_on_process(self, action: Callable[[], Awaitable[T]], crash: CrashStep) -> T:
         """``action`` on a worker process armed with ``crash``: SIGKILLed where it strikes,
         its held attempts failed in its place, an in-process worker resumes the session."""
         if self._child is None:  # a crash step the plan did not foresee: start it now
@@ -729,13 +729,10 @@ class DurableCase:
             await self._stop_worker()
             await child.go()
             running = asyncio.ensure_future(action())
-            struck = asyncio.ensure_future(child.struck)
-            try:
-                await asyncio.wait({running, struck}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not struck.done():
-                    struck.cancel()
-            if child.struck.done() and not child.struck.cancelled():
+            await asyncio.wait(
+                {running, child.struck, child.exited}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if child.struck.done():
                 where, tokens = child.struck.result()
                 report.struck = where
                 report.process = await child.kill()
