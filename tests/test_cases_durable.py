@@ -14,6 +14,7 @@ from typing import Literal
 import pytest
 
 from archmax_temporal.activities.effects import EffectEvent
+from archmax_temporal.activities.host_tools import host_tool
 from archmax_temporal.client.testing import durable
 from archmax_temporal.client.testing.cases import (
     EXTENSION_STEP_KINDS,
@@ -39,6 +40,7 @@ from archmax_temporal.client.testing.results import (
 from archmax_temporal.client.testing.validate import validate_workflow
 from archmax_temporal.workflows import contracts
 from archmax_temporal.workflows.contracts.sandbox import SANDBOX_ACTIVITY
+from tests import crash_tools
 from tests.conftest import EXAMPLES, copy_example
 
 HEAD = "title: A case\ndescription: What it drives and asserts.\n"
@@ -420,3 +422,27 @@ def test_the_readmes_case_excerpts_are_verbatim_from_the_examples() -> None:
         named, _, body = block.split("```")[0].partition("\n")
         source = (repo / named.removeprefix("# ")).read_text(encoding="utf-8")
         assert body in source, named
+
+
+def test_a_crash_kills_a_process_only_with_callables_a_process_can_load() -> None:
+    """Module-level host tools and hook executors travel to the crash's worker process by
+    reference; one defined inside a function (or a lambda) keeps the crash in process, and
+    the reason names it."""
+
+    def local(order: crash_tools.Order) -> str:
+        """Defined here: no process can import it."""
+        return order.order_id
+
+    def agent(tools: list[object], executors: dict[str, object] | None = None) -> object:
+        recipe = SimpleNamespace(host_tools=tools, hook_executors=executors)
+        return SimpleNamespace(runtime=SimpleNamespace(recipe=recipe))
+
+    environment = durable.DurableEnvironment()
+    shipped = [host_tool(crash_tools.charge), host_tool(crash_tools.charge_once, name="c2")]
+    assert environment.in_process_reason(agent(shipped, {"audit": crash_tools.charge})) is None  # type: ignore[arg-type]
+    assert environment.in_process_reason(agent([*shipped, host_tool(local)])) == (  # type: ignore[arg-type]
+        "host tool 'local' is not importable by a worker process"
+    )
+    assert environment.in_process_reason(agent([], {"audit": lambda *_: None})) == (  # type: ignore[arg-type]
+        "hook executor 'audit' is not importable by a worker process"
+    )
