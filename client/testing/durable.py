@@ -553,9 +553,8 @@ class _ChildWorker:
         return f"exited {code}" + (f": {tail}" if tail else "")
 
     async def _until(self, future: asyncio.Future[None], timeout: float, what: str) -> None:
-        done, _ = await asyncio.wait(
-            {future, self.exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-        )
+        waited: set[asyncio.Future[Any]] = {future, self.exited}
+        done, _ = await asyncio.wait(waited, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if future not in done:
             await self.kill()
             raise RuntimeError(f"the crash's worker process did not {what}: {self.failure()}")
@@ -729,9 +728,8 @@ class DurableCase:
             await self._stop_worker()
             await child.go()
             running = asyncio.ensure_future(action())
-            await asyncio.wait(
-                {running, child.struck, child.exited}, return_when=asyncio.FIRST_COMPLETED
-            )
+            waited: set[asyncio.Future[Any]] = {running, child.struck, child.exited}
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
             if child.struck.done():
                 where, tokens = child.struck.result()
                 report.struck = where
