@@ -21,17 +21,27 @@ process, timed from outside, its runs of each kind interleaved.
 * **durable** — this runtime's case steps (README, "Cases that wait, crash and retry"), one
   case per ``archmax test`` process, on a root copied from ``examples/support-inbox``:
   ``plain`` (clarify-then-deliver as shipped), ``crash`` (the same with ``crash: {during:
-  model}`` arming the deliver: a worker killed as the answer's model call starts, a fresh one
-  finishing the turn) and ``advance`` (a three-day ``until`` woken by ``advance: 7d`` on the
-  time-skipping server the command starts). A crash's cost is crash − plain; an advancing
-  case's is advance − plain, the server's start included.
+  model}`` arming the deliver: a worker process SIGKILLed as the answer's model call starts,
+  a fresh worker finishing the turn) and ``advance`` (a three-day ``until`` woken by
+  ``advance: 7d`` on the time-skipping server the command starts). A crash's cost is
+  crash − plain; an advancing case's is advance − plain, the server's start included.
 * **sessions** — ``--sessions`` sessions of support-inbox parked in ``clarify`` (on the
   default task queue, by an in-process worker that is stopped before anything is timed, so
   the listing meets no worker, as a shell does); ``archmax sessions`` (it lists 100), and in
   this process ``agent.sessions.list()`` of all of them against a bare
   ``client.list_workflows`` of the same query.
 
-Medians are the figures to quote; the table gives min / median / max of ``--runs`` runs.
+Medians are the figures to quote; the table gives min / median / max of ``--runs`` runs,
+and the median CPU time (user + system of the command and the processes it waited for: on a
+loaded machine the wall time is mostly waiting for a core, the CPU time much less so).
+
+``--baseline <checkout>`` (an export of another commit: ``git archive <commit> | tar -x -C
+<dir>``) times the test and durable sections' commands on that code too, each run of it
+just before the same run of this checkout's, and gives after ÷ before of the medians.
+``--bytecode cached`` (the default) lets the commands write and reuse bytecode under a
+scratch ``PYTHONPYCACHEPREFIX`` (the warm-up run compiles it), as an installed package
+runs; ``--bytecode source`` keeps the environment's setting (``PYTHONDONTWRITEBYTECODE=1``
+recompiles every module of a source checkout at every start).
 The process leaves through ``os._exit`` (sdk-python#300).
 """
 
@@ -40,6 +50,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -83,11 +94,28 @@ def make_root(into: Path, cases: int) -> Path:
     return root
 
 
-def command_env(address: str, root: Path) -> dict[str, str]:
+BYTECODE: dict[str, str] = {}
+"""What every command's environment adds for its bytecode (set by ``main``: ``--bytecode``)."""
+
+
+def command_env(address: str, root: Path, code: Path | None = None) -> dict[str, str]:
+    """A command's environment: the shared server, the root, no model; ``code`` (a checkout
+    to time instead of this one: ``--baseline``) first on its ``PYTHONPATH``."""
     env = {k: v for k, v in os.environ.items() if k not in MODEL_ENV}
     env.update(TEMPORAL_ADDRESS=address, ARCHMAX_ROOT=str(root))
     env.pop("ARCHMAX_TASK_QUEUE", None)
+    if BYTECODE:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env.update(BYTECODE)
+    if code is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        )
     return env
+
+
+SIDES: list[tuple[str, Path | None]] = [("", None)]
+"""The code each command is timed with: this checkout, and ``--baseline``'s before it."""
 
 
 def run_command(argv: list[str], env: dict[str, str], root: Path) -> tuple[float, str]:
@@ -109,50 +137,103 @@ def run_command(argv: list[str], env: dict[str, str], root: Path) -> tuple[float
     return elapsed, done.stdout.decode(errors="replace")
 
 
+def run_timed(argv: list[str], env: dict[str, str], root: Path) -> tuple[float, float, str]:
+    """One ``archmax`` process: its wall seconds, the CPU seconds (user + system) it and the
+    processes it waited for spent, and its stdout. On a loaded machine the wall time is
+    mostly waiting for a core; the CPU time much less so."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    elapsed, out = run_command(argv, env, root)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu, out
+
+
 class Series:
     def __init__(self, label: str) -> None:
         self.label = label
         self.values: list[float] = []
+        self.cpu: list[float] = []
 
     @property
     def median(self) -> float:
         return statistics.median(self.values)
 
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
+
+    def add(self, timed: tuple[float, float, str]) -> str:
+        """Record one :func:`run_timed`; its stdout."""
+        elapsed, cpu, out = timed
+        self.values.append(elapsed)
+        self.cpu.append(cpu)
+        return out
+
     def row(self) -> str:
         low, mid, high = (v * 1000 for v in (min(self.values), self.median, max(self.values)))
-        return f"| {self.label} | {low:,.0f} | {mid:,.0f} | {high:,.0f} |"
+        cpu = f"{self.cpu_median * 1000:,.0f}" if self.cpu else "-"
+        return f"| {self.label} | {low:,.0f} | {mid:,.0f} | {high:,.0f} | {cpu} |"
+
+
+HEADER = [
+    "| command | min ms | median ms | max ms | median CPU ms |",
+    "| --- | ---: | ---: | ---: | ---: |",
+]
 
 
 def section_test(address: str, scratch: Path, cases: int, runs: int) -> list[str]:
     root = make_root(scratch / "test", cases)
-    env = command_env(address, root)
-    one = Series(f"`archmax test {SLUG} case-01.` (1 case)")
-    many = Series(f"`archmax test {SLUG}` ({cases} cases)")
-    floor = Series("`archmax help` (the process floor)")
-    log(f"test: warm-up, then {runs} runs of 1 and of {cases} cases")
-    run_command(["test", SLUG, "case-01."], env, root)
+    one: dict[str, Series] = {}
+    many: dict[str, Series] = {}
+    floor: dict[str, Series] = {}
+    envs: dict[str, dict[str, str]] = {}
+    for side, code in SIDES:
+        envs[side] = command_env(address, root, code)
+        one[side] = Series(f"{side}`archmax test {SLUG} case-01.` (1 case)")
+        many[side] = Series(f"{side}`archmax test {SLUG}` ({cases} cases)")
+        floor[side] = Series(f"{side}`archmax help` (the process floor)")
+    log(f"test: warm-up, then {runs} runs of 1 and of {cases} cases, sides interleaved")
+    for side, _ in SIDES:
+        run_command(["test", SLUG, "case-01."], envs[side], root)
     for index in range(runs):
-        for series, argv in (
-            (one, ["test", SLUG, "case-01."]),
-            (many, ["test", SLUG]),
-            (floor, ["help"]),
+        for side, _ in SIDES:
+            for series, argv in (
+                (one[side], ["test", SLUG, "case-01."]),
+                (many[side], ["test", SLUG]),
+                (floor[side], ["help"]),
+            ):
+                series.add(run_timed(argv, envs[side], root))
+            log(
+                f"  run {index + 1} {side or 'this'}: 1 case {one[side].values[-1]:.2f} s, "
+                f"all {many[side].values[-1]:.2f} s"
+            )
+    lines = list(HEADER)
+    for side, _ in SIDES:
+        lines += [one[side].row(), many[side].row(), floor[side].row()]
+    lines.append("")
+    costs: dict[tuple[str, str], tuple[float, float]] = {}
+    for side, _ in SIDES:
+        for what, a, b in (
+            ("wall", one[side].median, many[side].median),
+            ("CPU", one[side].cpu_median, many[side].cpu_median),
         ):
-            elapsed, _ = run_command(argv, env, root)
-            series.values.append(elapsed)
-        log(f"  run {index + 1}: 1 case {one.values[-1]:.2f} s, all {many.values[-1]:.2f} s")
-    per_case = (many.median - one.median) / (cases - 1)
-    return [
-        "| command | min ms | median ms | max ms |",
-        "| --- | ---: | ---: | ---: |",
-        one.row(),
-        many.row(),
-        floor.row(),
-        "",
-        f"- a further case (two turns, three scripted-model calls): "
-        f"{per_case * 1000:,.0f} ms (medians: ({cases} cases − 1 case) ÷ {cases - 1})",
-        f"- fixed cost of one invocation: {(one.median - per_case) * 1000:,.0f} ms "
-        "(1 case less a further case's cost)",
-    ]
+            per_case = (b - a) / (cases - 1)
+            fixed = a - per_case
+            costs[side, what] = (per_case, fixed)
+            lines += [
+                f"- {side}a further case (two turns, three scripted-model calls), {what}: "
+                f"{per_case * 1000:,.0f} ms (medians: ({cases} cases − 1 case) ÷ {cases - 1}); "
+                f"fixed cost of one invocation: {fixed * 1000:,.0f} ms (1 case less that)",
+            ]
+    if len(SIDES) > 1:
+        (before, _), (after, _) = SIDES[0], SIDES[-1]
+        for what in ("wall", "CPU"):
+            (b_case, b_fixed), (a_case, a_fixed) = costs[before, what], costs[after, what]
+            lines.append(
+                f"- after ÷ before, {what}: fixed cost {a_fixed / b_fixed:.2f}, a further case "
+                f"{a_case / b_case:.2f} (medians, runs interleaved)"
+            )
+    return lines
 
 
 DURABLE_CASES = ("plain", "crash", "advance")
@@ -193,33 +274,42 @@ def make_durable_root(into: Path) -> Path:
 
 def section_durable(address: str, scratch: Path, runs: int) -> list[str]:
     root = make_durable_root(scratch / "durable")
-    env = command_env(address, root)
-    series = {name: Series(f"`archmax test {SLUG} {name}.` (1 case)") for name in DURABLE_CASES}
-    log(f"durable: warm-up, then {runs} runs of each case")
-    for name in DURABLE_CASES:
-        run_command(["test", SLUG, f"{name}."], env, root)
+    envs = {side: command_env(address, root, code) for side, code in SIDES}
+    series = {
+        (side, name): Series(f"{side}`archmax test {SLUG} {name}.` (1 case)")
+        for side, _ in SIDES
+        for name in DURABLE_CASES
+    }
+    log(f"durable: warm-up, then {runs} runs of each case, sides interleaved")
+    for side, _ in SIDES:
+        for name in DURABLE_CASES:
+            run_command(["test", SLUG, f"{name}."], envs[side], root)
     for index in range(runs):
-        for name, timed in series.items():
-            elapsed, out = run_command(["test", SLUG, f"{name}."], env, root)
-            if not out.startswith("1 passed"):
-                raise RuntimeError(f"case {name} did not pass: {out}")
-            timed.values.append(elapsed)
-        log(
-            f"  run {index + 1}: "
-            + ", ".join(f"{n} {s.values[-1]:.2f} s" for n, s in series.items())
-        )
-    plain = series["plain"].median
-    return [
-        "| command | min ms | median ms | max ms |",
-        "| --- | ---: | ---: | ---: |",
-        *(timed.row() for timed in series.values()),
-        "",
-        f"- a crash (a worker killed, a fresh one started, the attempt retried): "
-        f"{(series['crash'].median - plain) * 1000:,.0f} ms over the same case without it",
-        f"- a case with advance: 7d over a three-day wait, beside a two-turn case: "
-        f"{(series['advance'].median - plain) * 1000:+,.0f} ms (the time-skipping server's "
-        "start included)",
-    ]
+        for side, _ in SIDES:
+            for name in DURABLE_CASES:
+                out = series[side, name].add(
+                    run_timed(["test", SLUG, f"{name}."], envs[side], root)
+                )
+                if not out.startswith("1 passed"):
+                    raise RuntimeError(f"case {name} did not pass: {out}")
+            log(
+                f"  run {index + 1} {side or 'this'}: "
+                + ", ".join(f"{n} {series[side, n].values[-1]:.2f} s" for n in DURABLE_CASES)
+            )
+    lines = [*HEADER, *(timed.row() for timed in series.values()), ""]
+    for side, _ in SIDES:
+        plain, plain_cpu = series[side, "plain"].median, series[side, "plain"].cpu_median
+        crash, advance = series[side, "crash"], series[side, "advance"]
+        lines += [
+            f"- {side}a crash (this side's: a worker process started, SIGKILLed, the attempt "
+            f"retried on a fresh worker): {(crash.median - plain) * 1000:,.0f} ms wall, "
+            f"{(crash.cpu_median - plain_cpu) * 1000:,.0f} ms CPU over the same case without it",
+            f"- {side}a case with advance: 7d over a three-day wait, beside a two-turn case: "
+            f"{(advance.median - plain) * 1000:+,.0f} ms wall, "
+            f"{(advance.cpu_median - plain_cpu) * 1000:+,.0f} ms CPU (the time-skipping "
+            "server's start included)",
+        ]
+    return lines
 
 
 async def park(address: str, root: Path, count: int) -> None:
@@ -304,10 +394,28 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="timed runs of each command (5)")
     parser.add_argument("--sessions", type=int, default=100, help="parked sessions listed (100)")
     parser.add_argument("--sections", default="test,durable,sessions", help="test,durable,sessions")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a checkout of other code (an export of main) timed the same way, its runs "
+        "interleaved with this one's; the test and durable sections then give both and "
+        "their ratios",
+    )
+    parser.add_argument(
+        "--bytecode",
+        choices=("cached", "source"),
+        default="cached",
+        help="cached (default): the commands write and reuse bytecode (under a scratch "
+        "PYTHONPYCACHEPREFIX, the warm-up run compiling it), as an installed package runs; "
+        "source: as the environment says (PYTHONDONTWRITEBYTECODE=1 compiles every module "
+        "of a source checkout at every start)",
+    )
     args = parser.parse_args()
     sections = {s.strip() for s in args.sections.split(",") if s.strip()}
     if args.cases < 2:
         parser.error("--cases must be at least 2")
+    if args.baseline is not None:
+        SIDES[:] = [("before: ", args.baseline.resolve()), ("after: ", None)]
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(find_temporal_cli()),
         search_attributes=list(sa.ALL),
@@ -315,9 +423,16 @@ async def main() -> None:
         dev_server_log_level="error",
     )
     address = env.client.service_client.config.target_host
-    lines = [f"archmax CLI bench: dev server at {address}, {args.runs} runs of each command", ""]
+    lines = [
+        f"archmax CLI bench: dev server at {address}, {args.runs} runs of each command, "
+        f"bytecode {args.bytecode}"
+        + (f", before = {args.baseline}" if args.baseline is not None else ""),
+        "",
+    ]
     try:
         with tempfile.TemporaryDirectory(prefix="archmax-bench-cli-") as scratch:
+            if args.bytecode == "cached":
+                BYTECODE["PYTHONPYCACHEPREFIX"] = str(Path(scratch) / "pycache")
             if "test" in sections:
                 lines += [*section_test(address, Path(scratch), args.cases, args.runs), ""]
             if "durable" in sections:

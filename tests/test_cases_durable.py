@@ -14,6 +14,7 @@ from typing import Literal
 import pytest
 
 from archmax_temporal.activities.effects import EffectEvent
+from archmax_temporal.activities.host_tools import host_tool
 from archmax_temporal.client.testing import durable
 from archmax_temporal.client.testing.cases import (
     EXTENSION_STEP_KINDS,
@@ -39,6 +40,7 @@ from archmax_temporal.client.testing.results import (
 from archmax_temporal.client.testing.validate import validate_workflow
 from archmax_temporal.workflows import contracts
 from archmax_temporal.workflows.contracts.sandbox import SANDBOX_ACTIVITY
+from tests import crash_tools
 from tests.conftest import EXAMPLES, copy_example
 
 HEAD = "title: A case\ndescription: What it drives and asserts.\n"
@@ -168,10 +170,31 @@ class TestRedeliver:
             "steps[0].redeliver: redeliver sends the previous send, decide or deliver again "
             "(none came)"
         ]
-        assert issues(steps_doc("- send: hi\n- advance: 1d\n- redeliver: {}\n")) == [
-            "steps[2].redeliver: redeliver sends the previous send, decide or deliver again "
-            "(the action before it is advance)"
+
+    @pytest.mark.parametrize(
+        "steps",
+        [
+            "- send: hi\n- advance: 1d\n- redeliver: {}\n",
+            "- send: hi\n- advance: 1d\n- parked: input\n- redeliver: {}\n",
+            "- send: hi\n- crash: { during: model }\n- advance: 1d\n- redeliver: {}\n",
+        ],
+    )
+    def test_a_redeliver_after_an_advance_is_refused_naming_the_step(self, steps: str) -> None:
+        """What it would send again was delivered before the clock moved: the run that
+        knew its key may have closed idle, so the schema refuses it, and says why."""
+        index = steps.count("\n- ")
+        assert issues(steps_doc(steps)) == [
+            f"steps[{index}].redeliver: redeliver cannot follow an advance: once the clock "
+            "moved on the session may have closed idle and reopened in a new run, which no "
+            "longer knows the first delivery's idempotency key (Temporal answers an update id "
+            "within its run only); put the redeliver right after the send, decide or deliver "
+            "it repeats"
         ]
+
+    def test_a_redeliver_after_an_advance_and_a_new_send_repeats_that_send(self) -> None:
+        document = parse(HEAD + "steps:\n  - send: hi\n  - advance: 1d\n  - send: again\n"
+                         "  - redeliver: {}\n")  # fmt: skip
+        assert [s.kind for s in document.steps] == ["send", "advance", "send", "redeliver"]
 
 
 class TestRepeat:
@@ -220,6 +243,7 @@ def test_validate_reports_the_schema_and_a_crash_that_cannot_strike(tmp_path: Pa
     tests = root / "workflows" / "refund-review" / "tests"
     (tests / "bad.test.yaml").write_text(steps_doc("- send: hi\n- advance: soon\n"))
     (tests / "hookless.test.yaml").write_text(steps_doc("- crash: { during: hook }\n- send: hi\n"))
+    (tests / "late.test.yaml").write_text(steps_doc("- send: hi\n- advance: 2h\n- redeliver: {}\n"))
     report = validate_workflow(root, "refund-review")
     found = [(d.level, d.location.rsplit("/", 1)[-1], d.message) for d in report.diagnostics]
     assert found == [
@@ -234,6 +258,14 @@ def test_validate_reports_the_schema_and_a_crash_that_cannot_strike(tmp_path: Pa
             "hookless.test.yaml",
             "steps[0].crash.during: the workflow declares no script or custom hook, so a crash "
             "during hook never strikes (and fails its record)",
+        ),
+        (
+            "error",
+            "late.test.yaml",
+            "steps[2].redeliver: redeliver cannot follow an advance: once the clock moved on "
+            "the session may have closed idle and reopened in a new run, which no longer knows "
+            "the first delivery's idempotency key (Temporal answers an update id within its "
+            "run only); put the redeliver right after the send, decide or deliver it repeats",
         ),
     ]
 
@@ -397,3 +429,27 @@ def test_the_docs_case_excerpts_are_verbatim_from_the_examples() -> None:
         named, _, body = block.split("```")[0].partition("\n")
         source = (repo / named.removeprefix("# ")).read_text(encoding="utf-8")
         assert body in source, named
+
+
+def test_a_crash_kills_a_process_only_with_callables_a_process_can_load() -> None:
+    """Module-level host tools and hook executors travel to the crash's worker process by
+    reference; one defined inside a function (or a lambda) keeps the crash in process, and
+    the reason names it."""
+
+    def local(order: crash_tools.Order) -> str:
+        """Defined here: no process can import it."""
+        return order.order_id
+
+    def agent(tools: list[object], executors: dict[str, object] | None = None) -> object:
+        recipe = SimpleNamespace(host_tools=tools, hook_executors=executors)
+        return SimpleNamespace(runtime=SimpleNamespace(recipe=recipe))
+
+    environment = durable.DurableEnvironment()
+    shipped = [host_tool(crash_tools.charge), host_tool(crash_tools.charge_once, name="c2")]
+    assert environment.in_process_reason(agent(shipped, {"audit": crash_tools.charge})) is None  # type: ignore[arg-type]
+    assert environment.in_process_reason(agent([*shipped, host_tool(local)])) == (  # type: ignore[arg-type]
+        "host tool 'local' is not importable by a worker process"
+    )
+    assert environment.in_process_reason(agent([], {"audit": lambda *_: None})) == (  # type: ignore[arg-type]
+        "hook executor 'audit' is not importable by a worker process"
+    )

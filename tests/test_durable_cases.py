@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from archmax_temporal.activities.host_tools import ToolContext
+from archmax_temporal.activities.host_tools import ToolContext, host_tool
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import read_checkpoint
 from archmax_temporal.client.devserver import TEST_SERVER_ENV
@@ -28,6 +28,7 @@ from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.results import CaseResult, RunTestsResult
 from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
+from tests import crash_tools
 from tests.conftest import Scripted, copy_example, model_config, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
@@ -248,7 +249,173 @@ def _ledger_file(root: Path, case: CaseResult) -> str:
     return (root / "sessions" / case.session_id / "scratchpad" / "ledger.txt").read_text()
 
 
+def _killed_attempts(events: Any) -> list[Any]:
+    """The activity attempts of a history retried after a ``crash`` killed their worker."""
+    started = [
+        e.activity_task_started_event_attributes
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+    return [
+        a
+        for a in started
+        if a.attempt > 1 and a.last_failure.application_failure_info.type == "WorkerKilled"
+    ]
+
+
+class TestCrashKillsAProcess:
+    """Host tools a worker process can load (module-level): the crash SIGKILLs a worker
+    process of its own, and an in-process worker resumes the session."""
+
+    async def test_a_non_idempotent_host_tool_fails_the_crash(
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """The worker process is killed after ``charge`` returned, before its answer was
+        journaled: the retry, on the fresh worker in this process, charges again. The
+        runner hears both runs (one from the killed process, one here) and fails the
+        crash's record by itself; the session's own assertions pass."""
+        monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
+        root = _ledger(tmp_path, "{ during: tool, at: complete }")
+        result = await _suite(
+            client,
+            task_queue,
+            scripted,
+            root,
+            "ledger",
+            LEDGER_PLAYBOOK,
+            tools=[crash_tools.charge],
+        )
+        case = _only(result)
+        (first, *_, killed), (second, *_, here) = crash_tools.charges()
+        assert (first, second) == ("O-1", "O-1")  # the effect, applied twice
+        assert killed != here == os.getpid()  # by the worker process, then by this one's
+        with pytest.raises(ProcessLookupError):
+            os.kill(killed, 0)  # SIGKILLed and reaped
+        (record,) = _records(case, "crash")
+        assert record.status == "failed" and record.detail is not None
+        assert record.detail.startswith(
+            "worker process killed (SIGKILL) after host tool 'charge' returned, before its "
+            "answer was journaled; applied twice: host tool 'charge' ran 2 times for one call"
+        )
+        assert "takes no ToolContext" in record.detail
+        assert case.verdict.status == "failed" and result.exit_code == 1
+        assert [r.status for r in case.records if r.kind != "crash"] == ["passed", "passed"]
+
+    async def test_a_host_tool_that_honours_its_key_passes(
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """The same kill against ``charge`` that applies each key once: one charge, the case
+        passes, and the history shows the attempt retried after the killed process's."""
+        monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
+        root = _ledger(tmp_path, "{ during: tool, at: complete }")
+        result = await _suite(
+            client,
+            task_queue,
+            scripted,
+            root,
+            "ledger",
+            LEDGER_PLAYBOOK,
+            tools=[host_tool(crash_tools.charge_once, name="charge")],
+        )
+        case = _only(result)
+        assert case.verdict.failures == []
+        ((order, _, pid),) = crash_tools.charges()
+        assert order == "O-1" and pid != os.getpid()  # the worker process charged, once
+        (record,) = _records(case, "crash")
+        assert record.detail is not None
+        assert record.detail.startswith("worker process killed (SIGKILL) after host tool")
+        assert "ran again with the same idempotency key" in record.detail
+        assert case.session_id
+        history = await client.get_workflow_handle(case.session_id).fetch_history()
+        assert len(_killed_attempts(history.events)) == 1
+
+    @pytest.mark.parametrize(
+        ("crash", "struck"),
+        [
+            ("{ during: hook }", "as archmax.sandbox.run started"),
+            ("{ during: model, nth: 2 }", f"as {MODEL_ACTIVITY} started"),
+            ("{ during: tool, nth: 2, at: complete }", "after archmax.workspace.edit_file did"),
+            ("{ during: store, at: complete }", "after archmax.store.persist_turn did its work"),
+        ],
+    )
+    async def test_each_kind_kills_the_process_and_the_session_is_unharmed(
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        crash: str,
+        struck: str,
+    ) -> None:
+        """A hook, the model, a journaled edit, the store: the process killed there, the
+        turn ends as it would have (one charge, one edit), nothing applied twice."""
+        monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
+        root = _ledger(tmp_path, crash)
+        result = await _suite(
+            client,
+            task_queue,
+            scripted,
+            root,
+            "ledger",
+            LEDGER_PLAYBOOK,
+            tools=[crash_tools.charge],
+        )
+        case = _only(result)
+        assert case.verdict.failures == []
+        (record,) = _records(case, "crash")
+        assert record.detail is not None
+        assert record.detail.startswith(f"worker process killed (SIGKILL) {struck}")
+        assert [order for order, _, _ in crash_tools.charges()] == ["O-1"]
+        assert _ledger_file(root, case) == "START X END"
+
+    async def test_a_crash_that_never_strikes_leaves_the_action_to_the_process(
+        self,
+        client: Client,
+        task_queue: str,
+        scripted: Scripted,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """The turn runs one hook: a crash armed for the third never strikes, the worker
+        process runs the whole turn (its charge) and is shut down, and the record fails."""
+        monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
+        root = _ledger(tmp_path, "{ during: hook, nth: 3 }")
+        result = await _suite(
+            client,
+            task_queue,
+            scripted,
+            root,
+            "ledger",
+            LEDGER_PLAYBOOK,
+            tools=[crash_tools.charge],
+        )
+        case = _only(result)
+        (record,) = _records(case, "crash")
+        assert record.status == "failed"
+        assert record.detail is not None and record.detail.startswith(
+            "the armed crash never struck"
+        )
+        ((_, _, pid),) = crash_tools.charges()
+        assert pid != os.getpid()
+        others = [r.status for r in case.records if r.kind != "crash"]
+        assert others == ["passed", "passed"], (case.error, case.verdict.failures)
+
+
 class TestCrash:
+    """Host tools defined inside a function (no worker process can load them): the crash
+    is simulated in process, and says so."""
+
     async def test_a_crash_a_non_idempotent_host_tool_would_fail(
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
     ) -> None:
@@ -271,7 +438,10 @@ class TestCrash:
         (record,) = _records(case, "crash")
         assert record.status == "failed" and record.step == 0
         assert record.detail is not None
-        assert "worker killed after host tool 'charge' returned" in record.detail
+        assert "in-process worker killed after host tool 'charge' returned" in record.detail
+        assert (
+            "(simulated: host tool 'charge' is not importable by a worker process)" in record.detail
+        )
         assert "host tool 'charge' ran 2 times for one call" in record.detail
         assert "takes no ToolContext" in record.detail
         assert case.verdict.status == "failed" and result.exit_code == 1
@@ -558,8 +728,13 @@ def test_archmax_test_narrates_and_reports_them(client: Client, tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     (result,) = json.loads(done.stdout)["results"]
     assert result["environment"] == "time-skipping"
-    assert [r["kind"] for r in result["records"] if r["kind"] == "crash"] == ["crash"]
+    (crash,) = [r for r in result["records"] if r["kind"] == "crash"]
+    assert crash["status"] == "passed"
+    assert crash["detail"].startswith("worker process killed (SIGKILL) after")
     lines = [line.strip() for line in done.stderr.splitlines()]
     assert "⏱ +3d  (time-skipping clock)" in lines
-    assert any(line.startswith("⚡ crash during model #1: worker killed after") for line in lines)
-    assert any(line.startswith("⚡ crash: worker killed after") for line in lines)
+    assert any(
+        line.startswith("⚡ crash during model #1: worker process killed (SIGKILL) after")
+        for line in lines
+    )
+    assert any(line.startswith("⚡ crash: worker process killed (SIGKILL) after") for line in lines)

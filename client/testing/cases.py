@@ -1028,7 +1028,16 @@ class _Parser:
                     ),
                     None,
                 )
-                if previous not in REDELIVERABLE:
+                if previous == "advance":
+                    self.fail(
+                        path,
+                        "redeliver cannot follow an advance: once the clock moved on the "
+                        "session may have closed idle and reopened in a new run, which no "
+                        "longer knows the first delivery's idempotency key (Temporal answers "
+                        "an update id within its run only); put the redeliver right after the "
+                        "send, decide or deliver it repeats",
+                    )
+                elif previous not in REDELIVERABLE:
                     got = f"the action before it is {previous}" if previous else "none came"
                     self.fail(
                         path,

@@ -21,28 +21,40 @@ run (in real time), holds its clock; :func:`settled` then waits until the sessio
 workflow task or activity pending and does not say ``running``. Advancing less than a wait
 fires nothing.
 
-**Crash.** A ``crash: {during, nth, at}`` arms the next action: the case's worker counts the
+**Crash.** A ``crash: {during, nth, at}`` arms the next action, which runs on a **worker
+process** of its own (:mod:`client.testing.crash_worker`, started in the background when
+the case opens, so it loads while the steps before the crash run; one per ``crash``): the
+case's in-process worker stops, the process serves the case's queue and counts the
 activities of that kind (:data:`CRASH_KINDS`) its turn starts, and at the ``nth`` it is
-killed, without draining: that activity is held (``at: start``: before it runs;
-``at: complete``: after it did its work: a host tool or hook executor once it returned,
-before its answer is journaled, anything else once it returned), and from then on the worker
-reports nothing (every activity it holds or finishes is held the same way) and stops polling.
-A fresh worker takes the session on. Temporal would notice the dead worker by its missed
-heartbeats (``HEARTBEAT_TIMEOUT``, 10 s; longer for an activity without heartbeats); the
-harness does not wait for that: it fails each held attempt in the dead worker's place
-(``WorkerKilled``, retried at once), which is what the timeout would do, so the retry runs on
-the fresh worker with the same idempotency key, as after a real kill. The killed worker is an
-in-process one (host tools and hook executors are Python callables of this process, so a
-worker in another process could not run them), abandoned where it stood; when the case ends
-its held activities are let go and their late reports, for attempts Temporal has already
-retried, are refused by the server. Each case worker has a connection of its own (as a
-worker process would), on a Temporal runtime whose core logs only errors, so those refusals
-do not reach the test's output. The retry waits out Temporal's retry timer: about a second on
-a real server (it fires retries on a one-second grain, whatever the delay asked), at once on
-the time-skipping one.
+killed without draining: ``at: start``, before that activity runs; ``at: complete``, after
+it did its work (a host tool or hook executor once it returned, before its answer is
+journaled; anything else once it returned, before it is reported). The process stops dead
+there (``SIGSTOP``), tells the runner the task tokens of every activity it holds, and the
+runner kills it (``SIGKILL``). A fresh in-process worker takes the session on. Temporal would
+notice the dead worker by its missed heartbeats (``HEARTBEAT_TIMEOUT``, 10 s; longer for an
+activity without heartbeats); the runner does not wait for that: it fails each held attempt
+in the dead worker's place (``WorkerKilled``, retried at once), which is what the timeout
+would do, so the retry runs on the fresh worker with the same idempotency key, as after any
+kill. A crash that never strikes leaves the action to the process, which is then shut down
+gracefully. The retry waits out Temporal's retry timer: about a second on a real server (it
+fires retries on a one-second grain, whatever the delay asked), at once on the
+time-skipping one.
+
+The process loads the suite's host tools and hook executors by reference (pickled: a
+module-level callable of an importable module). When one of them cannot travel so (defined
+inside a function, or in ``__main__``), the case's crashes are **simulated in process**
+instead, and their records say so (``in-process worker killed … (simulated: host tool 'x'
+is not importable by a worker process)``): the killed worker is an in-process one,
+abandoned where it stood: it holds the activity, reports nothing from then on and stops
+polling; when the case ends its held activities are let go and their late reports, for
+attempts Temporal has already retried, are refused by the server. Each case worker has a
+connection of its own (as a worker process would), on a Temporal runtime whose core logs
+only errors, so those refusals do not reach the test's output.
 
 While the armed action runs, every effect its activities apply is heard through the effect
-journal's watch (:mod:`activities.effects`); :func:`applied_twice` reads them: a journaled
+journal's watch (:mod:`activities.effects`: the process writes each to the runner as it
+applies it, the in-process workers report theirs directly); :func:`applied_twice` reads
+them: a journaled
 change computed twice for one call, or a host tool or hook executor run twice for one call
 that takes no ``ToolContext`` (it was never told the key that would let it make the second
 run harmless), is a side effect applied twice, and fails the crash's record.
@@ -51,10 +63,16 @@ run harmless), is a side effect applied twice, and fails the crash's record.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 import functools
+import json
 import logging
+import os
+import pickle
+import signal
+import sys
 import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -88,6 +106,8 @@ from archmax_temporal.activities.effects import (
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.runtime import Runtime as ArchmaxRuntime
 from archmax_temporal.client.testing.cases import CaseDocument, CrashKind, CrashStep
+from archmax_temporal.client.testing.crash_worker import MODULE as CHILD_MODULE
+from archmax_temporal.client.testing.crash_worker import ChildSpec, callable_label
 from archmax_temporal.connection import CORE_LOGGER, DATA_CONVERTER
 from archmax_temporal.workflows.contracts import sandbox, store, workspace
 from archmax_temporal.workflows.contracts.host_tools import HOST_TOOL_ACTIVITY
@@ -209,9 +229,7 @@ def applied_twice(events: list[EffectEvent]) -> tuple[list[Violation], list[str]
     return violations, notes
 
 
-def _callable(tool: str) -> str:
-    kind, _, name = tool.partition(":")
-    return f"host tool {name!r}" if kind == "host" else f"hook executor {name!r}"
+_callable = callable_label
 
 
 # --- the killable worker ---------------------------------------------------------------------
@@ -230,6 +248,8 @@ class _WorkerSlot:
         self.released = asyncio.Event()
         self.released_threads = threading.Event()
         self.shutdown: asyncio.Task[None] | None = None
+        self.stopped = False
+        """Shut down on purpose (a crash's worker process took the queue over)."""
 
 
 @dataclass
@@ -241,6 +261,18 @@ class CrashReport:
     struck: str | None = None
     """Where the worker died (``as archmax.model.complete started``), None: it never did."""
     events: list[EffectEvent] = field(default_factory=list)
+    process: int | None = None
+    """The pid of the worker process SIGKILLed there (None: an in-process worker was)."""
+    simulated: str | None = None
+    """Why the crash was simulated in process rather than a worker process killed (None:
+    it was a process)."""
+
+    @property
+    def killed(self) -> str:
+        """Which worker died and where, for the record and the narration."""
+        if self.simulated is None:
+            return f"worker process killed (SIGKILL) {self.struck}"
+        return f"in-process worker killed {self.struck} (simulated: {self.simulated})"
 
 
 class _Harness:
@@ -410,6 +442,152 @@ class _Interceptor(Interceptor):
         return _Inbound(next, self._harness, self._slot)
 
 
+# --- the worker process a crash kills --------------------------------------------------------
+
+CHILD_START_TIMEOUT: Final = 120.0
+"""Seconds a crash's worker process has to load and connect (two loaded cores, cold)."""
+
+CHILD_STOP_TIMEOUT: Final = 10.0
+"""Seconds a crash's worker process that never struck has to shut down before it is killed."""
+
+
+def _importable(value: Any) -> bool:
+    """Whether a worker process can load ``value`` (a host tool, a hook executor) by
+    reference: pickled by its module and name, from a module that is not ``__main__``."""
+    parts = [value.function, value.input_model] if hasattr(value, "function") else [value]
+    for part in parts:
+        if getattr(part, "__module__", "__main__") == "__main__":
+            return False
+    try:
+        pickle.dumps(value)
+    except Exception:
+        return False
+    return True
+
+
+class _ChildWorker:
+    """A crash's worker process (:mod:`client.testing.crash_worker`), as the runner sees it."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.heard: Callable[[EffectEvent], None] | None = None
+        """Where the effects it applied go (the armed crash's report)."""
+        loop = asyncio.get_running_loop()
+        self.ready: asyncio.Future[None] = loop.create_future()
+        self.polling: asyncio.Future[None] = loop.create_future()
+        self.struck: asyncio.Future[tuple[str, list[bytes]]] = loop.create_future()
+        self.errors: list[str] = []
+        self.stderr: list[str] = []
+        self.dead = False
+        self.sent = False
+        """Whether it was told a spec (a spare waits for one)."""
+        self._reader = loop.create_task(self._read())
+        self._drain = loop.create_task(self._read_stderr())
+        self.exited = loop.create_task(self._exit())
+
+    @classmethod
+    async def start(cls) -> _ChildWorker:
+        """Start a process: it loads the worker's modules, then waits for its spec."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            CHILD_MODULE,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        return cls(process)
+
+    async def send(self, spec: ChildSpec) -> _ChildWorker:
+        """Hand it the crash's spec and wait until it is connected, its worker built (not
+        polling yet)."""
+        assert self.process.stdin is not None
+        data = pickle.dumps(spec)
+        self.sent = True
+        self.process.stdin.write(len(data).to_bytes(8, "big") + data)
+        await self.process.stdin.drain()
+        await self._until(self.ready, CHILD_START_TIMEOUT, "start")
+        return self
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        async for raw in self.process.stdout:
+            try:
+                message = json.loads(raw)
+            except ValueError:
+                continue
+            if "event" in message and self.heard is not None:
+                self.heard(EffectEvent(**message["event"]))
+            elif "struck" in message and not self.struck.done():
+                tokens = [base64.b64decode(t) for t in message["tokens"]]
+                self.struck.set_result((message["struck"], tokens))
+            elif "ready" in message and not self.ready.done():
+                self.ready.set_result(None)
+            elif "polling" in message and not self.polling.done():
+                self.polling.set_result(None)
+            elif "error" in message:
+                self.errors.append(str(message["error"]))
+
+    async def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        async for raw in self.process.stderr:
+            self.stderr.append(raw.decode(errors="replace").rstrip())
+            del self.stderr[:-20]
+
+    async def _exit(self) -> int:
+        code = await self.process.wait()
+        self.dead = True
+        with contextlib.suppress(Exception):
+            await self._reader
+        return code
+
+    def failure(self) -> str:
+        """What the process said when it failed (its error, else its last stderr lines)."""
+        if self.errors:
+            return self.errors[-1]
+        code = self.process.returncode
+        tail = " | ".join(self.stderr[-5:])
+        return f"exited {code}" + (f": {tail}" if tail else "")
+
+    async def _until(self, future: asyncio.Future[None], timeout: float, what: str) -> None:
+        waited: set[asyncio.Future[Any]] = {future, self.exited}
+        done, _ = await asyncio.wait(waited, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if future not in done:
+            await self.kill()
+            raise RuntimeError(f"the crash's worker process did not {what}: {self.failure()}")
+
+    async def go(self) -> None:
+        """Start polling the case's queue (armed)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"go\n")
+        await self.process.stdin.drain()
+        await self._until(self.polling, CHILD_START_TIMEOUT, "poll")
+
+    async def kill(self) -> int:
+        """SIGKILL it (by its pid); the pid."""
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGKILL)
+        await self.exited
+        self._drain.cancel()
+        return self.process.pid
+
+    async def stop(self) -> None:
+        """Shut it down gracefully (a crash that never struck), killing it if it lingers."""
+        if self.process.returncode is None and self.process.stdin is not None:
+            with contextlib.suppress(Exception):
+                if self.sent:  # a spare that was never told a spec just sees stdin close
+                    self.process.stdin.write(b"stop\n")
+                    await self.process.stdin.drain()
+                self.process.stdin.close()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.exited), CHILD_STOP_TIMEOUT)
+        await self.kill()
+
+
 # --- a case on workers of its own ------------------------------------------------------------
 
 
@@ -445,6 +623,46 @@ class DurableCase:
         self._slots: list[_WorkerSlot] = []
         self.last_crash: CrashReport | None = None
         """What the latest armed crash did."""
+        self.simulated: str | None = None
+        """Why this case's crashes are simulated in process (None: worker processes)."""
+        self._crashes: list[CrashStep] = []
+        """The case's crash steps not yet run, in order (each gets a worker process)."""
+        self._child: asyncio.Task[_ChildWorker] | None = None
+        """The worker process of the next crash, starting in the background."""
+        self._children: list[_ChildWorker] = []
+
+    @property
+    def _live(self) -> _WorkerSlot | None:
+        """The in-process worker serving the case now, if any."""
+        return next((s for s in reversed(self._slots) if not s.dead and not s.stopped), None)
+
+    async def ensure_worker(self) -> None:
+        """An in-process worker on the case's queue, unless one serves it already."""
+        if self._live is None:
+            await self.start_worker()
+
+    async def _stop_worker(self) -> None:
+        """Stop the in-process worker (a crash's worker process serves the next action)."""
+        slot = self._live
+        if slot is not None and slot.worker is not None:
+            slot.stopped = True
+            await slot.worker.shutdown()
+
+    def plan(self, document: CaseDocument) -> None:
+        """Start the worker process of the case's first crash (in the background: it loads
+        while the steps before it run), or say why its crashes are simulated in process."""
+        self._crashes = [step for step in document.steps if isinstance(step, CrashStep)]
+        if not self._crashes:
+            return
+        self.simulated = self._env.in_process_reason(self.agent)
+        self._spawn_next()
+
+    def _spawn_next(self) -> None:
+        if self.simulated is not None or not self._crashes or self._child is not None:
+            return
+        crash = self._crashes.pop(0)
+        spec = self._env.child_spec(self.agent, crash)
+        self._child = asyncio.get_running_loop().create_task(self._env.child(spec))
 
     async def start_worker(self) -> None:
         """A fresh worker on the case's queue (the first, or one after a kill)."""
@@ -467,8 +685,13 @@ class DurableCase:
         """Run ``action`` (a firing, an advance); with ``crash`` armed, kill the worker where
         it says and let a fresh one finish the action."""
         if crash is None:
+            await self.ensure_worker()
             return await action()
+        if self.simulated is None:
+            return await self._act_on_process(action, crash)
+        await self.ensure_worker()
         report = self._harness.arm(crash)
+        report.simulated = self.simulated
         running = asyncio.ensure_future(action())
         try:
             struck = asyncio.ensure_future(self._harness.struck.wait())
@@ -488,6 +711,46 @@ class DurableCase:
             self._harness.disarm()
             self.last_crash = report
 
+    async def _act_on_process(self, action: Callable[[], Awaitable[T]], crash: CrashStep) -> T:
+        """``action`` on a worker process armed with ``crash``: SIGKILLed where it strikes,
+        its held attempts failed in its place, an in-process worker resumes the session."""
+        if self._child is None:  # a crash step the plan did not foresee: start it now
+            self._crashes.insert(0, crash)
+            self._spawn_next()
+        assert self._child is not None
+        child = await self._child
+        self._child = None
+        self._children.append(child)
+        report = self._harness.arm(crash)
+        child.heard = self._harness.heard
+        running: asyncio.Future[T] | None = None
+        try:
+            await self._stop_worker()
+            await child.go()
+            running = asyncio.ensure_future(action())
+            waited: set[asyncio.Future[Any]] = {running, child.struck, child.exited}
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+            if child.struck.done():
+                where, tokens = child.struck.result()
+                report.struck = where
+                report.process = await child.kill()
+                await self.start_worker()
+                for token in tokens:
+                    await self._harness.fail(token)
+            elif not running.done():  # the worker process died of its own accord
+                await child.exited
+                raise RuntimeError(f"the crash's worker process failed: {child.failure()}")
+            return await running
+        finally:
+            if running is not None and not running.done():
+                running.cancel()
+            self._harness.disarm()
+            self.last_crash = report
+            if not child.dead:  # the crash never struck: the process served the action
+                await child.stop()
+            await self.ensure_worker()
+            self._spawn_next()
+
     async def advance(self, by: timedelta) -> None:
         """Move the case's clock ``by`` on (timers due in the span fire, their turns run)."""
         assert self.skipping is not None
@@ -499,12 +762,20 @@ class DurableCase:
             await asyncio.sleep(SETTLE_POLL)
 
     async def close(self) -> None:
-        """Stop the live worker; let the killed ones' held activities go and wind them down."""
+        """Stop the live worker; let the killed ones' held activities go and wind them down;
+        end the worker processes."""
+        if self._child is not None:
+            self._child.cancel()
+            with contextlib.suppress(BaseException):
+                self._children.append(await self._child)
+            self._child = None
+        for child in self._children:
+            await child.stop()
         for task in self._harness.tasks:
             with contextlib.suppress(Exception):
                 await task
         for slot in self._slots:
-            if not slot.dead and slot.worker is not None:
+            if not slot.dead and not slot.stopped and slot.worker is not None:
                 with contextlib.suppress(Exception):
                     await slot.worker.shutdown()
         for slot in self._slots:
@@ -548,6 +819,29 @@ class DurableEnvironment:
         self._starting: asyncio.Lock | None = None
         self.skipping_start_s: float | None = None
         """How long the time-skipping server took to start (None: not started)."""
+        self._spare: asyncio.Task[_ChildWorker] | None = None
+        """A crash's worker process, loading its modules ahead of the crash that takes it."""
+        self._crashes_left = 0
+        """How many ``crash`` steps of the suite have not taken a process yet."""
+
+    def prewarm(self, crashes: int) -> None:
+        """The suite holds ``crashes`` crash steps: start loading the first one's worker
+        process now, beside everything else the suite starts."""
+        self._crashes_left = crashes
+        self._keep_spare()
+
+    def _keep_spare(self) -> None:
+        if self._spare is None and self._crashes_left > 0:
+            self._spare = asyncio.get_running_loop().create_task(_ChildWorker.start())
+
+    async def child(self, spec: ChildSpec) -> _ChildWorker:
+        """A crash's worker process, told ``spec``: the spare one (its modules loaded while
+        the suite ran), else a new one; a spare starts loading for the next crash."""
+        spare, self._spare = self._spare, None
+        self._crashes_left = max(self._crashes_left - 1, 0)
+        child = await spare if spare is not None else await _ChildWorker.start()
+        self._keep_spare()
+        return await child.send(spec)
 
     async def skipping(self) -> WorkflowEnvironment:
         """The time-skipping test server, started on first use."""
@@ -601,11 +895,48 @@ class DurableEnvironment:
         )
         agent.host_tools = list(base.host_tools)
         case = DurableCase(agent, self, skipping)
-        await case.start_worker()
+        case.plan(document)
+        if not document.steps or not isinstance(document.steps[0], CrashStep):
+            await case.start_worker()  # else the first action's worker is a process
         return case
 
+    def in_process_reason(self, agent: Agent) -> str | None:
+        """Why a crash of ``agent``'s cases cannot kill a worker process (None: it can): a
+        host tool or hook executor a worker process cannot load (defined inside a function
+        or in ``__main__``: only module-level callables travel by reference)."""
+        recipe = agent.runtime.recipe
+        for tool in recipe.host_tools:
+            if not _importable(tool):
+                return f"host tool {tool.name!r} is not importable by a worker process"
+        for kind, executor in (recipe.hook_executors or {}).items():
+            if not _importable(executor):
+                return f"hook executor {kind!r} is not importable by a worker process"
+        return None
+
+    def child_spec(self, agent: Agent, crash: CrashStep) -> ChildSpec:
+        """What a crash's worker process is told: the case's server, queue, store, model,
+        host tools and hook executors, and the crash."""
+        recipe = agent.runtime.recipe
+        return ChildSpec(
+            connect=dataclasses.replace(agent.client.service_client.config, runtime=None),
+            namespace=agent.client.namespace,
+            config=agent.config,
+            model=self.model or recipe.model,
+            host_tools=tuple(recipe.host_tools),
+            hook_executors=dict(recipe.hook_executors or {}) or None,
+            sandbox_runtime=recipe.sandbox_runtime,
+            env=dict(recipe.env) if recipe.env is not None else None,
+            crash=crash,
+            parent=os.getpid(),
+        )
+
     async def close(self) -> None:
-        """Stop the time-skipping server, if one was started."""
+        """End the spare worker process; stop the time-skipping server, if one was started."""
+        self._crashes_left = 0
+        if self._spare is not None:
+            spare, self._spare = self._spare, None
+            with contextlib.suppress(Exception):
+                await (await spare).stop()
         if self._skipping is not None:
             with contextlib.suppress(Exception):
                 await self._skipping.shutdown()

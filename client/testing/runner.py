@@ -166,6 +166,7 @@ async def run_case(
     listener: CaseListener | None = None,
     durable: DurableEnvironment | None = None,
     end_session: bool = False,
+    disposals: list[asyncio.Task[None]] | None = None,
 ) -> CaseResult:
     """Run one case on the session ``session_id`` and return its result (never raises for
     anything the case or the session did).
@@ -175,7 +176,9 @@ async def run_case(
     :class:`~client.testing.durable.DurableEnvironment`; by default one for this case
     alone), a repeated one N times on sessions ``<session_id>-r1`` … ``-rN``.
     ``end_session`` ends each session the case ran on once its run is over (as
-    :func:`dispose_case_session` does; the suite does it for the sessions it named)."""
+    :func:`dispose_case_session` does; the suite does it for the sessions it named); with
+    ``disposals``, a session of the suite agent's is ended in the background (the task is
+    appended there, for the caller to await) while the next case runs."""
     try:
         document = load_case(case, tests_dir)
     except CaseSchemaError as exc:
@@ -229,7 +232,7 @@ async def run_case(
                 )
             )
             if end_session and document.repeat > 1 and not needs_durable(document):
-                await dispose_case_session(agent, sid)
+                await _dispose(agent, sid, disposals)
                 ended.append(sid)
     finally:
         if own and environment is not None:
@@ -239,8 +242,27 @@ async def run_case(
         listener.case_finished(result)
     if end_session and not needs_durable(document):
         for sid in {run.session_id for run in runs} - set(ended):
-            await dispose_case_session(agent, sid)
+            await _dispose(agent, sid, disposals)
     return result
+
+
+async def _dispose(agent: Agent, session_id: str, into: list[asyncio.Task[None]] | None) -> None:
+    """End a case's session now, or (``into``) in the background, its task kept there."""
+    if into is None:
+        await dispose_case_session(agent, session_id)
+    else:
+        into.append(asyncio.get_running_loop().create_task(dispose_case_session(agent, session_id)))
+
+
+def _crash_steps(case: DiscoveredCase, tests_dir: Path) -> int:
+    """How many ``crash`` steps a case holds (none when it does not parse or is skipped)."""
+    try:
+        document = load_case(case, tests_dir)
+    except CaseSchemaError:
+        return 0
+    if document.skip is not None:
+        return 0
+    return document.repeat * sum(1 for step in document.steps if isinstance(step, CrashStep))
 
 
 def _case_result(case: DiscoveredCase, document: CaseDocument, runs: list[_Run]) -> CaseResult:
@@ -358,6 +380,8 @@ async def _run_once(
     finally:
         if own is not None:
             if end_session:
+                with contextlib.suppress(Exception):  # a worker to take the cancellation
+                    await own.ensure_worker()
                 await dispose_case_session(own.agent, session_id)
             await own.close()
     records = progress.records + [
@@ -546,10 +570,7 @@ async def _advance(
 
 def _struck_line(report: CrashReport) -> str:
     step = report.step
-    return (
-        f"crash during {step.during} #{step.nth}: worker killed {report.struck}; "
-        "a fresh worker took over"
-    )
+    return f"crash during {step.during} #{step.nth}: {report.killed}; a fresh worker took over"
 
 
 def _crash_record(report: CrashReport) -> AssertionRecord:
@@ -568,7 +589,7 @@ def _crash_record(report: CrashReport) -> AssertionRecord:
             step=step.index,
         )
     violations, notes = applied_twice(report.events)
-    where = f"worker killed {report.struck}"
+    where = report.killed
     if violations:
         return AssertionRecord(
             kind="crash",
@@ -901,29 +922,38 @@ async def _run_suite(
             return RunTestsResult(exit_code=1, discovered=discovered)
     tests_dir = source / "workflows" / workflow / "tests"
     run_id = new_run_id()
+    # cases that advance the clock or crash a worker share it; the time-skipping server
+    # starts only when the first such case runs, and a crash's worker process loads while
+    # the suite starts and runs (one ahead of the crash that takes it)
+    durable = DurableEnvironment(model=model)
+    durable.prewarm(sum(_crash_steps(case, tests_dir) for case in cases))
     owned = False
-    if isinstance(create_target, Agent):
-        agent = create_target
-    elif create_target is not None:
-        agent = await create_target(workflow, root)
-    else:
-        if sandbox_runtime is not None:
-            agent_kwargs = {**agent_kwargs, "sandbox_runtime": sandbox_runtime}
-        agent = await create_agent(workflow, root=root, model=model, **agent_kwargs)
-        owned = True
+    try:
+        if isinstance(create_target, Agent):
+            agent = create_target
+        elif create_target is not None:
+            agent = await create_target(workflow, root)
+        else:
+            if sandbox_runtime is not None:
+                agent_kwargs = {**agent_kwargs, "sandbox_runtime": sandbox_runtime}
+            agent = await create_agent(workflow, root=root, model=model, **agent_kwargs)
+            owned = True
+    except BaseException:
+        await durable.close()
+        raise
     judge_client: openai.AsyncOpenAI | None = None
     if grade is None and spec.tests.judge is not None:
         model_config = model or ModelConfig.from_env()
         judge_client = openai_client(model_config, max_retries=JUDGE_RETRIES)
         grade = judge_grader(spec.tests.judge, model_config, judge_client)
     if not isinstance(agent, Agent) or agent.loaded.slug != workflow:
+        await durable.close()
         raise InvalidTargetError(
             f"create_target must return a governed agent of workflow {workflow!r}"
         )
     results: list[CaseResult] = []
-    # cases that advance the clock or crash a worker share it; the time-skipping server
-    # starts only when the first such case runs
-    durable = DurableEnvironment(model=model)
+    # the sessions of finished cases end in the background, while the next case runs
+    disposals: list[asyncio.Task[None]] = []
     try:
         for case in cases:
             session_id = (
@@ -942,9 +972,12 @@ async def _run_suite(
                     listener=listener,
                     durable=durable,
                     end_session=session_id_for_case is None,
+                    disposals=disposals,
                 )
             )
     finally:
+        if disposals:
+            await asyncio.gather(*disposals, return_exceptions=True)
         await durable.close()
         if judge_client is not None:
             await judge_client.close()
