@@ -27,6 +27,7 @@ import contextlib
 import json
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import activity
@@ -170,12 +171,16 @@ class Superseded(Exception):
     out and was retried, or a turn already followed by the next): it writes nothing more."""
 
 
-def _order() -> tuple[float, int]:
+def _order(scheduled_at: datetime | None = None) -> tuple[float, int]:
     """This activity attempt's place in its session's order: when it was scheduled (workflow
-    time only grows, across runs too) and its attempt."""
+    time only grows, across runs too) and its attempt. A local activity's schedule time is
+    its worker's clock, so a local save is placed by the workflow's time it carries
+    (``scheduled_at``): never before a save the server scheduled earlier."""
     if not activity.in_activity():
         return (time.time(), 1)
     info = activity.info()
+    if info.is_local and scheduled_at is not None:
+        return (scheduled_at.timestamp(), info.attempt)
     return (info.current_attempt_scheduled_time.timestamp(), info.attempt)
 
 
@@ -394,7 +399,7 @@ class StoreActivities:
             "graph.json": _json(graph(spec)),
             "trajectory.json": render(head, "messages", self._trajectory_texts(turn)),
         }
-        order = _order()
+        order = _order(turn.scheduled_at)
         paths = {name: f"{ARTIFACTS}/{name}" for name in documents}
         versions = {
             name: self._versions.get((sid, path)) or self._store.version_of(sid, path)
