@@ -51,16 +51,15 @@ LOCAL_PATCH: Final = "archmax-local-activities"
 activities first (:func:`local_first`). A run without it (its history began before) keeps
 scheduling them as regular activities, so it replays."""
 
-LOCAL_ATTEMPT_TIMEOUT: Final = timedelta(seconds=5)
-"""Per-attempt bound on a local activity: a short tool or a save takes milliseconds; one that
-takes seconds is no short one, and goes on as a regular activity."""
-
-LOCAL_TIMEOUT: Final = timedelta(seconds=10)
-"""Bound on a local activity's attempts together; also its ``local_retry_threshold``, so all
-of them run inside the workflow task, with no timer between them."""
+LOCAL_TIMEOUT: Final = timedelta(seconds=5)
+"""Bound on a local activity, its attempts together (each one's too, and its
+``local_retry_threshold``: they all run inside the workflow task, with no timer between them).
+A short tool or a save takes milliseconds; one that takes seconds is no short one, and goes on
+as a regular activity, heartbeating."""
 
 LOCAL_ATTEMPTS: Final = 3
-"""Attempts of a local activity before it is handed to a regular one."""
+"""Attempts of a local activity (a transient store error) before it is handed to a regular
+one."""
 
 MISMATCH: Final = StoreMismatchError.__name__
 """A worker of another store refused the local activity: only a regular activity, through
@@ -108,7 +107,7 @@ async def local_first(
             arg,
             result_type=result_type,
             activity_id=activity_id,
-            start_to_close_timeout=LOCAL_ATTEMPT_TIMEOUT,
+            start_to_close_timeout=LOCAL_TIMEOUT,
             schedule_to_close_timeout=LOCAL_TIMEOUT,
             local_retry_threshold=LOCAL_TIMEOUT,
             retry_policy=local_retry(retry_policy),

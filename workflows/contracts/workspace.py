@@ -66,15 +66,16 @@ LOCAL_TOOLS: Final = frozenset(
 activities (:func:`~.base.local_first`): no round trip through the server. ``grep`` reads
 every file of a tree and stays a regular activity with heartbeats, as do placements, host
 tools, hooks, the sandbox and model calls. A short tool that turns out slow (a large copy, a
-slow store) outruns :data:`~.base.LOCAL_ATTEMPT_TIMEOUT` and goes on as its regular activity,
+slow store) outruns :data:`~.base.LOCAL_TIMEOUT` and goes on as its regular activity,
 with the same idempotency key."""
 
 WRITING_TOOLS: Final = frozenset({WRITE_FILE, EDIT_FILE, COPY_FILE, MOVE_FILE, REMOVE_FILE})
 """The tools that change files (through the effect journal: activities.effects)."""
 
 LOCAL_MAX_ARGUMENT_CHARS: Final = 64 * 1024
-"""A call whose string arguments are longer than this (a large ``write_file``) runs as a
-regular activity: its input is then in the history, where a retry on another worker finds it."""
+"""A call whose string arguments are longer than this (a large ``write_file`` or edit) runs
+as a regular activity, heartbeating: writing it may take a while on an object store, and next
+to its bytes a round trip costs little."""
 
 
 def runs_local(call: WorkspaceToolInput) -> bool:
