@@ -42,12 +42,14 @@ def scheduled_activities(events: Iterable[HistoryEvent]) -> list[str]:
 
 
 def activities_run(events: Iterable[HistoryEvent]) -> list[str]:
-    """Every activity a history records, regular or local, in order (an activity whose local
-    attempt failed and which went on as a regular one counts twice)."""
+    """Every activity call a history records, regular or local, in order, once each: a local
+    activity that failed went on as the regular one (the same call), counted there."""
     found = []
     for e in events:
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             found.append(e.activity_task_scheduled_event_attributes.activity_type.name)
-        elif (marker := local_marker(e)) is not None:
+        elif (marker := local_marker(e)) is not None and not (
+            e.marker_recorded_event_attributes.HasField("failure")
+        ):
             found.append(str(marker["activity_type"]))
     return found
