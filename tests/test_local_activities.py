@@ -15,11 +15,12 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
@@ -260,30 +261,37 @@ def _worker_kind(**forced: Any) -> Callable[..., Worker]:
 
 @asynccontextmanager
 async def _two_stores(
-    client: Client, task_queue: str, root: Path, server: Any, store_a: Path, store_b: Path
-) -> Any:
-    """Workflow tasks (and so local activities) on a worker of store B only; regular
-    activities on a worker of store A only."""
-    original = worker_module.Worker
-    try:
-        worker_module.Worker = _worker_kind(workflows=[])  # type: ignore[misc]
+    client: Client,
+    task_queue: str,
+    root: Path,
+    server: Any,
+    stores: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[None]:
+    """Workflow tasks (and so local activities) on a worker of the second store only;
+    regular activities on a worker of the first store only."""
+    store_a, store_b = stores
+    with monkeypatch.context() as patched:
+        patched.setattr(worker_module, "Worker", _worker_kind(workflows=[]))
         a = build_worker(
             client, task_queue=task_queue, model=model_config(server), store_dir=store_a,
             authoring_root=root,
         )  # fmt: skip
-        worker_module.Worker = _worker_kind(no_remote_activities=True)  # type: ignore[misc]
+        patched.setattr(worker_module, "Worker", _worker_kind(no_remote_activities=True))
         b = build_worker(
             client, task_queue=task_queue, model=model_config(server), store_dir=store_b,
             authoring_root=root, max_cached_workflows=0,
         )  # fmt: skip
-    finally:
-        worker_module.Worker = original  # type: ignore[misc]
     async with a, b:
         yield
 
 
 async def test_a_local_activity_refused_by_another_store_goes_on_as_a_regular_one(
-    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A session of store A whose workflow tasks run on a worker of store B: its local
     ``read_file`` and save carry the store header, B refuses them (``StoreMismatchError``,
@@ -300,7 +308,7 @@ async def test_a_local_activity_refused_by_another_store_goes_on_as_a_regular_on
         running_agent(
             client, task_queue, tmp_path, "notes", server, store=store_a, worker=False
         ) as agent,
-        _two_stores(client, task_queue, tmp_path, server, store_a, store_b),
+        _two_stores(client, task_queue, tmp_path, server, (store_a, store_b), monkeypatch),
     ):
         outcome = await agent.workflow.send(sid, "Read it.")
         view = await agent.sessions.view(sid)
