@@ -22,11 +22,12 @@ T = TypeVar("T")
 
 
 async def heartbeating(work: Awaitable[T]) -> T:
-    """Await ``work`` while heartbeating every :data:`HEARTBEAT_EVERY` (only inside an
-    activity; elsewhere it simply awaits). Cancelling this cancels ``work``."""
+    """Await ``work`` while heartbeating every :data:`HEARTBEAT_EVERY` (only inside a regular
+    activity; elsewhere, a local activity included, it simply awaits). Cancelling this
+    cancels ``work``."""
     task = asyncio.ensure_future(work)
-    if not activity.in_activity():
-        return await task
+    if not activity.in_activity() or activity.info().is_local:
+        return await task  # a local activity has none: its worker keeps the workflow task alive
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY.total_seconds())

@@ -42,6 +42,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from temporalio import activity
@@ -234,12 +235,16 @@ def _common(held: list[str], items: list[str]) -> int:
     return count
 
 
-def _order() -> tuple[float, int]:
+def _order(scheduled_at: datetime | None = None) -> tuple[float, int]:
     """This activity attempt's place in its session's order: when it was scheduled (workflow
-    time only grows, across runs too) and its attempt."""
+    time only grows, across runs too) and its attempt. A local activity's schedule time is
+    its worker's clock, so a local save is placed by the workflow's time it carries
+    (``scheduled_at``): never before a save the server scheduled earlier."""
     if not activity.in_activity():
         return (time.time(), 1)
     info = activity.info()
+    if info.is_local and scheduled_at is not None:
+        return (scheduled_at.timestamp(), info.attempt)
     return (info.current_attempt_scheduled_time.timestamp(), info.attempt)
 
 
@@ -554,7 +559,7 @@ class StoreActivities:
         }
         steps = self._trail_texts(turn, trail)
         messages = self._trajectory_texts(turn)
-        order = _order()
+        order = _order(turn.scheduled_at)
         paths = {name: f"{ARTIFACTS}/{name}" for name in documents}
         encoded = {name: text.encode("utf-8") for name, text in documents.items()}
         digests = {name: hashlib.sha256(data).hexdigest() for name, data in encoded.items()}

@@ -108,6 +108,9 @@ LIVE_EVENT_TYPES: Final = LIVE_TYPES
 history (``agent-text-delta``, ``agent-text-reset``); the docs' Events page names each too."""
 
 _WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
+LOCAL_ACTIVITY_MARKER: Final = "core_local_activity"
+"""The marker a local activity's outcome is recorded as (a short workspace tool, the turn's
+save: ``workflows.contracts.base.local_first``): its result, not its input."""
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
 
 Level = Literal["info", "warn", "error"]
@@ -210,6 +213,8 @@ class _Reader:
             return self._completed_activity(event)
         if kind == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED:
             return self._failed_activity(event)
+        if kind == EventType.EVENT_TYPE_MARKER_RECORDED:
+            return self._local_activity(event)
         if kind == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
             # A run continued as new starts where the last one stood (parked, say).
             opened = event.workflow_execution_started_event_attributes
@@ -359,6 +364,28 @@ class _Reader:
                 )
             ]
         return []
+
+    def _local_activity(self, event: HistoryEvent) -> list[SessionEvent]:
+        """A workspace tool's answer as a local activity recorded it (``tool-result``, as
+        from a regular activity's completion). A local activity that failed went on as the
+        regular activity, which reports; the turn's save is local only when an update drove
+        the turn, whose completion says how it ended."""
+        marker = event.marker_recorded_event_attributes
+        if (
+            marker.marker_name != LOCAL_ACTIVITY_MARKER
+            or marker.HasField("failure")
+            or "data" not in marker.details
+            or "result" not in marker.details
+        ):
+            return []
+        data = self._decode(marker.details["data"].payloads, dict)
+        activity = data.get("activity_type") if isinstance(data, dict) else None
+        if activity not in _WORKSPACE:
+            return []
+        result = self._decode(marker.details["result"].payloads, WorkspaceToolResult)
+        if not isinstance(result, WorkspaceToolResult):
+            return []
+        return [self._tool_result(event, _WORKSPACE[activity], result.status, result.content)]
 
     def _failed_activity(self, event: HistoryEvent) -> list[SessionEvent]:
         attributes = event.activity_task_failed_event_attributes

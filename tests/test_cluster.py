@@ -44,6 +44,7 @@ from archmax_temporal.activities.object_store import open_store
 from archmax_temporal.activities.transcript_log import LOG_DIVERGED, TranscriptLogs
 from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows.models import Outcome, TranscriptLog
+from tests.activity_events import activities_run
 from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 from tests.s3server import S3Server
@@ -539,15 +540,9 @@ async def test_three_workers_killed_at_random_lose_nothing(
         assert [s["reason"] for s in stored] == ["manual", "event_arrived", None], sid
     assert LOG_DIVERGED not in failures
 
-    # every session scheduled the same activities: a kill adds attempts, never a call
-    shapes = Counter(
-        tuple(
-            e.activity_task_scheduled_event_attributes.activity_type.name
-            for e in events
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-        )
-        for events in histories.values()
-    )
+    # every session ran the same activities (regular or local): a kill adds attempts, never
+    # a call
+    shapes = Counter(tuple(activities_run(events)) for events in histories.values())
     assert len(shapes) == 1, shapes
 
     # no worker's folder (cwd, HOME, TMPDIR, root) holds anything of a session

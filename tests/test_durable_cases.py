@@ -28,7 +28,9 @@ from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.results import CaseResult, RunTestsResult
 from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
+from archmax_temporal.workflows.contracts.workspace import EDIT_FILE_ACTIVITY as EDIT
 from tests import crash_tools
+from tests.activity_events import local_marker
 from tests.conftest import Scripted, copy_example, model_config, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
@@ -473,9 +475,10 @@ class TestCrash:
     async def test_a_journaled_edit_killed_before_it_reported_is_applied_once(
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
     ) -> None:
-        """``edit_file`` (the second tool activity) did its edit and the worker died before
-        reporting it: the retry answers from the effect journal, the ledger holds one edit,
-        and the retried attempt is in the history (attempt 2, after ``WorkerKilled``)."""
+        """``edit_file`` (the second tool activity, a local one) did its edit and the worker
+        died before reporting it: the local activity, held by the dead worker, outran its
+        timeout and went on as the regular activity under the same activity id, which the
+        fresh worker ran; the effect journal answered it, and the ledger holds one edit."""
         charged: list[str] = []
 
         def charge(order: Order) -> str:
@@ -493,14 +496,19 @@ class TestCrash:
         assert charged == ["O-1"]
         assert case.session_id
         history = await client.get_workflow_handle(case.session_id).fetch_history()
-        started = [
-            e.activity_task_started_event_attributes
-            for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+        (held,) = [
+            e for e in history.events if (local_marker(e) or {}).get("activity_type") == EDIT
         ]
-        retried = [a for a in started if a.attempt > 1]
-        assert len(retried) == 1
-        assert retried[0].last_failure.application_failure_info.type == "WorkerKilled"
+        assert held.marker_recorded_event_attributes.HasField("failure")  # it never reported
+        marker = local_marker(held)
+        assert marker is not None
+        (regular,) = [
+            e.activity_task_scheduled_event_attributes
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+            and e.activity_task_scheduled_event_attributes.activity_type.name == EDIT
+        ]
+        assert regular.activity_id == marker["activity_id"]  # the same effect key
 
     @pytest.mark.parametrize(
         ("crash", "struck"),

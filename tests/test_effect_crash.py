@@ -9,6 +9,12 @@ before it reported back (the test hook ``ARCHMAX_TEST_PAUSE_AFTER_EFFECT``, see
 worker started each time. Both runs must end with the same trail, the same files byte for
 byte, the same tool answers and activities, no effect applied twice, and each retry started
 within 30 s of its kill. (A kill in the middle of a model call: tests/test_worker_crash.py.)
+
+The note is larger than a local activity takes, so its write is a regular activity (retried
+as its attempt 2 once its heartbeat stops); the edit, the move and the save are local
+activities (contracts.base ``local_first``): killed before the workflow task that ran them
+completed, they run again when the next worker replays that task (the task timed out), under
+the same activity id, and the effect journal answers them.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from temporalio.api.enums.v1 import TimeoutType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
@@ -32,12 +39,14 @@ from archmax_temporal.activities.effects import PAUSE_AFTER_EFFECT_ENV
 from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT
 from archmax_temporal.workflows.contracts.store import PERSIST_ACTIVITY
+from archmax_temporal.workflows.contracts.workspace import LOCAL_MAX_ARGUMENT_CHARS
 from archmax_temporal.workflows.models import Outcome
 from archmax_temporal.workflows.workspace_tools import (
     EDIT_FILE_ACTIVITY,
     MOVE_FILE_ACTIVITY,
     WRITE_FILE_ACTIVITY,
 )
+from tests.activity_events import local_marker
 from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
@@ -52,6 +61,9 @@ states:
   filed:
     instructions: Say it is filed.
 """
+
+NOTE = "noted " * (LOCAL_MAX_ARGUMENT_CHARS // 6 + 1)
+"""Larger than a local activity takes: the note's write is a regular activity."""
 
 PLAYBOOK = json.dumps(
     {
@@ -96,7 +108,7 @@ PLAYBOOK = json.dumps(
             {
                 "reply": {
                     "tool_calls": [
-                        call("write_file", file_path="scratchpad/note.txt", content="noted")
+                        call("write_file", file_path="scratchpad/note.txt", content=NOTE)
                     ]
                 }
             },
@@ -117,6 +129,11 @@ ACTIVITIES = {
     "move_file": MOVE_FILE_ACTIVITY,
     "persist_turn": PERSIST_ACTIVITY,
 }
+
+LOCAL = ("edit_file", "move_file", "persist_turn")
+"""The boundaries that are local activities (the first save: a model call came after the
+move); the note's write is a regular one."""
+
 
 RETRY_WITHIN = 30.0
 """Seconds from a SIGKILL to the retried attempt's start that the runtime promises."""
@@ -203,12 +220,37 @@ def _retry_started(events: list[HistoryEvent], activity: str) -> tuple[int, floa
     return started.activity_task_started_event_attributes.attempt, when
 
 
+def _local_type(event: HistoryEvent) -> str | None:
+    """The activity type of a local activity's marker; None for any other event."""
+    marker = local_marker(event)
+    return None if marker is None else str(marker["activity_type"])
+
+
+def _local_rerun(events: list[HistoryEvent], activity: str) -> tuple[int, float]:
+    """For the first local ``activity``: how many workflow tasks timed out before its marker
+    (the task that ran it first was lost with its worker), and when the task that recorded it
+    started."""
+    (at,) = [i for i, e in enumerate(events) if _local_type(e) == activity][:1]
+    timed_out = sum(
+        1
+        for e in events[:at]
+        if e.HasField("workflow_task_timed_out_event_attributes")
+        and e.workflow_task_timed_out_event_attributes.timeout_type
+        == TimeoutType.TIMEOUT_TYPE_START_TO_CLOSE
+    )
+    started = [e for e in events[:at] if e.HasField("workflow_task_started_event_attributes")][-1]
+    return timed_out, started.event_time.seconds + started.event_time.nanos / 1e9
+
+
 def _scheduled(events: list[HistoryEvent]) -> list[str]:
-    return [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
+    """The activities a history records, regular (scheduled) and local (markers), in order."""
+    names = []
+    for e in events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            names.append(e.activity_task_scheduled_event_attributes.activity_type.name)
+        elif (local := _local_type(e)) is not None:
+            names.append(f"local {local}")
+    return names
 
 
 async def _settled(agent: Agent, session_id: str) -> dict[str, Any]:
@@ -263,7 +305,10 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
         calm_parked, calm_done = await _run(agent, CALM)
         calm = await _settled(agent, CALM)
     calm_files = _files(calm_store, CALM)
-    assert calm_files == {"final.txt": "START X END", "note.txt": "noted"}
+    assert calm_files == {"final.txt": "START X END", "note.txt": NOTE}
+    assert [a for a in calm["scheduled"] if a.startswith("local ")] == [
+        f"local {ACTIVITIES[b]}" for b in LOCAL
+    ] + [f"local {PERSIST_ACTIVITY}"]  # and the second turn's save
     assert (calm_parked.kind, calm_done.kind) == ("parked", "completed")
 
     # the same session, its worker killed at each boundary in turn
@@ -300,7 +345,7 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
     assert (done.kind, done.reply) == (calm_done.kind, calm_done.reply) == ("completed", "Filed.")
     assert crashed["answers"] == calm["answers"]
     assert crashed["answers"][:3] == [
-        ("write_file", "ok", "Wrote 'scratchpad/note.txt' (5 chars)."),
+        ("write_file", "ok", f"Wrote 'scratchpad/note.txt' ({len(NOTE)} chars)."),
         ("edit_file", "ok", "Replaced 1 occurrence in 'scratchpad/draft.txt'."),
         ("move_file", "ok", "Moved 'scratchpad/draft.txt' to 'scratchpad/final.txt' (11 bytes)."),
     ]
@@ -308,10 +353,17 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
     assert _stored_trail(store, CRASHED) == _stored_trail(calm_store, CALM)
     assert crashed["scheduled"] == calm["scheduled"]
 
-    # each retry came promptly, on the next worker, as attempt 2
+    # each retry came promptly, on the next worker: a regular activity as its attempt 2, a
+    # local one in the workflow task that replaced the one lost with the killed worker
+    lost_tasks = 0
     for boundary, killed_at in killed.items():
-        number, started = _retry_started(crashed["events"], ACTIVITIES[boundary])
-        assert number == 2, boundary
+        if boundary in LOCAL:
+            timed_out, started = _local_rerun(crashed["events"], ACTIVITIES[boundary])
+            assert timed_out == lost_tasks + 1, boundary  # its task was lost with the worker
+            lost_tasks = timed_out
+        else:
+            number, started = _retry_started(crashed["events"], ACTIVITIES[boundary])
+            assert number == 2, boundary
         waited = started - killed_at
         print(f"{boundary}: retried {waited:.1f} s after the SIGKILL")
         assert 0 < waited < RETRY_WITHIN, boundary
@@ -321,6 +373,6 @@ async def test_a_worker_killed_at_each_boundary_applies_nothing_twice(
         if e.HasField("activity_task_scheduled_event_attributes")
         and e.activity_task_scheduled_event_attributes.activity_type.name in {*ACTIVITIES.values()}
     }
-    assert heartbeats == {HEARTBEAT_TIMEOUT}
+    assert heartbeats == {HEARTBEAT_TIMEOUT}  # the note's write
     journal = store / CRASHED / "checkpoints" / "effects"
     assert not journal.exists() or not list(journal.iterdir())  # pruned at the turn's end

@@ -26,6 +26,7 @@ from archmax_temporal.workflows.contracts.sandbox import SANDBOX_ACTIVITY, Sandb
 from archmax_temporal.workflows.contracts.workspace import READ_FILE_ACTIVITY
 from archmax_temporal.workflows.models import Message
 from tests import decision_table as table
+from tests.activity_events import activities_run
 from tests.conftest import Scripted, running_agent, write_workflow
 from tests.conftest import tool_call as call
 
@@ -232,7 +233,8 @@ async def test_the_same_guards_give_the_same_verdicts_on_every_path(
     turn = _transcript_verdicts(_answers(turn_view.transcript, "read_file"))
     assert turn == _expected("agent")
     ran = sum(1 for verdict in turn if verdict == table.RUN)
-    assert len(_scheduled(turn_history, READ_FILE_ACTIVITY)) == ran  # once per call that ran
+    ran_calls = activities_run(turn_history.events).count(READ_FILE_ACTIVITY)
+    assert ran_calls == ran  # once per call that ran (a local activity: its marker)
 
     # --- delegation: the agent's sub-workflow calls ----------------------------------------
     delegated = _transcript_verdicts(_answers(delegation_view.transcript, SUB_TOOL))
@@ -262,7 +264,7 @@ async def test_the_same_guards_give_the_same_verdicts_on_every_path(
     plain = [i for i, row in enumerate(table.ROWS) if "${{" not in row.file_path]
     assert [script[i] for i in plain] == [turn[i] for i in plain]
     assert len(_scheduled(script_history, SANDBOX_ACTIVITY)) == 1
-    assert not _scheduled(script_history, READ_FILE_ACTIVITY)  # served inside the run
+    assert READ_FILE_ACTIVITY not in activities_run(script_history.events)  # inside the run
     [result] = _sandbox_results(script_history)
     assert [c.arguments["file_path"] for c in result.calls] == [r.file_path for r in table.ROWS]
     assert [c.mocked for c in result.calls] == [v == table.MOCK for v in script]

@@ -852,6 +852,9 @@ class PersistTurnInput(_Model):
     far. Written (after the log's) as ``trajectory.json``."""
     log: TranscriptLog | None = None
     """The store log the trajectory starts with (its first ``log.base`` messages)."""
+    scheduled_at: datetime | None = None
+    """Set when the save runs as a local activity: the workflow's time when it was scheduled,
+    its place in the session's order of saves (activities.store ``_order``)."""
 
 
 SessionState.model_rebuild()

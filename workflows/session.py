@@ -425,6 +425,7 @@ class ArchmaxSession:
     async def _process(self, next_firing: Firing) -> Outcome:
         """Serve one firing until the session settles, and say what it came to."""
         turn = self._turn
+        turn.awaited = next_firing.key is not None  # an update's caller waits on it
         disposition: Disposition
         self._trail_from = transcript.trail_total(self._ctx.session)
         self._variables_from = dict(self._ctx.session.variables)

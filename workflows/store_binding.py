@@ -9,6 +9,10 @@ interceptor compares it with its own store's and, on a difference, runs nothing 
 attempt with a retryable ``StoreMismatchError`` naming both stores (the pending activity's
 last failure in the Temporal UI, and ``waiting on …`` in ``archmax sessions <id>``).
 
+A local activity (a short tool, the turn's save: :func:`contracts.base.local_first`) carries
+the header too; refused by its own worker, it goes on as the regular activity, which waits
+for a worker of the session's store like any other.
+
 The session waits for a worker of its store and loses nothing: an activity whose attempts a
 mismatch used up (most contracts retry a bounded number of times) is scheduled again, with
 retries at :data:`STORE_WAIT_INTERVAL`, until a worker of the right store runs it; the turn
@@ -173,11 +177,14 @@ class _Outbound(WorkflowOutboundInterceptor):
         return _StoreBoundHandle(super().start_activity, input)
 
     def start_local_activity(self, input: StartLocalActivityInput) -> workflow.ActivityHandle[Any]:
+        # A local activity runs on this very worker: the header lets the worker's check
+        # refuse it when its store is another, and scheduling it again here would only be
+        # refused again. The caller goes on with the regular activity (contracts.base
+        # local_first), bound as above, which reaches a worker of the session's store.
         store = _current_store()
-        if store is None:
-            return super().start_local_activity(input)
-        input.headers = {**input.headers, STORE_HEADER: store_header(store)}
-        return _StoreBoundHandle(super().start_local_activity, input)
+        if store is not None:
+            input.headers = {**input.headers, STORE_HEADER: store_header(store)}
+        return super().start_local_activity(input)
 
 
 class _Inbound(WorkflowInboundInterceptor):

@@ -140,6 +140,15 @@ class TurnEngine:
         """The agent's model calls in this run (``model_calls_per_run``)."""
         self._stopped: str | None = None
         """A resumed script's terminal block: the turn fails as soon as it goes on."""
+        self._local_effects = False
+        """A local activity changed files since the last model call was scheduled: it may not
+        be in the history yet, so the turn's save (which prunes the effect journal) must be a
+        regular activity (contracts.store.persist_turn)."""
+        self.awaited = False
+        """An update drove the turn being served: its completion records how the turn ended,
+        so the save may be a local activity (whose input the history does not keep). A turn
+        no update drove (a signal, a timer, a child's report) is read off the save's input
+        (client.events), which only a regular activity records."""
         self.may_hand_over: Callable[[], bool] = lambda: True
         """Whether the shell can continue as new now (nothing else queued or waiting)."""
 
@@ -431,6 +440,7 @@ class TurnEngine:
             log_answer=log_answer,
         )
         summary = f"{'handoff' if handoff else 'model'} · {slug}"
+        self._local_effects = False  # recorded when this call's scheduling is
         try:
             try:
                 result = await contracts.model.complete(call, summary=summary)
@@ -637,6 +647,7 @@ class TurnEngine:
                 f"Tool '{call.name}' is not registered on this worker.", "error"
             ), None
         settings = ctx.spec.settings
+        self._local_effects |= contracts.workspace.local_effect(call.name, substituted)
         try:
             result = await contracts.workspace.run_tool(
                 WorkspaceToolInput(
@@ -794,6 +805,7 @@ class TurnEngine:
                     log=transcript.log_of(s),
                 ),
                 summary=f"artifacts · {s.status}",
+                local=self.awaited and not self._local_effects,
             )
             self._spec_persisted = ctx.input.spec_hash
             transcript.trail_persisted(s, transcript.trail_total(s))

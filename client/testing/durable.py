@@ -40,6 +40,12 @@ gracefully. The retry waits out Temporal's retry timer: about a second on a real
 fires retries on a one-second grain, whatever the delay asked), at once on the
 time-skipping one.
 
+A local activity (a short workspace tool, the turn's save) has no attempt to fail: when the
+process is killed, the workflow task that ran it is lost and the next worker runs it again
+under the same activity id (the effect journal answers a change already applied); held by a
+simulated kill, it outruns its timeout (``LOCAL_TIMEOUT``, 5 s) and goes on as the regular
+activity under the same id (``workflows.contracts.base.local_first``).
+
 The process loads the suite's host tools and hook executors by reference (pickled: a
 module-level callable of an importable module). When one of them cannot travel so (defined
 inside a function, or in ``__main__``), the case's crashes are **simulated in process**
@@ -325,9 +331,11 @@ class _Harness:
         self.killed = slot
         self.struck.set()
 
-    def held(self, slot: _WorkerSlot, token: bytes) -> None:
+    def held(self, slot: _WorkerSlot, token: bytes | None) -> None:
         """``token``'s attempt is held by the dead ``slot``: failed in its place once the
-        fresh worker polls."""
+        fresh worker polls. A local activity (no token) is not failed: it times out."""
+        if token is None:
+            return
         slot.tokens.append(token)
         if slot.failing:
             self.tasks.append(self.loop.create_task(self.fail(token)))
@@ -351,7 +359,7 @@ class _Harness:
                 )
             )
 
-    async def hold(self, slot: _WorkerSlot, token: bytes) -> None:
+    async def hold(self, slot: _WorkerSlot, token: bytes | None) -> None:
         """Hold a dead worker's activity until the case ends: it never reports (its attempt
         is failed in its place); then it ends with :class:`WorkerKilled`."""
         self.held(slot, token)
@@ -370,7 +378,7 @@ class _Watch:
     """The effect watch of one activity on a case worker."""
 
     def __init__(
-        self, harness: _Harness, slot: _WorkerSlot, token: bytes, strike_on_return: bool
+        self, harness: _Harness, slot: _WorkerSlot, token: bytes | None, strike_on_return: bool
     ) -> None:
         self._harness = harness
         self._slot = slot
@@ -405,31 +413,32 @@ class _Inbound(ActivityInboundInterceptor):
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         info = activity.info()
         harness, slot = self._harness, self._slot
-        if info.is_local:
-            return await super().execute_activity(input)
+        # A local activity (a short workspace tool, the turn's save) has no task token: held,
+        # it times out and goes on as its regular activity, which the fresh worker runs.
+        token = None if info.is_local else info.task_token
         if slot.dead:
-            await harness.hold(slot, info.task_token)
+            await harness.hold(slot, token)
         armed = harness.armed
         nth = harness.counts(crash_kind(info.activity_type, input.args))
         at = armed.step.at if nth and armed is not None else None
         label = info.activity_type
         if at == "start":
             harness.kill(slot, f"as {label} started")
-            await harness.hold(slot, info.task_token)
-        watch = _Watch(harness, slot, info.task_token, strike_on_return=at == "complete")
-        token = watch_effects(watch)
+            await harness.hold(slot, token)
+        watch = _Watch(harness, slot, token, strike_on_return=at == "complete")
+        watching = watch_effects(watch)
         try:
             result = await super().execute_activity(input)
         except BaseException:
             if slot.dead:  # killed while it ran: its end is never reported
-                await harness.hold(slot, info.task_token)
+                await harness.hold(slot, token)
             raise
         finally:
-            unwatch_effects(token)
+            unwatch_effects(watching)
         if at == "complete" and not watch.struck:
             harness.kill(slot, f"after {label} did its work, before it was reported")
         if slot.dead:
-            await harness.hold(slot, info.task_token)
+            await harness.hold(slot, token)
         return result
 
 

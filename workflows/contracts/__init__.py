@@ -22,6 +22,11 @@ activity                              module                         typed call
 ``archmax.notify.send``               :mod:`.notify`                 :func:`.notify.send`
 ====================================  =============================  ========================
 
+The short workspace tools (:data:`.workspace.LOCAL_TOOLS`) and the turn's save run as local
+activities first, under the same names (:func:`.base.local_first`, behind
+:data:`.base.LOCAL_PATCH`): no round trip through the server; anything that may be long stays
+a regular activity with heartbeats.
+
 :data:`ACTIVITIES` lists them all; the worker registers exactly :data:`ACTIVITY_NAMES`
 (:func:`check_registered`). Also here: the workflow's own name and the bounds of its loop.
 """

@@ -11,7 +11,12 @@ from typing import Final
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT, ActivityContract
+from archmax_temporal.workflows.contracts.base import (
+    HEARTBEAT_TIMEOUT,
+    LOCAL_PATCH,
+    ActivityContract,
+    local_first,
+)
 from archmax_temporal.workflows.models import CheckpointInput as CheckpointInput
 from archmax_temporal.workflows.models import LoadVariablesInput as LoadVariablesInput
 from archmax_temporal.workflows.models import LoadVariablesResult as LoadVariablesResult
@@ -38,9 +43,30 @@ CONTRACT: Final = ActivityContract(
 )
 
 
-async def persist_turn(turn: PersistTurnInput, *, summary: str) -> None:
+async def persist_turn(turn: PersistTurnInput, *, summary: str, local: bool = False) -> None:
     """Schedule the artifacts' rewrite and wait for it (an ``ActivityError`` when it failed
-    for good)."""
+    for good).
+
+    ``local``: run it as a local activity first (:func:`~.base.local_first`), stamped with
+    the workflow's time (its place in the session's order of saves: a local activity's own
+    schedule time is its worker's clock). The caller allows it only when every local
+    activity with an effect before it has been recorded in the history (a regular activity,
+    the model call, came after them): the save prunes the effect journal of the run, and a
+    local activity not yet recorded runs again if the worker dies before the workflow task
+    completes, where it needs its journal entry. Otherwise the save is a regular activity,
+    whose scheduling records them first."""
+    if local and workflow.patched(LOCAL_PATCH):
+        stamped = turn.model_copy(update={"scheduled_at": workflow.now()})
+        await local_first(
+            PERSIST_ACTIVITY,
+            stamped,
+            result_type=None,
+            start_to_close_timeout=PERSIST_TIMEOUT,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            retry_policy=PERSIST_RETRY,
+            summary=summary,
+        )
+        return
     await workflow.execute_activity(
         PERSIST_ACTIVITY,
         turn,

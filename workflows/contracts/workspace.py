@@ -10,7 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from archmax_temporal.workflows.contracts.base import HEARTBEAT_TIMEOUT, ActivityContract
+from archmax_temporal.workflows.contracts.base import (
+    HEARTBEAT_TIMEOUT,
+    LOCAL_PATCH,
+    ActivityContract,
+    local_first,
+)
 from archmax_temporal.workflows.tools import (
     COPY_FILE,
     EDIT_FILE,
@@ -51,6 +56,45 @@ PLACE_FILES_ACTIVITY: Final = "archmax.workspace.place_files"
 SEED_FILES_ACTIVITY: Final = "archmax.workspace.seed_files"
 """Writes fixture files at chosen paths (``agent.sessions.seed``; the host runs it in-process,
 the worker registers it too)."""
+
+# --- which calls run as local activities ---------------------------------------------------
+
+LOCAL_TOOLS: Final = frozenset(
+    {LS, READ_FILE, GLOB, WRITE_FILE, EDIT_FILE, COPY_FILE, MOVE_FILE, REMOVE_FILE}
+)
+"""The short tools: one file or one folder's listing, done in milliseconds. They run as local
+activities (:func:`~.base.local_first`): no round trip through the server. ``grep`` reads
+every file of a tree and stays a regular activity with heartbeats, as do placements, host
+tools, hooks, the sandbox and model calls. A short tool that turns out slow (a large copy, a
+slow store) outruns :data:`~.base.LOCAL_TIMEOUT` and goes on as its regular activity,
+with the same idempotency key."""
+
+WRITING_TOOLS: Final = frozenset({WRITE_FILE, EDIT_FILE, COPY_FILE, MOVE_FILE, REMOVE_FILE})
+"""The tools that change files (through the effect journal: activities.effects)."""
+
+LOCAL_MAX_ARGUMENT_CHARS: Final = 64 * 1024
+"""A call whose string arguments are longer than this (a large ``write_file`` or edit) runs
+as a regular activity, heartbeating: writing it may take a while on an object store, and next
+to its bytes a round trip costs little."""
+
+
+def runs_local(call: WorkspaceToolInput) -> bool:
+    """Whether ``call`` runs as a local activity (given :data:`~.base.LOCAL_PATCH`): a short
+    tool (:data:`LOCAL_TOOLS`) with small arguments."""
+    return _short(call.tool, call.arguments)
+
+
+def local_effect(tool: str, arguments: dict[str, Any]) -> bool:
+    """Whether a call of ``tool`` with ``arguments`` may change files as a local activity."""
+    return tool in WRITING_TOOLS and _short(tool, arguments)
+
+
+def _short(tool: str, arguments: dict[str, Any]) -> bool:
+    if tool not in LOCAL_TOOLS:
+        return False
+    size = sum(len(value) for value in arguments.values() if isinstance(value, str))
+    return size <= LOCAL_MAX_ARGUMENT_CHARS
+
 
 # --- timeouts and retries -----------------------------------------------------------------
 
@@ -196,8 +240,20 @@ CONTRACTS: Final[tuple[ActivityContract, ...]] = (*TOOL_CONTRACTS, PLACE_FILES, 
 
 
 async def run_tool(call: WorkspaceToolInput, *, summary: str) -> WorkspaceToolResult:
-    """Schedule the workspace tool ``call.tool`` on its own activity and wait for its answer
-    (an ``ActivityError`` when it failed for good)."""
+    """Run the workspace tool ``call.tool`` on its own activity and wait for its answer (an
+    ``ActivityError`` when it failed for good): a local one first when it is short
+    (:func:`runs_local`), else a regular one."""
+    if runs_local(call) and workflow.patched(LOCAL_PATCH):
+        answer: WorkspaceToolResult = await local_first(
+            TOOL_ACTIVITIES[call.tool],
+            call,
+            result_type=WorkspaceToolResult,
+            start_to_close_timeout=WORKSPACE_TOOL_TIMEOUT,
+            heartbeat_timeout=WORKSPACE_HEARTBEAT_TIMEOUT,
+            retry_policy=WORKSPACE_RETRY,
+            summary=summary,
+        )
+        return answer
     result: WorkspaceToolResult = await workflow.execute_activity(
         TOOL_ACTIVITIES[call.tool],
         call,

@@ -1,0 +1,55 @@
+"""The activities a session's history records: regular ones by their scheduled events, local
+ones (a short workspace tool, the turn's save: ``workflows.contracts.base.local_first``) by
+their markers, which hold the result and the activity's type and id but not its input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+
+LOCAL_MARKER = "core_local_activity"
+"""The marker name Temporal's SDKs record a local activity's outcome under."""
+
+
+def local_marker(event: HistoryEvent) -> dict[str, Any] | None:
+    """A local activity's marker data (``activity_type``, ``activity_id``, ``attempt``, …),
+    or None for any other event."""
+    if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+        return None
+    marker = event.marker_recorded_event_attributes
+    if marker.marker_name != LOCAL_MARKER:
+        return None
+    data: dict[str, Any] = json.loads(marker.details["data"].payloads[0].data)
+    return data
+
+
+def local_activities(events: Iterable[HistoryEvent]) -> list[str]:
+    """The types of the local activities a history records, in order."""
+    return [str(m["activity_type"]) for e in events if (m := local_marker(e)) is not None]
+
+
+def scheduled_activities(events: Iterable[HistoryEvent]) -> list[str]:
+    """The types of the regular activities a history schedules, in order."""
+    return [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+
+
+def activities_run(events: Iterable[HistoryEvent]) -> list[str]:
+    """Every activity call a history records, regular or local, in order, once each: a local
+    activity that failed went on as the regular one (the same call), counted there."""
+    found = []
+    for e in events:
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            found.append(e.activity_task_scheduled_event_attributes.activity_type.name)
+        elif (marker := local_marker(e)) is not None and not (
+            e.marker_recorded_event_attributes.HasField("failure")
+        ):
+            found.append(str(marker["activity_type"]))
+    return found
