@@ -146,9 +146,12 @@ def _interceptor(strike: _Strike) -> Any:
     class Inbound(ActivityInboundInterceptor):
         async def execute_activity(self, input: ExecuteActivityInput) -> Any:
             info = activity.info()
-            if info.is_local:
-                return await super().execute_activity(input)
-            strike.holding.add(info.task_token)
+            # A local activity (a short workspace tool, the turn's save) has no task token:
+            # killed under it, the process loses the workflow task that ran it, and the next
+            # worker runs it again under the same activity id once that task times out.
+            task_token = None if info.is_local else info.task_token
+            if task_token is not None:
+                strike.holding.add(task_token)
             try:
                 nth = strike.counts(crash_kind(info.activity_type, input.args))
                 at = strike.crash.at if nth else None
@@ -165,7 +168,8 @@ def _interceptor(strike: _Strike) -> Any:
                     strike.strike(f"after {label} did its work, before it was reported")
                 return result
             finally:
-                strike.holding.discard(info.task_token)
+                if task_token is not None:
+                    strike.holding.discard(task_token)
 
     class Counting(Interceptor):
         def intercept_activity(
