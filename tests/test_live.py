@@ -269,7 +269,7 @@ class TestRedisChannel:
     async def test_an_unreachable_redis_never_reaches_the_writer(self) -> None:
         """Nothing listens: publishing returns at once, the pump logs once and goes on; a
         follower gets nothing (and no error)."""
-        from tests.child_server import free_port
+        from tests.support.child_server import free_port
 
         channel = RedisChannel(f"redis://127.0.0.1:{free_port()}/0", "ns")
         loop = asyncio.get_running_loop()
