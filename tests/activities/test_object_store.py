@@ -1,6 +1,7 @@
 """activities/object_store.py: the session store on object storage, and opening a store by its
-location. The behaviour every store shares is in tests/activities/test_session_store.py (``TestParity``
-runs on S3 too); here, what is the object store's own: its keys, its limits, its errors."""
+location. The behaviour every store shares is in tests/activities/test_session_store.py
+(``TestParity`` runs on S3 too); here, what is the object store's own: its keys, its limits, its
+errors."""
 
 from __future__ import annotations
 

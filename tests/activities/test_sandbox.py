@@ -14,29 +14,15 @@ from typing import Any
 
 import pytest
 from temporalio.exceptions import ApplicationError
-from temporalio.testing import ActivityEnvironment
 
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows.errors import ForbiddenSandboxImportError
 from archmax_temporal.workflows.models import SandboxToolCall, ToolMock
-from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunInput, SandboxRunResult
+from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunResult
 from archmax_temporal.workflows.sandbox_source import forbidden_imports, prepare
-from archmax_temporal.workflows.spec import parse_spec
-
-SPEC = parse_spec(
-    {
-        "skills": {"forbid_always": ["secret"]},
-        "tools": {"forbid_always": [{"tool": "read_file", "paths": ["scratchpad/private/**"]}]},
-        "states": {
-            "intake": {
-                "triggers": {"manual": None},
-                "tools": {"forbid": ["read_file"]},  # hooks are exempt from this
-            }
-        },
-    }
-)
+from tests.support.sandbox import run
 
 
 @pytest.fixture
@@ -48,25 +34,6 @@ def sandbox(tmp_path: Path) -> SandboxActivities:
     store = FilesystemSessionStore(tmp_path / "sessions")
     store.write_text("sb-1", "scratchpad/private/key.txt", "hunter2")
     return SandboxActivities(WorkspaceActivities(store, tmp_path))
-
-
-def run_input(source: str, **overrides: Any) -> SandboxRunInput:
-    fields: dict[str, Any] = {
-        "session_id": "sb-1",
-        "label": "hooks/test.js",
-        "kind": "hook",
-        "source": source,
-        "spec": SPEC,
-        "state": "intake",
-        "visible_skills": ["orders"],
-        "limits": SandboxLimits(timeout_ms=2000, memory_limit_bytes=32 * 1024 * 1024),
-        **overrides,
-    }
-    return SandboxRunInput(**fields)
-
-
-async def run(sandbox: SandboxActivities, source: str, **overrides: Any) -> SandboxRunResult:
-    return await ActivityEnvironment().run(sandbox.run, run_input(source, **overrides))
 
 
 async def failure(sandbox: SandboxActivities, source: str, **overrides: Any) -> ApplicationError:

@@ -16,10 +16,15 @@ from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.tracing import tracing_active, tracing_interceptors
 from archmax_temporal.worker import TemporalConnection, connect
-from tests.support.agents import Scripted, copy_example, running_agent, write_workflow
+from tests.support.agents import Scripted, copy_example, running_agent
 from tests.support.agents import tool_call as call
-from tests.support.paths import EXAMPLES
-from tests.support.scenarios import GATE, GATED, ORDERS
+from tests.support.scenarios import (
+    ORDERS,
+    SUPPORT_INBOX_PLAYBOOK,
+    deliver_reply,
+    park_in_clarify,
+    write_gated,
+)
 
 trace = pytest.importorskip("opentelemetry.trace")
 sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
@@ -114,18 +119,11 @@ async def test_a_session_is_one_trace_with_turn_model_and_delivery_spans(
     down to each model call's GenAI span; each turn and the wake once."""
     assert tracing_active() and tracing_interceptors()
     root = copy_example("support-inbox", tmp_path)
-    server = scripted(EXAMPLES / "support-inbox/workflows/support-inbox/playbook.yaml")
+    server = scripted(SUPPORT_INBOX_PLAYBOOK)
     session = f"traced-{task_queue}"
     async with running_agent(traced, task_queue, root, "support-inbox", server) as agent:
-        await agent.workflow.send(
-            session,
-            "About the thing we discussed on the phone.",
-            trigger="email_received",
-            variables={"conversation_id": session},
-        )
-        await agent.workflow.deliver(
-            session, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
-        )
+        await park_in_clarify(agent, session)
+        await deliver_reply(agent, session)
     spans = finished(exporter)
     (tmp_path / "trace.txt").write_text(tree(spans))
     names = [span.name for span in spans]
@@ -170,13 +168,7 @@ async def test_hooks_and_tool_calls_are_spans(
     scripted: Scripted,
 ) -> None:
     """A before hook's veto and ok, and a blocked read, each a span with its outcome."""
-    write_workflow(tmp_path, "gated", GATED)
-    (tmp_path / "workflows/gated/hooks").mkdir()
-    (tmp_path / "workflows/gated/hooks/gate.js").write_text(GATE)
-    skill = tmp_path / "skills" / "order-data"
-    (skill / "assets").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: order-data\ndescription: Orders.\n---\n")
-    (skill / "assets" / "orders.json").write_text("[]")
+    write_gated(tmp_path)
     advance = {"tool_calls": [call("archmax_advance", to="review", reason="ready")]}
     approve = {"tool_calls": [call("archmax_set_variables", variables={"approved": True})]}
     rules = [

@@ -20,10 +20,10 @@ from archmax_temporal.workflows.errors import (
 from archmax_temporal.workflows.models import Outcome
 from tests.support.agents import Scripted, running_agent
 from tests.support.paths import EXAMPLES
+from tests.support.scenarios import VAGUE
 
 ROOT = EXAMPLES / "support-inbox"
 PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"
-VAGUE = "About the thing we discussed on the phone — can you sort it out?"
 
 
 def _sid() -> str:

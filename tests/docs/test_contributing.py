@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from tests.support import module_map
+from tests.support.paths import REPO
 
 
 def test_the_module_map_is_the_trees() -> None:
@@ -18,7 +19,7 @@ def test_the_map_has_one_line_per_module_and_each_exists() -> None:
     assert all(paths), [line for line, path in zip(lines, paths, strict=True) if not path]
     named = [path.group(1) for path in paths if path]
     assert len(named) == len(set(named)) >= 100
-    assert all((module_map.REPO / path).is_file() for path in named)
+    assert all((REPO / path).is_file() for path in named)
     assert "workflows/session.py" in named and "worker.py" in named
     # archmax_temporal/ links to the folders: each module is listed once, by its folder
     assert not any(path.startswith("archmax_temporal/workflows/") for path in named)

@@ -15,6 +15,7 @@ from archmax_temporal.workflows.models import ToolMock
 from archmax_temporal.workflows.sandbox import SANDBOX_ACTIVITY
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call
+from tests.support.scenarios import write_gated
 
 
 def hook(root: Path, slug: str, name: str, source: str) -> None:
@@ -43,33 +44,11 @@ def tool_results(view: Any, name: str) -> list[Any]:
 
 # --- before ---------------------------------------------------------------------------------
 
-GATED = """
-title: Gated
-states:
-  intake:
-    triggers: { manual: }
-    instructions: Collect approval, then advance.
-    transitions:
-      - { to: review, description: Approval is recorded. }
-  review:
-    before: { script: hooks/gate.js }
-    instructions: Review and answer.
-"""
-
-GATE = """import { ok, veto } from "@archmax-ai/harness/sandbox";
-/** Gate: review needs an approval. */
-export default function gate({ variables, from, to }) {
-  if (!variables.approved) return veto(`no approval yet (${from} -> ${to})`);
-  return ok();
-}
-"""
-
 
 async def test_a_before_veto_on_advance_commits_nothing_and_runs_once_per_entry(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
-    write_workflow(tmp_path, "gated", GATED)
-    hook(tmp_path, "gated", "gate.js", GATE)
+    write_gated(tmp_path)
     server = scripted(
         playbook(
             {

@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.http import ServeSettings
@@ -20,10 +19,10 @@ from archmax_temporal.client.http.problems import PROBLEM_JSON
 from tests.support.agents import Scripted, copy_example, running_agent, write_workflow
 from tests.support.http_harness import http_api
 from tests.support.paths import EXAMPLES
+from tests.support.scenarios import VAGUE, session_exists
 
 ROOT = EXAMPLES / "support-inbox"
 PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"
-VAGUE = "About the thing we discussed on the phone — can you sort it out?"
 
 
 async def _accepted(agent: Agent, session_id: str) -> int:
@@ -81,16 +80,6 @@ def _problem(response: httpx.Response, status: int) -> str:
     return kind
 
 
-async def _exists(client: Client, session_id: str) -> bool:
-    try:
-        await client.get_workflow_handle(session_id).describe()
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            return False
-        raise
-    return True
-
-
 class TestHttpKeys:
     async def test_the_same_key_with_another_body_is_422_never_the_first_outcome(
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
@@ -131,7 +120,7 @@ class TestHttpKeys:
         assert first.status_code == 200 and first.json()["sessionId"] == first_id
         assert _problem(other, 422) == "IdempotencyKeyReusedError"
         assert "k-1" in other.json()["detail"]
-        assert not await _exists(client, second_id)
+        assert not await session_exists(client, second_id)
         assert again.json() == first.json()
         assert delivered.status_code == 200 and delivered.json()["kind"] == "completed"
         assert _problem(changed, 422) == "IdempotencyKeyReusedError"

@@ -19,9 +19,15 @@ from archmax_temporal.worker import TemporalConnection, connect, metrics_runtime
 from archmax_temporal.workflows import telemetry
 from archmax_temporal.workflows.errors import SessionNotAwaitingInputError
 from archmax_temporal.workflows.models import DeliverInput
-from tests.support.agents import Scripted, copy_example, running_agent, write_workflow
+from tests.support.agents import Scripted, copy_example, running_agent
 from tests.support.agents import tool_call as call
-from tests.support.paths import EXAMPLES
+from tests.support.scenarios import (
+    ORDERS,
+    SUPPORT_INBOX_PLAYBOOK,
+    deliver_reply,
+    park_in_clarify,
+    write_gated,
+)
 
 _LINE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)\})? (?P<value>\S+)$")
 _LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
@@ -83,18 +89,11 @@ async def test_a_park_deliver_and_refusal_are_counted_once_each(
     their latency and tokens by workflow and model; Temporal's own metrics are beside them."""
     client, address = metered
     root = copy_example("support-inbox", tmp_path)
-    server = scripted(EXAMPLES / "support-inbox/workflows/support-inbox/playbook.yaml")
+    server = scripted(SUPPORT_INBOX_PLAYBOOK)
     session = f"metrics-{task_queue}"
     async with running_agent(client, task_queue, root, "support-inbox", server) as agent:
-        await agent.workflow.send(
-            session,
-            "About the thing we discussed on the phone.",
-            trigger="email_received",
-            variables={"conversation_id": session},
-        )
-        await agent.workflow.deliver(
-            session, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
-        )
+        await park_in_clarify(agent, session)
+        await deliver_reply(agent, session)
         with pytest.raises(SessionNotAwaitingInputError):
             await agent.workflow.deliver(
                 session, trigger="email_reply", variables={"reply_body": "Again."}
@@ -137,42 +136,13 @@ async def test_a_park_deliver_and_refusal_are_counted_once_each(
     )
 
 
-GATED = """
-title: Gated
-states:
-  intake:
-    triggers: { manual: }
-    instructions: Collect approval, then advance.
-    transitions:
-      - { to: review, description: Approval is recorded. }
-  review:
-    before: { script: hooks/gate.js }
-    skills: { allow: [order-data] }
-    instructions: Review and answer.
-"""
-
-GATE = """import { ok, veto } from "@archmax-ai/harness/sandbox";
-export default function gate({ variables }) {
-  return variables.approved ? ok() : veto("no approval yet");
-}
-"""
-
-ORDERS = "skills/order-data/assets/orders.json"
-
-
 async def test_hook_verdicts_and_blocked_tool_calls_are_counted(
     metered: tuple[Client, str], task_queue: str, tmp_path: Path, scripted: Scripted
 ) -> None:
     """A read the state does not allow is counted blocked with its rule; a before hook's
     veto and its later ok are counted by verdict."""
     client, address = metered
-    write_workflow(tmp_path, "gated", GATED)
-    (tmp_path / "workflows/gated/hooks").mkdir()
-    (tmp_path / "workflows/gated/hooks/gate.js").write_text(GATE)
-    skill = tmp_path / "skills" / "order-data"
-    (skill / "assets").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: order-data\ndescription: Orders.\n---\n")
-    (skill / "assets" / "orders.json").write_text(json.dumps([{"id": "ORD-1001"}]))
+    write_gated(tmp_path, [{"id": "ORD-1001"}])
     advance = {"tool_calls": [call("archmax_advance", to="review", reason="ready")]}
     server = scripted(
         json.dumps(

@@ -1,6 +1,6 @@
 """One decision on every tool call, end to end: the same guards, variables and mocks
-(tests/support/decision_table.py) run through the three paths that call a tool — the turn engine (the
-agent's ``read_file``), delegation (the agent's ``archmax_workflow_sink``) and the sandbox
+(tests/support/decision_table.py) run through the three paths that call a tool — the turn engine
+(the agent's ``read_file``), delegation (the agent's ``archmax_workflow_sink``) and the sandbox
 bridge (a script's ``tools.readFile``) — on the dev server with the scripted model, and every
 path shows the verdict the table names. Each call is dispatched once: the history schedules
 one tool activity (or starts one child) per call that runs, and none for a refused or mocked

@@ -24,11 +24,8 @@ from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.http import ServeSettings, create_app
 from tests.support.agents import copy_example
-from tests.support.cli import Cli, cli
-from tests.support.cli import park as _park
+from tests.support.cli import Cli, park
 from tests.support.http_harness import serving
-
-__all__ = ["cli"]  # the fixture, shared with tests/client/cli/test_app.py
 
 
 class TestReadingWithNoWorker:
@@ -36,7 +33,7 @@ class TestReadingWithNoWorker:
         """``GET /v1/sessions/{id}`` reads as the listing and ``archmax sessions <id>`` do:
         with no worker polling, what visibility knows (200, saying no worker polls), not a
         503."""
-        assert _park(cli, "ops-read-1").code == 0
+        assert park(cli, "ops-read-1").code == 0
         assert cli("dev", "stop").code == 0  # the only worker of the queue is gone
         config = RuntimeConfig.from_env(cli.env)
         app = create_app(config=config, settings=ServeSettings(), worker="external")

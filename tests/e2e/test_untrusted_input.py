@@ -19,7 +19,6 @@ from temporalio.client import (
 )
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.exceptions import ApplicationError
-from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.model import ModelConfig
@@ -40,6 +39,7 @@ from archmax_temporal.workflows.models import DeliverInput, Outcome, SendInput, 
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.text import REPLACEMENT
 from tests.support.agents import Scripted, running_agent, write_workflow
+from tests.support.scenarios import session_exists
 
 NOTES = """
 title: Notes
@@ -263,15 +263,6 @@ def mail_root(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def _exists(client: Client, session_id: str) -> bool:
-    try:
-        await client.get_workflow_handle(session_id).describe()
-    except RPCError as exc:
-        assert exc.status == RPCStatusCode.NOT_FOUND
-        return False
-    return True
-
-
 class TestRefusedFirstFirings:
     @pytest.mark.parametrize(
         ("trigger", "variables", "error"),
@@ -299,7 +290,7 @@ class TestRefusedFirstFirings:
             listed = [s.session_id for s in await agent.sessions.list()]
             with pytest.raises(error):
                 await agent.workflow.send(sid, "hello", trigger=trigger, variables=variables)
-            assert not await _exists(client, sid)
+            assert not await session_exists(client, sid)
             assert [s.session_id for s in await agent.sessions.list()] == listed
             outcome = await agent.workflow.send(
                 sid,

@@ -33,10 +33,10 @@ from archmax_temporal.workflows.models import (
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as tool
 from tests.support.paths import EXAMPLES
+from tests.support.scenarios import VAGUE
 
 ROOT = EXAMPLES / "support-inbox"
 PLAYBOOK = ROOT / "workflows" / "support-inbox" / "playbook.yaml"
-VAGUE = "About the thing we discussed on the phone — can you sort it out?"
 
 WAITER = """
 title: Bank check

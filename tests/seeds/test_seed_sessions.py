@@ -18,6 +18,7 @@ from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.workflows.models import Message, ToolMock
 from tests.support.agents import Scripted, model_config, running_agent, write_workflow
 from tests.support.agents import tool_call as call
+from tests.support.scenarios import REVIEW, REVIEW_PLAYBOOK
 
 RUN = uuid.uuid4().hex[:8]
 SID = {
@@ -161,42 +162,6 @@ async def test_a_timer_wake_reads_as_delivered_and_the_re_park_carries_its_new_r
     assert summary.resume_at is not None
     assert parks[1].data["resumeAt"] == summary.resume_at.isoformat()
     assert str(parks[1].data["resumeAt"]) > str(parks[0].data["resumeAt"])
-
-
-REVIEW = """
-title: Review
-states:
-  draft:
-    triggers: { manual: }
-    instructions: Draft, then send it to review.
-    transitions: [{ to: review, description: Ready for review. }]
-  review:
-    type: human
-    instructions: Approve, or send it to the second reviewer.
-    transitions:
-      - { to: done, type: approve, description: Approved. }
-      - { to: second-review, description: A second look is needed. }
-  second-review:
-    type: human
-    instructions: Approve or send back.
-    transitions:
-      - { to: done, type: approve, description: Approved. }
-  done:
-    instructions: Close.
-"""
-
-REVIEW_PLAYBOOK = json.dumps(
-    {
-        "rules": [
-            {
-                "when": {"handoff": True, "last_user": "/ready/"},
-                "reply": {"content": "It is waiting for you."},
-            },
-            {"when": {"handoff": True}, "reply": {"content": "Please review the draft."}},
-            {"reply": {"tool_calls": [call("archmax_advance", to="review")]}},
-        ]
-    }
-)
 
 
 async def test_a_message_to_a_human_park_and_its_answer_are_park_message_events(

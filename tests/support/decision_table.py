@@ -7,8 +7,8 @@ very same guards, variables and mocks decide every path. Each row names the verd
 agent's call and, where a script's call is taken as written (no ``${{…}}`` substitution), the
 verdict for a script's call.
 
-Used by the pure function's unit tests (tests/workflows/test_governance.py) and by the end-to-end runs
-through the turn engine, delegation and the sandbox bridge (tests/e2e/test_one_decision.py).
+Used by the pure function's unit tests (tests/workflows/test_governance.py) and by the end-to-end
+runs through the turn engine, delegation and the sandbox bridge (tests/e2e/test_one_decision.py).
 """
 
 from __future__ import annotations

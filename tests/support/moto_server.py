@@ -1,6 +1,6 @@
 """moto's S3 application (what ``python -m moto.server`` serves), run as a script by
-:class:`tests.support.s3server.S3Server` (``python tests/support/moto_server.py --port N``), with its requests
-handled one at a time.
+:class:`tests.support.s3server.S3Server` (``python tests/support/moto_server.py --port N``), with
+its requests handled one at a time.
 
 S3 checks a conditional put (``If-Match``, ``If-None-Match``) and writes in one step; moto
 checks, then writes, so two concurrent puts could both pass its check. One request at a time

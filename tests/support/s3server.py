@@ -5,8 +5,8 @@ creates buckets over HTTP, gives the environment a client needs to reach it
 (:meth:`S3Server.environment`: ``AWS_ENDPOINT_URL``, test credentials, no instance metadata, no
 proxy), and stops the process by its pid. Nothing leaves the machine.
 
-The server itself is :mod:`tests.support.moto_server`, run as a script: moto's own application with its
-requests handled one at a time (why: its docstring).
+The server itself is :mod:`tests.support.moto_server`, run as a script: moto's own application with
+its requests handled one at a time (why: its docstring).
 
 The conftest fixtures over it: ``s3_server`` (one per test session) and ``s3_url`` (a fresh
 ``s3://<bucket>/<prefix>`` per test, the environment set for that test).

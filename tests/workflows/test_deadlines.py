@@ -3,8 +3,8 @@ extension of archmax's format): the durable timer on the park, the decision ``de
 takes, the ``approval.expiring`` / ``approval.expired`` notifications, the due time every
 reader shows, and what ``archmax validate`` refuses.
 
-The long waits run on Temporal's time-skipping test server (:mod:`tests.support.timeskip`): no search
-attributes there, so the sessions run with ``search_attributes=False``."""
+The long waits run on Temporal's time-skipping test server (:mod:`tests.support.timeskip`): no
+search attributes there, so the sessions run with ``search_attributes=False``."""
 
 from __future__ import annotations
 

@@ -815,7 +815,8 @@ class TestTransfers:
 class TestGovern:
     """``govern``: the one decision on a call (substitution, the pipeline, mocks), for the
     agent's, a script's and a hook's calls alike; the rows are the end-to-end table's
-    (tests/support/decision_table.py, run through all three paths in tests/e2e/test_one_decision.py)."""
+    (tests/support/decision_table.py, run through all three paths in
+    tests/e2e/test_one_decision.py)."""
 
     @staticmethod
     def spec(tool: str) -> WorkflowSpec:

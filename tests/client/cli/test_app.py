@@ -13,94 +13,13 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
 
 import pytest
-from temporalio.client import Client
 
-from archmax_temporal.client.background import stop_background_worker
-from tests.support.agents import Scripted, copy_example, write_workflow
-from tests.support.paths import EXAMPLES
-
-PLAYBOOK = EXAMPLES / "support-inbox" / "workflows" / "support-inbox" / "playbook.yaml"
-
-
-@dataclass
-class Result:
-    code: int
-    stdout: str
-    stderr: str
-
-
-class Cli(Protocol):
-    """The ``cli`` fixture: runs ``archmax`` with its arguments; ``root`` is the authoring root."""
-
-    root: Path
-    env: dict[str, str]
-
-    def __call__(
-        self,
-        *argv: str,
-        model_url: str | None = None,
-        env_changes: dict[str, str | None] | None = None,
-    ) -> Result: ...
-
-
-@pytest.fixture
-def cli(client: Client, scripted: Scripted, tmp_path: Path) -> Iterator[Cli]:
-    root = copy_example("support-inbox", tmp_path)
-    server = scripted(PLAYBOOK)
-    environment = {
-        **os.environ,
-        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
-        "ARCHMAX_TASK_QUEUE": f"cli-{uuid.uuid4().hex[:8]}",
-        "ARCHMAX_ROOT": str(root),
-        "ARCHMAX_API_BASE_URL": server.url,
-        "ARCHMAX_API_KEY": "sk-cli-test",
-        "ARCHMAX_MODEL": "scripted",
-        "NO_COLOR": "1",
-    }
-    environment.pop("ARCHMAX_WORKER", None)  # commands use the root's background worker
-
-    def run(
-        *argv: str, model_url: str | None = None, env_changes: dict[str, str | None] | None = None
-    ) -> Result:
-        env = {**environment, "ARCHMAX_API_BASE_URL": model_url or server.url}
-        for name, value in (env_changes or {}).items():
-            if value is None:
-                env.pop(name, None)
-            else:
-                env[name] = value
-        done = subprocess.run(
-            [sys.executable, "-m", "archmax_temporal", *argv],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        return Result(done.returncode, done.stdout, done.stderr)
-
-    run.root = root  # type: ignore[attr-defined]
-    run.env = environment  # type: ignore[attr-defined]
-    yield cast(Cli, run)
-    stop_background_worker(root)
-
-
-def _park(cli: Cli, conversation: str) -> Result:
-    return cli(
-        "run",
-        "support-inbox",
-        "About",
-        "my",
-        "order",
-        "--trigger",
-        "email_received",
-        "--variables",
-        json.dumps({"conversation_id": conversation}),
-    )
+from tests.support.agents import Scripted, write_workflow
+from tests.support.cli import Cli, Result, park
+from tests.support.scenarios import REVIEW, REVIEW_PLAYBOOK
 
 
 def _footer(stderr: str) -> tuple[int, int]:
@@ -113,7 +32,7 @@ def _footer(stderr: str) -> tuple[int, int]:
 class TestRunAndDeliver:
     def test_a_park_exits_zero_with_the_question_on_stdout(self, cli: Cli) -> None:
         """Waiting is success: exit 0, the agent's question on stdout, the park on stderr."""
-        result = _park(cli, "cli-park-1")
+        result = park(cli, "cli-park-1")
         assert result.code == 0, result.stderr
         assert result.stdout.strip().startswith("Thanks for writing! Which order")
         assert "⏸ parked in clarify" in result.stderr
@@ -153,7 +72,7 @@ class TestRunAndDeliver:
 
     def test_deliver_resumes_and_prints_the_answer(self, cli: Cli) -> None:
         """`archmax deliver` exits 0 with the resumed reply on stdout."""
-        assert _park(cli, "cli-park-2").code == 0
+        assert park(cli, "cli-park-2").code == 0
         result = cli(
             "deliver",
             "cli-park-2",
@@ -169,7 +88,7 @@ class TestRunAndDeliver:
     def test_each_command_closes_with_the_tokens_its_turn_spent(self, cli: Cli) -> None:
         """The footer of `run` is the first turn's spend, that of `deliver` the second's:
         together they are the session's whole usage as its records hold it."""
-        parked = _park(cli, "cli-park-tokens")
+        parked = park(cli, "cli-park-tokens")
         resumed = cli(
             "deliver",
             "cli-park-tokens",
@@ -189,7 +108,7 @@ class TestRunAndDeliver:
 
     def test_a_second_delivery_exits_one_naming_the_error(self, cli: Cli) -> None:
         """A session that is not parked refuses the delivery: exit 1, nothing on stdout."""
-        assert _park(cli, "cli-park-3").code == 0
+        assert park(cli, "cli-park-3").code == 0
         assert cli("deliver", "cli-park-3", "--trigger", "email_reply").code == 0
         result = cli("deliver", "cli-park-3", "--trigger", "email_reply")
         assert result.code == 1
@@ -198,7 +117,7 @@ class TestRunAndDeliver:
 
     def test_sessions_lists_and_shows_variables_with_locks(self, cli: Cli) -> None:
         """`archmax sessions <id>` prints each variable's value and lock."""
-        assert _park(cli, "cli-park-4").code == 0
+        assert park(cli, "cli-park-4").code == 0
         detail = cli("sessions", "cli-park-4")
         listing = cli("sessions", "--json")
         assert detail.code == 0, detail.stderr
@@ -367,7 +286,7 @@ class TestHelpAndIds:
         assert "from session path 'conversation_id'" in result.stderr
 
     def test_workflow_scopes_a_delivery_to_its_own_sessions(self, cli: Cli) -> None:
-        assert _park(cli, "cli-scope-1").code == 0
+        assert park(cli, "cli-scope-1").code == 0
         elsewhere = cli("deliver", "cli-scope-1", "--trigger", "email_reply", "--workflow", "other")
         assert elsewhere.code == 1
         assert "no session 'cli-scope-1' of workflow 'other' (it runs 'support-inbox')" in (
@@ -387,7 +306,7 @@ class TestHelpAndIds:
 
 
 def test_events_prints_a_sessions_events_as_json_lines(cli: Cli) -> None:
-    assert _park(cli, "cli-events-1").code == 0
+    assert park(cli, "cli-events-1").code == 0
     result = cli("events", "cli-events-1")
     assert result.code == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
@@ -432,16 +351,16 @@ class TestBackgroundWorker:
 
     def test_turn_commands_share_one_background_worker(self, cli: Cli) -> None:
         """The first turn starts it, the next reuses it: one worker, one pid."""
-        assert _park(cli, "bg-1").code == 0
+        assert park(cli, "bg-1").code == 0
         pid = _worker_pid(cli.root)
         assert pid is not None and _alive(pid)
-        assert _park(cli, "bg-2").code == 0
+        assert park(cli, "bg-2").code == 0
         assert _worker_pid(cli.root) == pid
 
     def test_a_changed_model_configuration_restarts_it(self, cli: Cli) -> None:
         """A new model id (or key, or endpoint) means a new worker: the old one is stopped,
         so no session runs on the configuration a shell no longer has."""
-        assert _park(cli, "bg-3").code == 0
+        assert park(cli, "bg-3").code == 0
         first = _worker_pid(cli.root)
         assert first is not None
         again = cli(
@@ -463,7 +382,7 @@ class TestBackgroundWorker:
     ) -> None:
         """``--task-queue X`` gets a worker of its own for X: the one serving the root's queue
         (and its sessions' timers) keeps running."""
-        assert _park(cli, "bg-q1").code == 0
+        assert park(cli, "bg-q1").code == 0
         first = _worker_pid(cli.root)
         assert first is not None
         other = cli(
@@ -486,7 +405,7 @@ class TestBackgroundWorker:
         """After ``archmax dev stop``, listing, showing and reading events start nothing:
         events read the history, and a session no worker can answer for is shown as
         visibility knows it, saying that no worker polls."""
-        assert _park(cli, "bg-4").code == 0
+        assert park(cli, "bg-4").code == 0
         pid = _worker_pid(cli.root)
         assert pid is not None
         stopped = cli("dev", "stop")
@@ -610,7 +529,7 @@ class TestNoTracebacks:
 def test_events_into_a_reader_that_closed_ends_quietly(cli: Cli) -> None:
     """`archmax events … | head`: when the reader of stdout has gone, the command stops as a
     tool ended by SIGPIPE does (exit 141), with nothing on stderr (no BrokenPipeError)."""
-    assert _park(cli, "cli-pipe-1").code == 0
+    assert park(cli, "cli-pipe-1").code == 0
     events = subprocess.Popen(
         [sys.executable, "-m", "archmax_temporal", "events", "cli-pipe-1"],
         env=cli.env,
@@ -630,8 +549,6 @@ def test_a_reply_narrates_no_trail_and_sessions_shows_the_decision_context(
     """`archmax reply` answers at a human state and moves the session nowhere, so it narrates
     no state flow; `archmax sessions` lists a session awaiting a decision with its state, its
     edges and the agent's handoff."""
-    from tests.seeds.test_seed_sessions import REVIEW, REVIEW_PLAYBOOK
-
     write_workflow(cli.root, "review", REVIEW)
     server = scripted(REVIEW_PLAYBOOK)
     parked = cli("run", "review", "Draft it.", "--session", "cli-reply-1", model_url=server.url)

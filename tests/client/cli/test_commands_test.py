@@ -15,15 +15,7 @@ import pytest
 from temporalio.client import Client
 
 from tests.support.agents import copy_example
-
-MODEL_VARIABLES = (
-    "ARCHMAX_API_BASE_URL",
-    "ARCHMAX_API_KEY",
-    "ARCHMAX_MODEL",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "ARCHMAX_WORKER",
-)
+from tests.support.scenarios import MODEL_VARIABLES
 
 
 class Archmax(Protocol):

@@ -15,7 +15,6 @@ import httpx
 import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.http import ServeSettings, create_app
@@ -23,10 +22,10 @@ from archmax_temporal.client.http.problems import PROBLEM_JSON
 from tests.support.agents import Scripted, copy_example, write_workflow
 from tests.support.http_harness import Api, http_api, serving
 from tests.support.paths import EXAMPLES
+from tests.support.scenarios import VAGUE, session_exists
 
 INBOX = "support-inbox"
 REFUND = "refund-review"
-VAGUE = "About the thing we discussed on the phone — can you sort it out?"
 REQUEST = "Hi, I'd like a refund for order ORD-1001."
 
 
@@ -36,17 +35,6 @@ def _playbook(example: str) -> Path:
 
 def _conversation() -> str:
     return f"AAQk-{uuid.uuid4().hex[:8]}"
-
-
-async def _exists(client: Client, session_id: str) -> bool:
-    """Whether any workflow (so any session) with this id was ever started."""
-    try:
-        await client.get_workflow_handle(session_id).describe()
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            return False
-        raise
-    return True
 
 
 async def _accepted_updates(client: Client, session_id: str) -> int:
@@ -191,7 +179,7 @@ class TestTriggers:
             malformed = await api.http.post("/v1/workflows/Not_A_Slug/triggers/manual", json={})
         body = _problem(response, 404, "UnknownTriggerError")
         assert "manual, email_received, email_reply" in body["detail"]
-        assert not await _exists(client, conversation)
+        assert not await session_exists(client, conversation)
         assert "support-inbox" in _problem(unknown_workflow, 404, "UnknownWorkflowError")["detail"]
         _problem(malformed, 400, "MalformedRequestError")
 
@@ -224,7 +212,7 @@ class TestTriggers:
         _problem(typed, 422, "RequestValidationError")
         _problem(media, 415, "UnsupportedMediaTypeError")
         _problem(bad_key, 400, "MalformedRequestError")
-        assert not await _exists(client, conversation)
+        assert not await session_exists(client, conversation)
 
     async def test_a_missing_required_input_is_422(
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path

@@ -34,10 +34,10 @@ from archmax_temporal.client.http.problems import PROBLEM_JSON
 from tests.support.agents import Scripted, copy_example
 from tests.support.http_harness import Api, http_api, read_events, server_config, serving
 from tests.support.paths import EXAMPLES, REPO
+from tests.support.scenarios import VAGUE, session_exists
 
 INBOX = "support-inbox"
 PLAYBOOK = EXAMPLES / INBOX / "workflows" / INBOX / "playbook.yaml"
-VAGUE = "About the thing we discussed on the phone — can you sort it out?"
 TOKEN = "t0ken-for-tests"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 OTHER_SECRET = "whsec_" + "A" * 32
@@ -65,16 +65,6 @@ async def _accepted_updates(client: Client, session_id: str) -> int:
     history = await client.get_workflow_handle(session_id).fetch_history()
     accepted = EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED
     return sum(1 for event in history.events if event.event_type == accepted)
-
-
-async def _exists(client: Client, session_id: str) -> bool:
-    try:
-        await client.get_workflow_handle(session_id).describe()
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.NOT_FOUND:
-            return False
-        raise
-    return True
 
 
 def _kind(response: httpx.Response, status: int) -> str:
@@ -173,7 +163,7 @@ class TestAuth:
         assert _kind(unknown, 404) == "UnknownTriggerError"
         assert _kind(unknown_signed, 401) == "AuthenticationRequiredError"
         for session_id in (forged, stale, unsigned, other):
-            assert not await _exists(client, session_id), session_id
+            assert not await session_exists(client, session_id), session_id
 
     async def test_a_captured_signed_request_fires_once_however_it_is_replayed(
         self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
@@ -288,7 +278,7 @@ class TestAuth:
             open_route = await api.http.get("/v1/sessions")
         assert _kind(bare, 401) == "AuthenticationRequiredError"
         assert open_route.status_code == 200
-        assert not await _exists(client, conversation)
+        assert not await session_exists(client, conversation)
 
 
 def _raw_request(port: int, head: str, body: bytes) -> bytes:
@@ -421,7 +411,7 @@ class TestMalformedRequests:
         for response in (abyss, deep, multipart):
             assert _kind(response, 400) == "MalformedRequestError"
             assert "nests deeper than 64 levels" in response.json()["detail"]
-        assert not await _exists(client, conversation)
+        assert not await session_exists(client, conversation)
 
 
 class TestEvents:

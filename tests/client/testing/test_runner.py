@@ -16,33 +16,10 @@ from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.results import RunTestsResult
 from archmax_temporal.client.testing.runner import run_tests
-from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.errors import UnsupportedConcurrencyError
-from tests.support.agents import Scripted, copy_example, model_config, running_agent, write_workflow
+from tests.support.agents import Scripted, copy_example, model_config, write_workflow
 from tests.support.agents import tool_call as call
-
-
-async def _suite(
-    client: Client,
-    task_queue: str,
-    scripted: Scripted,
-    root: Path,
-    workflow: str,
-    playbook: str | Path,
-    **kwargs: Any,
-) -> tuple[RunTestsResult, ScriptedModelServer]:
-    server = scripted(playbook)
-    async with running_agent(client, task_queue, root, workflow, server) as agent:
-
-        async def target(_workflow: str, _root: Path) -> Agent:
-            return agent
-
-        return (
-            await run_tests(
-                workflow, root, create_target=target, model=model_config(server), **kwargs
-            ),
-            server,
-        )
+from tests.support.suites import run_suite
 
 
 def _statuses(result: RunTestsResult) -> dict[str, str]:
@@ -66,7 +43,7 @@ async def test_each_examples_suite_passes_against_its_playbook(
 ) -> None:
     root = copy_example(example, tmp_path)
     playbook = root / "workflows" / workflow / "playbook.yaml"
-    result, _ = await _suite(client, task_queue, scripted, root, workflow, playbook)
+    result, _ = await run_suite(client, task_queue, scripted, root, workflow, playbook)
     assert _failures(result) == {}
     assert result.exit_code == 0
     assert result.discovered == len(result.results) >= 2
@@ -83,7 +60,7 @@ async def test_a_passing_cases_session_ends_cancelled_never_terminated(
     Terminated (an operator's act), and its history ends with the cancellation."""
     root = copy_example("support-inbox", tmp_path)
     playbook = root / "workflows" / "support-inbox" / "playbook.yaml"
-    result, _ = await _suite(client, task_queue, scripted, root, "support-inbox", playbook)
+    result, _ = await run_suite(client, task_queue, scripted, root, "support-inbox", playbook)
     assert result.exit_code == 0 and result.results
     for case in result.results:
         assert case.verdict.status == "passed" and case.session_id
@@ -196,7 +173,7 @@ async def test_a_structural_miss_halts_and_reports_the_rest_not_executed(
         + "steps:\n  - send: hi\n  - reachedState: done\n  - reply: { includes: [a, b] }\n"
         "  - send: again\n  - succeeded: true\n",
     )
-    result, server = await _suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
+    result, server = await run_suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
     (case,) = result.results
     assert case.error is None and case.verdict.status == "failed"
     assert [(r.kind, r.status, r.step) for r in case.records] == [
@@ -221,7 +198,7 @@ async def test_a_content_miss_lets_the_case_carry_on(
         + "steps:\n  - send: hi\n  - reply: { includes: nope }\n  - succeeded: true\n"
         "  - usedNoTools: true\n",
     )
-    result, _ = await _suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
+    result, _ = await run_suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
     (case,) = result.results
     assert [(r.kind, r.status) for r in case.records] == [
         ("reply", "failed"),
@@ -240,7 +217,7 @@ async def test_a_delivery_to_a_session_not_parked_kills_the_case_error_first(
         HEAD.format(title="died") + "steps:\n  - send: hi\n  - reply: { includes: zzz }\n"
         "  - deliver: { trigger: email_reply }\n  - succeeded: true\n",
     )
-    result, _ = await _suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
+    result, _ = await run_suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
     (case,) = result.results
     assert case.error is not None and case.error.startswith("steps[2] deliver: ")
     assert "not parked awaiting input" in case.error
@@ -260,7 +237,7 @@ async def test_skip_unknown_trigger_and_an_invalid_document(
     )
     _case(desk, "c-broken.test.yaml", HEAD.format(title="b") + "steps:\n  - reachedstate: x\n")
     (desk / "workflows" / "desk" / "tests" / "notes.md").write_text("ignored")
-    result, server = await _suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
+    result, server = await run_suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
     skipped, trigger, broken = result.results
     assert (skipped.verdict.status, skipped.skip_reason, skipped.session_id) == (
         "skipped",
@@ -303,7 +280,7 @@ async def test_mocks_workspace_and_locked_variables(
         "  - triggerArrival: report_requested\n"
         "  - variables: { expect: { company: Acme Corp }, locked: { company: true } }\n",
     )
-    result, _ = await _suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
+    result, _ = await run_suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
     assert _failures(result) == {}
     seeded = result.results[1]
     trigger_file = desk / "sessions" / str(seeded.session_id) / "trigger.json"
@@ -314,7 +291,7 @@ async def test_filter_disabled_and_concurrency(
     client: Client, task_queue: str, scripted: Scripted, desk: Path
 ) -> None:
     _case(desk, "one.test.yaml", HEAD.format(title="one") + "steps:\n  - send: hi\n")
-    result, _ = await _suite(
+    result, _ = await run_suite(
         client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK, filter="zzz"
     )
     assert (result.results, result.exit_code, result.discovered) == ([], 1, 1)
@@ -322,10 +299,10 @@ async def test_filter_disabled_and_concurrency(
     spec = desk / "workflows" / "desk" / "workflow.yaml"
     spec.write_text(DESK + "tests: { maxConcurrency: 2 }\n")
     with pytest.raises(UnsupportedConcurrencyError, match="maxConcurrency: 2"):
-        await _suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
+        await run_suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
 
     spec.write_text(DESK + "disabled: true\n")
-    result, server = await _suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
+    result, server = await run_suite(client, task_queue, scripted, desk, "desk", DESK_PLAYBOOK)
     assert (result.skipped, result.exit_code, result.results) == ("disabled", 0, [])
     assert server.requests == []
 
@@ -350,7 +327,7 @@ async def test_case_timeout_kills_the_case_and_keeps_its_records(
             "default": {"content": "quick"},
         }
     )
-    result, _ = await _suite(client, task_queue, scripted, desk, "desk", playbook)
+    result, _ = await run_suite(client, task_queue, scripted, desk, "desk", playbook)
     (case,) = result.results
     assert case.error == "case exceeded tests.caseTimeoutMs (6000 ms)"
     assert [(r.status, r.step) for r in case.records] == [("passed", 1), ("not-executed", 3)]

@@ -23,13 +23,12 @@ from archmax_temporal.activities.host_tools import ToolContext
 from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import read_checkpoint
 from archmax_temporal.client.devserver import TEST_SERVER_ENV
-from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.results import CaseResult, RunTestsResult
-from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
-from tests.support.agents import Scripted, copy_example, model_config, running_agent, write_workflow
+from tests.support.agents import Scripted, copy_example, write_workflow
 from tests.support.agents import tool_call as call
+from tests.support.suites import run_suite
 
 HEAD = "title: {title}\ndescription: A durable step of the runner.\n"
 
@@ -38,30 +37,6 @@ def _case(root: Path, workflow: str, name: str, text: str) -> None:
     path = root / "workflows" / workflow / "tests" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
-
-
-async def _suite(
-    client: Client,
-    task_queue: str,
-    scripted: Scripted,
-    root: Path,
-    workflow: str,
-    playbook: str | Path,
-    *,
-    tools: list[Any] | None = None,
-    **kwargs: Any,
-) -> RunTestsResult:
-    server = scripted(playbook)
-    async with running_agent(
-        client, task_queue, root, workflow, server, tools=tools or []
-    ) as agent:
-
-        async def target(_workflow: str, _root: Path) -> Agent:
-            return agent
-
-        return await run_tests(
-            workflow, root, create_target=target, model=model_config(server), **kwargs
-        )
 
 
 def _only(result: RunTestsResult) -> CaseResult:
@@ -96,7 +71,7 @@ class TestAdvance:
         )
         playbook = root / "workflows" / "support-inbox" / "playbook.yaml"
         started = time.monotonic()
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "support-inbox", playbook, filter="week"
         )
         wall = time.monotonic() - started
@@ -121,7 +96,7 @@ class TestAdvance:
             "  - advance: 23h\n  - succeeded: true\n  - triggerArrival: timer\n",
         )
         playbook = root / "workflows" / "support-inbox" / "playbook.yaml"
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "support-inbox", playbook, filter="early"
         )
         case = _only(result)
@@ -158,7 +133,7 @@ class TestAdvance:
             "  - reply: { includes: /approved/i }\n",
         )
         playbook = root / "workflows" / "refund-review" / "playbook.yaml"
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "refund-review", playbook, filter="deadline"
         )
         case = _only(result)
@@ -172,7 +147,7 @@ class TestAdvance:
         idle close (1 h) checkpointed the session to the store; the next send reopened it."""
         root = copy_example("refund-review", tmp_path)
         playbook = root / "workflows" / "refund-review" / "playbook.yaml"
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "refund-review", playbook, filter="days-pass"
         )
         case = _only(result)
@@ -263,7 +238,7 @@ class TestCrash:
             return f"charged {order.order_id}"
 
         root = _ledger(tmp_path, "{ during: tool, at: complete }")
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "ledger", LEDGER_PLAYBOOK, tools=[charge]
         )
         case = _only(result)
@@ -290,7 +265,7 @@ class TestCrash:
             return f"charged {order.order_id}"
 
         root = _ledger(tmp_path, "{ during: tool, at: complete }")
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "ledger", LEDGER_PLAYBOOK, tools=[charge]
         )
         case = _only(result)
@@ -314,7 +289,7 @@ class TestCrash:
             return "charged"
 
         root = _ledger(tmp_path, "{ during: tool, nth: 2, at: complete }")
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "ledger", LEDGER_PLAYBOOK, tools=[charge]
         )
         case = _only(result)
@@ -358,7 +333,7 @@ class TestCrash:
             return "charged"
 
         root = _ledger(tmp_path, crash)
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "ledger", LEDGER_PLAYBOOK, tools=[charge]
         )
         case = _only(result)
@@ -377,7 +352,7 @@ class TestCrash:
             return "charged"
 
         root = _ledger(tmp_path, "{ during: hook, nth: 3 }")
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "ledger", LEDGER_PLAYBOOK, tools=[charge]
         )
         case = _only(result)
@@ -407,7 +382,7 @@ class TestRedeliver:
         root = copy_example("refund-review", tmp_path)
         _case(root, "refund-review", "news.test.yaml", HEAD.format(title="News") + NEWS)
         playbook = root / "workflows" / "refund-review" / "playbook.yaml"
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "refund-review", playbook, filter="news"
         )
         case = _only(result)
@@ -432,7 +407,7 @@ class TestRedeliver:
         root = copy_example("refund-review", tmp_path)
         _case(root, "refund-review", "news.test.yaml", HEAD.format(title="News") + NEWS)
         playbook = root / "workflows" / "refund-review" / "playbook.yaml"
-        result = await _suite(
+        result, _ = await run_suite(
             client, task_queue, scripted, root, "refund-review", playbook, filter="news"
         )
         case = _only(result)
@@ -488,7 +463,7 @@ class TestRepeat:
             HEAD.format(title="Sampled") + f"repeat: 5\npassRate: {rate}\n"
             "steps:\n  - send: I'd like a refund for order ORD-1001.\n  - parked: decision\n",
         )
-        result = await _suite(
+        result, _ = await run_suite(
             client,
             task_queue,
             scripted,
@@ -524,7 +499,7 @@ async def test_without_the_time_skipping_server_an_advancing_case_says_what_to_i
     monkeypatch.setenv(TEST_SERVER_ENV, str(tmp_path / "no-such-server"))
     root = copy_example("customer-support", tmp_path)
     playbook = root / "workflows" / "order-lookup" / "playbook.yaml"
-    result = await _suite(
+    result, _ = await run_suite(
         client, task_queue, scripted, root, "order-lookup", playbook, filter="no-reply"
     )
     case = _only(result)
