@@ -12,6 +12,7 @@ from temporalio.client import Client
 
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call
+from tests.support.scenarios import ORDERS, write_order_skill
 
 SPEC = """
 title: Orders
@@ -32,14 +33,8 @@ states:
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     write_workflow(tmp_path, "orders", SPEC)
-    skill = tmp_path / "skills" / "order-data"
-    (skill / "assets").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: order-data\ndescription: Orders.\n---\n")
-    (skill / "assets" / "orders.json").write_text(json.dumps([{"id": "ORD-1001"}]))
+    write_order_skill(tmp_path, [{"id": "ORD-1001"}])
     return tmp_path
-
-
-ORDERS = "skills/order-data/assets/orders.json"
 
 
 async def test_a_skill_is_invisible_in_one_state_and_readable_in_another(

@@ -14,6 +14,7 @@ from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows.models import ToolMock
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call
+from tests.support.scenarios import ORDERS, write_order_skill
 
 SPEC = """
 title: Orders
@@ -24,17 +25,13 @@ states:
     instructions: Read the orders and answer.
 """
 
-ORDERS = "skills/order-data/assets/orders.json"
 OTHER = "skills/order-data/assets/other.json"
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     write_workflow(tmp_path, "orders", SPEC)
-    skill = tmp_path / "skills" / "order-data"
-    (skill / "assets").mkdir(parents=True)
-    (skill / "SKILL.md").write_text("---\nname: order-data\ndescription: Orders.\n---\n")
-    (skill / "assets" / "orders.json").write_text(json.dumps([{"id": "ORD-1001"}]))
+    skill = write_order_skill(tmp_path, [{"id": "ORD-1001"}])
     (skill / "assets" / "other.json").write_text(json.dumps([{"id": "ORD-2002"}]))
     return tmp_path
 

@@ -75,11 +75,18 @@ def write_gated(root: Path, orders: Iterable[object] = ()) -> Path:
     (directory / "hooks").mkdir(parents=True, exist_ok=True)
     (directory / "workflow.yaml").write_text(GATED, encoding="utf-8")
     (directory / "hooks" / "gate.js").write_text(GATE, encoding="utf-8")
+    write_order_skill(root, orders)
+    return directory
+
+
+def write_order_skill(root: Path, orders: Iterable[object] = ()) -> Path:
+    """The order-data skill under ``root``, its asset :data:`ORDERS` holding ``orders``.
+    Returns the skill's folder."""
     skill = root / "skills" / "order-data"
     (skill / "assets").mkdir(parents=True, exist_ok=True)
     (skill / "SKILL.md").write_text("---\nname: order-data\ndescription: Orders.\n---\n")
     (root / ORDERS).write_text(json.dumps(list(orders)), encoding="utf-8")
-    return directory
+    return skill
 
 
 # --- review: a draft handed to one human state, then maybe a second ------------------------------
