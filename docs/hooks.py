@@ -1,7 +1,7 @@
 """MkDocs hooks (mkdocs.yml ``hooks:``): the HTTP API's OpenAPI document, rendered at build time.
 
 ``docs/http/openapi.json`` is the document ``GET /openapi.json`` serves, exported from
-``archmax_temporal.client.http.openapi.openapi_document()`` (``tests/test_docs_site.py`` fails
+``archmax_temporal.client.http.openapi.openapi_document()`` (``tests/docs/test_docs_site.py`` fails
 when it differs; regenerate it with ``python docs/hooks.py``). ``docs/http/openapi.md`` holds
 the marker ``<!-- openapi:render -->``, which this hook replaces with the document's routes and
 schemas; the JSON file is published beside the page. Reading the export rather than importing
@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # render() needs no MkDocs: tests/test_docs_site.py runs it without one
+if TYPE_CHECKING:  # render() needs no MkDocs: tests/docs/test_docs_site.py runs it without one
     from mkdocs.config.defaults import MkDocsConfig
     from mkdocs.structure.files import Files
     from mkdocs.structure.pages import Page

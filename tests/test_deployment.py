@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,9 +19,9 @@ import yaml
 from archmax_temporal.client.cli.parser import build_parser
 from archmax_temporal.client.http import ServeSettings
 from archmax_temporal.workflows import search_attributes as sa
+from tests.support.paths import FIXTURES, REPO
 
-REPO = Path(__file__).resolve().parents[1]
-SCHEMA = Path(__file__).parent / "fixtures" / "compose" / "compose-spec.json"
+SCHEMA = FIXTURES / "compose" / "compose-spec.json"
 ARCHMAX_SERVICES = ("worker", "serve")
 """The services built from the Dockerfile, which read and write the session store."""
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support.paths import REPO
 
 
 @pytest.fixture(scope="module")

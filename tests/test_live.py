@@ -9,10 +9,8 @@ import asyncio
 import hashlib
 import os
 import socket
-import threading
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,28 +28,7 @@ from archmax_temporal.live import (
     message_id,
 )
 from archmax_temporal.workflows.errors import ConfigurationError
-
-
-class Recorder:
-    """A channel that keeps what is published, with the loop time of each."""
-
-    def __init__(self) -> None:
-        self.events: list[tuple[float, LiveEvent]] = []
-        self.first = threading.Event()
-        """Set once the first event is published."""
-
-    def publish(self, event: LiveEvent) -> None:
-        self.events.append((asyncio.get_running_loop().time(), event))
-        self.first.set()
-
-    def subscribe(self, session_id: str) -> AbstractAsyncContextManager[AsyncIterator[LiveEvent]]:
-        raise NotImplementedError
-
-    def describe(self) -> str:
-        return "recorder"
-
-    async def aclose(self) -> None:
-        return None
+from tests.support.live import Recorder
 
 
 def _event(session_id: str, text: str = "hi", kind: str = DELTA) -> LiveEvent:
@@ -269,7 +246,7 @@ class TestRedisChannel:
     async def test_an_unreachable_redis_never_reaches_the_writer(self) -> None:
         """Nothing listens: publishing returns at once, the pump logs once and goes on; a
         follower gets nothing (and no error)."""
-        from tests.child_server import free_port
+        from tests.support.child_server import free_port
 
         channel = RedisChannel(f"redis://127.0.0.1:{free_port()}/0", "ns")
         loop = asyncio.get_running_loop()

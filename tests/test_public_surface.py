@@ -21,9 +21,10 @@ from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.testing import assertions, cases
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import errors
-from tests.conftest import EXAMPLES, Scripted, copy_example
+from tests.support.agents import Scripted, copy_example
+from tests.support.paths import EXAMPLES, REPO
 
-API_PAGE = Path(__file__).resolve().parents[1] / "docs" / "authoring" / "python.md"
+API_PAGE = REPO / "docs" / "authoring" / "python.md"
 """The docs page that lists the package root's exports."""
 
 

@@ -36,8 +36,8 @@ from archmax_temporal.workflows import (
 )
 from archmax_temporal.workflows.spec import StateSpec, parse_spec
 from archmax_temporal.workflows.workspace_tools import FileContent, SeedFilesInput
+from tests.support.paths import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("workflows", "activities", "client")
 
 
