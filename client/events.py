@@ -157,6 +157,9 @@ class _Reader:
         self._scheduled: dict[int, _Scheduled] = {}
         self._state: str | None = None
         self._open: dict[str, tuple[str, Any]] = {}
+        self._answers_seen: list[Message] = []
+        """The model's last answers with tool calls (a turn's save no longer carries the ones
+        the model call logged itself: an ``archmax_wait``'s reason is read off these)."""
         """``callId → (tool, args)`` of the calls not yet seen answered. The session runs a
         message's calls in order, so an activity's result joins the first open call of its
         tool; the rest (refused, mocked, runtime tools) are read off the next model call's
@@ -501,6 +504,11 @@ class _Reader:
         elif answer.content:
             data = {"text": answer.content, "messageId": message}
             found.append(self._event(event, "agent-text", data))
+        if answer.tool_calls:
+            assistant = Message(
+                role="assistant", content=answer.content, tool_calls=answer.tool_calls
+            )
+            self._answers_seen = [*self._answers_seen[-(ANSWERS_KEPT - 1) :], assistant]
         for call in answer.tool_calls:
             try:
                 arguments = json.loads(call.arguments or "{}")
@@ -625,11 +633,12 @@ class _Reader:
         (with the reason and the resume time of the agent's ``archmax_wait``), ``raised`` or
         ``turn-end``."""
         status, state = persisted.status, persisted.state
+        transcript = [*self._answers_seen, *persisted.transcript]
         if status in ("awaiting_input", "awaiting_decision"):
             channel = "input" if status == "awaiting_input" else "decision"
             self._parked = channel
             reason, resume_at = (
-                _last_wait(persisted.transcript)
+                _last_wait(transcript)
                 if channel == "input"
                 else (
                     None,
@@ -640,7 +649,7 @@ class _Reader:
             return [self._event(event, "parked", data)]
         self._parked = None
         if status == "failed":
-            code, reason = _last_raise(persisted.transcript)
+            code, reason = _last_raise(transcript)
             return [
                 self._event(
                     event, "raised", {"state": state, "code": code, "reason": reason}, "error"
@@ -694,6 +703,10 @@ class _Reader:
 
 def _answers(transcript: list[Message]) -> dict[str, Message]:
     return {m.tool_call_id: m for m in transcript if m.role == "tool" and m.tool_call_id}
+
+
+ANSWERS_KEPT: Final = 8
+"""How many of the model's last answers with tool calls a reader keeps for a turn's end."""
 
 
 def _last_wait(transcript: list[Message]) -> tuple[str | None, str | None]:

@@ -44,10 +44,7 @@ from archmax_temporal.activities.object_store import open_store
 from archmax_temporal.activities.transcript_log import LOG_DIVERGED, TranscriptLogs
 from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows.models import Outcome, TranscriptLog
-from tests.activity_events import activities_run
-from tests.conftest import Scripted, running_agent, write_workflow
-from tests.conftest import tool_call as call
-from tests.s3server import S3Server
+from tests.support.activity_events import activities_run
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call
 from tests.support.s3server import S3Server

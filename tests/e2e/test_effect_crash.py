@@ -46,9 +46,7 @@ from archmax_temporal.workflows.workspace_tools import (
     MOVE_FILE_ACTIVITY,
     WRITE_FILE_ACTIVITY,
 )
-from tests.activity_events import local_marker
-from tests.conftest import Scripted, running_agent, write_workflow
-from tests.conftest import tool_call as call
+from tests.support.activity_events import local_marker
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call
 

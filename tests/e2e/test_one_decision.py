@@ -25,11 +25,8 @@ from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows.contracts.sandbox import SANDBOX_ACTIVITY, SandboxRunResult
 from archmax_temporal.workflows.contracts.workspace import READ_FILE_ACTIVITY
 from archmax_temporal.workflows.models import Message
-from tests import decision_table as table
-from tests.activity_events import activities_run
-from tests.conftest import Scripted, running_agent, write_workflow
-from tests.conftest import tool_call as call
 from tests.support import decision_table as table
+from tests.support.activity_events import activities_run
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call
 

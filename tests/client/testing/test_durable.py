@@ -40,8 +40,7 @@ from archmax_temporal.client.testing.results import (
 from archmax_temporal.client.testing.validate import validate_workflow
 from archmax_temporal.workflows import contracts
 from archmax_temporal.workflows.contracts.sandbox import SANDBOX_ACTIVITY
-from tests import crash_tools
-from tests.conftest import EXAMPLES, copy_example
+from tests.support import crash_tools
 from tests.support.agents import copy_example
 from tests.support.paths import EXAMPLES, REPO
 

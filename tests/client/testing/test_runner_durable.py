@@ -27,10 +27,8 @@ from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.results import CaseResult, RunTestsResult
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import EDIT_FILE_ACTIVITY as EDIT
-from tests import crash_tools
-from tests.activity_events import local_marker
-from tests.conftest import Scripted, copy_example, model_config, running_agent, write_workflow
-from tests.conftest import tool_call as call
+from tests.support import crash_tools
+from tests.support.activity_events import local_marker
 from tests.support.agents import Scripted, copy_example, write_workflow
 from tests.support.agents import tool_call as call
 from tests.support.suites import run_suite
@@ -260,7 +258,7 @@ class TestCrashKillsAProcess:
         crash's record by itself; the session's own assertions pass."""
         monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
         root = _ledger(tmp_path, "{ during: tool, at: complete }")
-        result = await _suite(
+        result, _ = await run_suite(
             client,
             task_queue,
             scripted,
@@ -297,7 +295,7 @@ class TestCrashKillsAProcess:
         passes, and the history shows the attempt retried after the killed process's."""
         monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
         root = _ledger(tmp_path, "{ during: tool, at: complete }")
-        result = await _suite(
+        result, _ = await run_suite(
             client,
             task_queue,
             scripted,
@@ -341,7 +339,7 @@ class TestCrashKillsAProcess:
         turn ends as it would have (one charge, one edit), nothing applied twice."""
         monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
         root = _ledger(tmp_path, crash)
-        result = await _suite(
+        result, _ = await run_suite(
             client,
             task_queue,
             scripted,
@@ -370,7 +368,7 @@ class TestCrashKillsAProcess:
         process runs the whole turn (its charge) and is shut down, and the record fails."""
         monkeypatch.setenv(crash_tools.CHARGES_ENV, str(tmp_path / "charges"))
         root = _ledger(tmp_path, "{ during: hook, nth: 3 }")
-        result = await _suite(
+        result, _ = await run_suite(
             client,
             task_queue,
             scripted,

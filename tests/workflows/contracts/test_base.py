@@ -46,10 +46,10 @@ from archmax_temporal.workflows.contracts.workspace import (
     runs_local,
 )
 from archmax_temporal.workflows.models import DeliverInput
-from tests.activity_events import local_activities, local_marker, scheduled_activities
-from tests.conftest import Scripted, model_config, running_agent, write_workflow
-from tests.conftest import tool_call as call
-from tests.golden import replayer
+from tests.support.activity_events import local_activities, local_marker, scheduled_activities
+from tests.support.agents import Scripted, model_config, running_agent, write_workflow
+from tests.support.agents import tool_call as call
+from tests.support.golden import replayer
 
 SPEC = """
 title: Notes

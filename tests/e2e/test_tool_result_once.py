@@ -41,7 +41,7 @@ from archmax_temporal.workflows.models import (
     TranscriptLog,
 )
 from archmax_temporal.workflows.transcript import RESULT_MISSING, digest_of
-from tests.conftest import Scripted, model_config, running_agent, tool_call, write_workflow
+from tests.support.agents import Scripted, model_config, running_agent, tool_call, write_workflow
 
 READER = """
 title: Reader

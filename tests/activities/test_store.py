@@ -30,7 +30,7 @@ from archmax_temporal.activities.store import StoreActivities, stored_trail
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PersistTurnInput, TranscriptLog, Usage
-from tests.test_artifact_cache import SID, SPEC, Session, conversation, step, whole
+from tests.support.artifacts import SID, SPEC, Session, conversation, step, whole
 
 HEAD = {"sessionId": SID, "workflow": "w"}
 
