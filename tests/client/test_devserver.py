@@ -274,7 +274,7 @@ class TestEnsureDevServer:
         script = (
             "import asyncio, os, sys\n"
             "from pathlib import Path\n"
-            "from client.devserver import ensure_dev_server\n"
+            "from archmax_temporal.client.devserver import ensure_dev_server\n"
             "s = asyncio.run(ensure_dev_server(Path(sys.argv[1]), sys.argv[2], ui_port=None))\n"
             "print(s.pid, s.started, flush=True)\n"
             # Like a CLI entry point: skip interpreter finalization, where the temporalio
