@@ -111,6 +111,7 @@ from archmax_temporal.activities.effects import (
 )
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.runtime import Runtime as ArchmaxRuntime
+from archmax_temporal.client.runtime import worker_polling
 from archmax_temporal.client.testing.cases import CaseDocument, CrashKind, CrashStep
 from archmax_temporal.client.testing.crash_worker import MODULE as CHILD_MODULE
 from archmax_temporal.client.testing.crash_worker import ChildSpec, callable_label
@@ -690,6 +691,22 @@ class DurableCase:
             raise slot.task.exception()  # type: ignore[misc]
         self._slots.append(slot)
 
+    async def _polled(self) -> None:
+        """Wait until a worker of this process is seen polling the case's queue, however
+        slow the machine (the case's budget bounds the wait): the next step may ask the
+        server whether one does (a query is refused when none does)."""
+        queue = self.agent.config.task_queue
+        while True:
+            live = next((s.task for s in reversed(self._slots) if s.task is not None), None)
+            if live is not None and live.done() and live.exception() is not None:
+                raise live.exception()  # type: ignore[misc]
+            try:
+                if await worker_polling(self.agent.client, queue, include_commands=True):
+                    return
+            except RPCError:  # a server that cannot describe queues (the time-skipping one)
+                return
+            await asyncio.sleep(SETTLE_POLL)
+
     async def act(self, action: Callable[[], Awaitable[T]], crash: CrashStep | None) -> T:
         """Run ``action`` (a firing, an advance); with ``crash`` armed, kill the worker where
         it says and let a fresh one finish the action."""
@@ -755,9 +772,12 @@ class DurableCase:
                 running.cancel()
             self._harness.disarm()
             self.last_crash = report
-            if not child.dead:  # the crash never struck: the process served the action
+            never_struck = not child.dead
+            if never_struck:  # the process served the action
                 await child.stop()
             await self.ensure_worker()
+            if never_struck:  # the process polled the queue until now: the next step may ask
+                await self._polled()
             self._spawn_next()
 
     async def advance(self, by: timedelta) -> None:
