@@ -57,7 +57,7 @@ async def test_steps_and_turns_sum_every_run_and_show_the_store(client: Client) 
     assert ours.figure.runs >= 2, text
     assert ours.figure.bytes > ours.latest.bytes, text  # the earlier runs are counted
     assert ours.store_bytes > 0 and ours.fsyncs, text  # the turn's store, beside it
-    assert ours.total_per_step == (ours.figure.bytes + ours.store_bytes) / 3
+    assert ours.total_per_step == pytest.approx((ours.figure.bytes + ours.store_bytes) / 3)
     assert floor.store_bytes == 0 and floor.fsyncs is None
     assert floor.figure is not None and one.figure is not None
     assert floor.figure.runs == one.figure.runs == 1
