@@ -33,7 +33,7 @@ from typing import Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import HistoryEvent
+from temporalio.api.history.v1 import HistoryEvent, MarkerRecordedEventAttributes
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.converter import DataConverter
@@ -112,6 +112,23 @@ LOCAL_ACTIVITY_MARKER: Final = "core_local_activity"
 """The marker a local activity's outcome is recorded as (a short workspace tool, the turn's
 save: ``workflows.contracts.base.local_first``): its result, not its input."""
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
+
+
+def completed_local_activity(event: HistoryEvent) -> MarkerRecordedEventAttributes | None:
+    """The marker of a local activity that completed (its ``data`` and ``result`` details
+    present), or None for any other event or a local attempt that failed."""
+    if event.event_type != EventType.EVENT_TYPE_MARKER_RECORDED:
+        return None
+    marker = event.marker_recorded_event_attributes
+    if (
+        marker.marker_name != LOCAL_ACTIVITY_MARKER
+        or marker.HasField("failure")
+        or "data" not in marker.details
+        or "result" not in marker.details
+    ):
+        return None
+    return marker
+
 
 Level = Literal["info", "warn", "error"]
 
@@ -373,13 +390,8 @@ class _Reader:
         from a regular activity's completion). A local activity that failed went on as the
         regular activity, which reports; the turn's save is local only when an update drove
         the turn, whose completion says how it ended."""
-        marker = event.marker_recorded_event_attributes
-        if (
-            marker.marker_name != LOCAL_ACTIVITY_MARKER
-            or marker.HasField("failure")
-            or "data" not in marker.details
-            or "result" not in marker.details
-        ):
+        marker = completed_local_activity(event)
+        if marker is None:
             return []
         data = self._decode(marker.details["data"].payloads, dict)
         activity = data.get("activity_type") if isinstance(data, dict) else None

@@ -63,7 +63,7 @@ from archmax_temporal.activities.transcript_log import (
     segment_bytes,
     segment_name,
 )
-from archmax_temporal.client.events import LOCAL_ACTIVITY_MARKER, run_chain
+from archmax_temporal.client.events import completed_local_activity, run_chain
 from archmax_temporal.workflows.contracts.host_tools import HOST_TOOL_ACTIVITY, HostToolResult
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import TOOL_ACTIVITIES, WorkspaceToolResult
@@ -437,13 +437,8 @@ async def _run_records(client: Client, session_id: str, run_id: str) -> _Run:
                     assert isinstance(held, RecordedCall)
                     records[index] = RecordedCall(run_id, held.event_id, held.call, result=result)
             elif kind == EventType.EVENT_TYPE_MARKER_RECORDED:  # a local activity's answer
-                marker = event.marker_recorded_event_attributes
-                if (
-                    marker.marker_name != LOCAL_ACTIVITY_MARKER
-                    or marker.HasField("failure")
-                    or "data" not in marker.details
-                    or "result" not in marker.details
-                ):
+                marker = completed_local_activity(event)
+                if marker is None:
                     continue
                 data = await _decoded(converter, marker.details["data"].payloads, dict)
                 local_kind = _TOOL_RESULTS.get(str(data.get("activity_type")))
