@@ -64,6 +64,7 @@ from archmax_temporal.connection import core_logging, poller_listed
 from archmax_temporal.connection import worker_identity as worker_identity
 from archmax_temporal.live import LiveChannel
 from archmax_temporal.workflows.errors import ConfigurationError
+from archmax_temporal.workflows.models import build_deferred
 from archmax_temporal.workflows.session import ArchmaxSession
 from archmax_temporal.workflows.store_binding import StoreBindingInterceptor
 from archmax_temporal.workflows.telemetry import WorkflowTelemetryInterceptor
@@ -102,7 +103,9 @@ def workflow_interceptors() -> list[Interceptor]:
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox with the project's pure dependencies passed through."""
+    """The sandbox with the project's pure dependencies passed through, and the project's
+    models built before it runs any workflow code (:func:`build_deferred`)."""
+    build_deferred()
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
     )

@@ -17,11 +17,11 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal, TextIO
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal, TextIO
 
-import structlog
-from structlog.typing import EventDict, Processor, WrappedLogger
+if TYPE_CHECKING:
+    from structlog.typing import EventDict, Processor, WrappedLogger
 
 LogFormat = Literal["console", "json"]
 
@@ -144,6 +144,66 @@ def log_format(env: Mapping[str, str] | None = None) -> LogFormat:
 _HANDLER_NAME: Final = "archmax"
 
 
+class _DeferredFormatter(logging.Formatter):
+    """Builds the real formatter on the first record it formats, so a command that logs
+    nothing (``archmax sessions``) never imports structlog and what it pulls in."""
+
+    def __init__(self, build: Callable[[], logging.Formatter]) -> None:
+        super().__init__()
+        self._build: Callable[[], logging.Formatter] | None = build
+        self._built: logging.Formatter | None = None
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._built is None:
+            assert self._build is not None
+            self._built, self._build = self._build(), None
+        return self._built.format(record)
+
+
+def _structlog_formatter(
+    chosen: LogFormat, colors: bool, secrets: list[str]
+) -> Callable[[], logging.Formatter]:
+    """What sets structlog up and renders a record: structlog's own loggers go through the
+    standard library's, and every line, theirs or a plain ``logging`` one, gets the same
+    processors (fields lifted, time stamped, secrets masked) and renderer."""
+
+    def build() -> logging.Formatter:
+        import structlog
+
+        shared: list[Processor] = [
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.add_log_level,
+            structlog.stdlib.add_logger_name,
+            structlog.stdlib.ExtraAdder(),
+            lift_temporal_context,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            # a traceback becomes text before the masking, so a secret in it is masked too
+            structlog.processors.format_exc_info,
+            RedactSecrets(secrets),
+        ]
+        renderer: Processor
+        if chosen == "json":
+            renderer = structlog.processors.JSONRenderer(default=str)
+        else:
+            renderer = structlog.dev.ConsoleRenderer(colors=colors)
+        structlog.configure(
+            processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+            logger_factory=structlog.stdlib.LoggerFactory(),
+            wrapper_class=structlog.stdlib.BoundLogger,
+            cache_logger_on_first_use=False,
+        )
+        return structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=shared,
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                _drop_noise,
+                renderer,
+            ],
+        )
+
+    return build
+
+
 def configure_logging(
     verbose: bool = False,
     *,
@@ -152,47 +212,21 @@ def configure_logging(
     env: Mapping[str, str] | None = None,
 ) -> None:
     """Send structlog and the standard library's logging to stderr (or ``stream``), at the
-    chosen level, in the chosen format. Calling it again replaces the earlier set-up."""
+    chosen level, in the chosen format. Calling it again replaces the earlier set-up.
+
+    structlog is set up now if something loaded it already, else on the first line logged
+    (the library's own loggers end in ``logging`` either way:
+    :mod:`archmax_temporal.activities.logs`)."""
     env = os.environ if env is None else env
     name = env.get(LEVEL_ENV) or ("info" if verbose else "warning")
     level = logging.getLevelNamesMapping().get(name.upper(), logging.WARNING)
     chosen = format or log_format(env)
     output: Any = stream if stream is not None else _CurrentStderr()
-    shared: list[Processor] = [
-        structlog.contextvars.merge_contextvars,
-        structlog.stdlib.add_log_level,
-        structlog.stdlib.add_logger_name,
-        structlog.stdlib.ExtraAdder(),
-        lift_temporal_context,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        # a traceback becomes text before the masking, so a secret in it is masked too
-        structlog.processors.format_exc_info,
-        RedactSecrets(secrets_from_env(env)),
-    ]
-    renderer: Processor
-    if chosen == "json":
-        renderer = structlog.processors.JSONRenderer(default=str)
-    else:
-        colors = stream is None and sys.stderr.isatty()
-        renderer = structlog.dev.ConsoleRenderer(colors=colors)
-    structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=False,
-    )
+    colors = stream is None and sys.stderr.isatty()
+    build = _structlog_formatter(chosen, colors, secrets_from_env(env))
     handler = logging.StreamHandler(output)
     handler.set_name(_HANDLER_NAME)
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=shared,
-            processors=[
-                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                _drop_noise,
-                renderer,
-            ],
-        )
-    )
+    handler.setFormatter(build() if "structlog" in sys.modules else _DeferredFormatter(build))
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == _HANDLER_NAME]:
         root.removeHandler(old)

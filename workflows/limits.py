@@ -75,7 +75,7 @@ MAX_VARIABLE_NAME_CHARS: Final = 64
 class Limits(BaseModel):
     """The bounds a session's firings are held to (carried in its input)."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
     message_bytes: int = Field(default=128 * KIB, gt=0)
     variable_bytes: int = Field(default=64 * KIB, gt=0)

@@ -53,10 +53,32 @@ def is_finished(status: str) -> bool:
     return status in FINISHED_STATUSES
 
 
+def build_deferred() -> int:
+    """Build every project model whose schema was deferred, and say how many.
+
+    The wire models defer their schemas (``defer_build``), so a command that validates few of
+    them (``archmax sessions``) does not pay for all. Workers and replayers build them all
+    before workflow code runs (:func:`archmax_temporal.worker.workflow_runner`): no schema is
+    then built inside a workflow task, in the sandbox, or by two activity threads at once."""
+    built = 0
+    seen: set[type[BaseModel]] = set()
+    pending: list[type[BaseModel]] = [BaseModel]
+    while pending:
+        for model in pending.pop().__subclasses__():
+            if model in seen:
+                continue
+            seen.add(model)
+            pending.append(model)
+            if model.__module__.startswith("archmax_temporal.") and not model.__pydantic_complete__:
+                model.model_rebuild()
+                built += 1
+    return built
+
+
 class _Model(BaseModel):
     """A wire model: unknown fields (from a newer version) are ignored, never refused."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class Variable(_Model):
@@ -561,7 +583,9 @@ class ApprovalNotice(_Model):
     a human state waits for, when it is due, and the edge its deadline takes. On the wire its
     fields are archmax's camelCase (``sessionId``, ``dueAt``, ``onTimeout``)."""
 
-    model_config = ConfigDict(extra="ignore", alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="ignore", alias_generator=to_camel, populate_by_name=True, defer_build=True
+    )
 
     event: ApprovalEvent
     session_id: str
@@ -855,8 +879,3 @@ class PersistTurnInput(_Model):
     scheduled_at: datetime | None = None
     """Set when the save runs as a local activity: the workflow's time when it was scheduled,
     its place in the session's order of saves (activities.store ``_order``)."""
-
-
-SessionState.model_rebuild()
-SessionInput.model_rebuild()
-SendInput.model_rebuild()

@@ -162,7 +162,7 @@ into the child's ``scratchpad/attachments/``, a file return into the caller's.""
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, defer_build=True)
 
 
 class SignatureEntry(_Strict):
@@ -182,7 +182,7 @@ class TriggerSpec(BaseModel):
     Unknown keys are preserved (archmax lints them rather than refusing them).
     """
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True, defer_build=True)
 
     session: Name | None = None
     requires: Signature = Field(default_factory=list)
@@ -351,7 +351,7 @@ class RootSkillsSpec(_Strict):
 class RubricSpec(BaseModel):
     """A model-graded hook."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True, defer_build=True)
 
     instructions: Instructions
     model: Name | None = None
@@ -362,7 +362,7 @@ class RubricSpec(BaseModel):
 class HookSpec(BaseModel):
     """One lifecycle hook: ``{script: path}``, ``{rubric: {...}}`` or a declared custom kind."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True, defer_build=True)
 
     script: Name | None = None
     rubric: RubricSpec | None = None

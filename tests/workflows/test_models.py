@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import subprocess
+import sys
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any
@@ -151,3 +153,27 @@ class TestStrictness:
         """The workflow.yaml spec and case files never silently drop a misspelt key."""
         lax = [m.__name__ for m in _models(module) if m.model_config.get("extra") == "ignore"]
         assert _models(module) and lax == []
+
+
+def test_importing_the_wire_models_builds_none_and_a_worker_builds_them_all() -> None:
+    """Importing the models stays cheap for a listing (schemas deferred); a worker's sandbox
+    starts only once every project model is built, so no schema is built in a workflow task."""
+    probe = (
+        "from pydantic import BaseModel\n"
+        "from archmax_temporal.workflows import models\n"
+        "deferred = sorted(m.__name__ for m in (models.SessionState, models.SessionSummary)"
+        " if not m.__pydantic_complete__)\n"
+        "from archmax_temporal.worker import workflow_runner\n"
+        "workflow_runner()\n"
+        "def every(cls):\n"
+        "    for sub in cls.__subclasses__():\n"
+        "        yield sub\n"
+        "        yield from every(sub)\n"
+        "left = sorted({m.__qualname__ for m in every(BaseModel)"
+        " if m.__module__.startswith('archmax_temporal.') and not m.__pydantic_complete__})\n"
+        "print(deferred, left)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.strip() == "['SessionState', 'SessionSummary'] []"

@@ -34,7 +34,7 @@ HOST_TOOL_RETRY: Final = RetryPolicy(
 class HostToolCall(BaseModel):
     """One host tool call, its arguments already substituted and governed."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     session_id: str
     tool: str
@@ -44,7 +44,7 @@ class HostToolCall(BaseModel):
 class HostToolResult(BaseModel):
     """What the model reads back."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     content: str
     status: Literal["ok", "error"] = "ok"

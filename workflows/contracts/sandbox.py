@@ -93,7 +93,7 @@ crashed executor retries, and a typed sandbox error never does."""
 class _Model(BaseModel):
     """A wire model: unknown fields (from a newer version) are ignored, never refused."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class SandboxLimits(_Model):

@@ -139,7 +139,7 @@ DEFAULT_MAX_RESULT_CHARS: Final = 20_000
 class _Model(BaseModel):
     """A wire model: unknown fields (from a newer version) are ignored, never refused."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class WorkspaceToolInput(_Model):
