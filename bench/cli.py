@@ -27,9 +27,11 @@ process, timed from outside, its runs of each kind interleaved.
   crash − plain; an advancing case's is advance − plain, the server's start included.
 * **sessions** — ``--sessions`` sessions of support-inbox parked in ``clarify`` (on the
   default task queue, by an in-process worker that is stopped before anything is timed, so
-  the listing meets no worker, as a shell does); ``archmax sessions`` (it lists 100), and in
-  this process ``agent.sessions.list()`` of all of them against a bare
-  ``client.list_workflows`` of the same query.
+  the listing meets no worker, as a shell does); ``archmax sessions`` (it lists 100) beside
+  the SDK's floor (``bench/sdk_list.py``: a process that imports ``temporalio.client``,
+  connects and prints the ids of the same query's first 100), and in this process
+  ``agent.sessions.list()`` of all of them against a bare ``client.list_workflows`` of the
+  same query.
 
 Medians are the figures to quote; the table gives min / median / max of ``--runs`` runs,
 and the median CPU time (user + system of the command and the processes it waited for: on a
@@ -114,15 +116,21 @@ def command_env(address: str, root: Path, code: Path | None = None) -> dict[str,
     return env
 
 
+SDK_LIST = Path(__file__).with_name("sdk_list.py")
+"""The SDK's floor for ``archmax sessions``: :mod:`bench.sdk_list`."""
+
 SIDES: list[tuple[str, Path | None]] = [("", None)]
 """The code each command is timed with: this checkout, and ``--baseline``'s before it."""
 
 
-def run_command(argv: list[str], env: dict[str, str], root: Path) -> tuple[float, str]:
-    """One ``archmax`` process: its wall seconds and stdout; a failure raises."""
+def run_command(
+    argv: list[str], env: dict[str, str], root: Path, script: Path | None = None
+) -> tuple[float, str]:
+    """One ``archmax`` process (or ``script``'s, with ``argv``): its wall seconds and stdout;
+    a failure raises."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "archmax_temporal", *argv],
+        [sys.executable, *([str(script)] if script else ["-m", "archmax_temporal"]), *argv],
         env=env,
         cwd=root,
         capture_output=True,
@@ -350,6 +358,7 @@ async def section_sessions(address: str, scratch: Path, count: int, runs: int) -
     log(f"  parked in {time.perf_counter() - started:.1f} s")
     config = RuntimeConfig.from_env(root=root).with_overrides(address=address)
     cli = Series("`archmax sessions` (a process; lists 100)")
+    sdk = Series("the SDK's floor: a process that imports `temporalio.client`, lists 100")
     floor = Series("`archmax help` (the process floor)")
     listed = Series(f"`agent.sessions.list(limit={count + 10:,})` (in process)")
     bare = Series("`client.list_workflows`, the same query (in process)")
@@ -363,13 +372,19 @@ async def section_sessions(address: str, scratch: Path, count: int, runs: int) -
         async def bare_list() -> int:
             return len([e async for e in agent.client.list_workflows(query)])
 
+        sdk_argv = [address, config.namespace, query, "100"]
         await sessions_list()
         for _ in range(runs):
-            for series, argv in ((cli, ["sessions"]), (floor, ["help"])):
-                elapsed, out = await asyncio.to_thread(run_command, argv, env, root)
+            for series, argv, script in (
+                (cli, ["sessions"], None),
+                (sdk, sdk_argv, SDK_LIST),
+                (floor, ["help"], None),
+            ):
+                elapsed, out = await asyncio.to_thread(run_command, argv, env, root, script)
                 series.values.append(elapsed)
-                if argv == ["sessions"]:
-                    counts["cli"] = sum(1 for line in out.splitlines() if "bench-cli-" in line)
+                if series is not floor:
+                    key = "cli" if series is cli else "sdk"
+                    counts[key] = sum(1 for line in out.splitlines() if "bench-cli-" in line)
             for series, fn, key in ((listed, sessions_list, "list"), (bare, bare_list, "bare")):
                 elapsed, counts[key] = await timed(fn)
                 series.values.append(elapsed)
@@ -382,9 +397,15 @@ async def section_sessions(address: str, scratch: Path, count: int, runs: int) -
         "| call | listed | min ms | median ms | max ms |",
         "| --- | ---: | ---: | ---: | ---: |",
         row(cli, f"{counts['cli']:,}"),
+        row(sdk, f"{counts['sdk']:,}"),
         row(floor, "-"),
         row(listed, f"{counts['list']:,}"),
         row(bare, f"{counts['bare']:,}"),
+        "",
+        f"- `archmax sessions` ÷ the SDK's floor (medians): {cli.median / sdk.median:.2f}x; "
+        f"÷ `archmax help`: {cli.median / floor.median:.2f}x",
+        f"- `agent.sessions.list` ÷ bare `list_workflows` (medians): "
+        f"{listed.median / bare.median:.2f}x",
     ]
 
 
