@@ -75,6 +75,12 @@ def build_deferred() -> int:
     return built
 
 
+def _unset(value: object) -> bool:
+    """Whether a wire field holds nothing (None, an empty list or map, False): left out of
+    the JSON, it reads back as its default."""
+    return value is None or value is False or (isinstance(value, list | dict) and not value)
+
+
 class _Model(BaseModel):
     """A wire model: unknown fields (from a newer version) are ignored, never refused."""
 
@@ -767,33 +773,36 @@ class ToolSchema(_Model):
 
 
 class ModelCallInput(_Model):
-    """One model call. Carries no endpoint and no key: those live on the worker."""
+    """One model call. Carries no endpoint and no key: those live on the worker.
+
+    On the wire (in every model call's scheduled event) a field at its default is left out:
+    it reads back the same, and a step carries fewer bytes into the history."""
 
     session_id: str
     state: str
-    model: str | None = None
+    model: str | None = Field(default=None, exclude_if=_unset)
     messages: list[Message]
-    tools: list[ToolSchema] = Field(default_factory=list)
-    tool_choice: Literal["auto", "none"] = "auto"
-    budget_ms: int | None = None
+    tools: list[ToolSchema] = Field(default_factory=list, exclude_if=_unset)
+    tool_choice: Literal["auto", "none"] = Field(default="auto", exclude_if=lambda v: v == "auto")
+    budget_ms: int | None = Field(default=None, exclude_if=_unset)
     """The state's ``budget.timeoutMs``: the activity races each attempt against it."""
-    log: TranscriptLog | None = None
+    log: TranscriptLog | None = Field(default=None, exclude_if=_unset)
     """With a log, ``messages`` are only what is new since ``log.base`` (the activity appends
     them to the store's log and reads the rest from it): each message enters the history
     once. Without one, ``messages`` are the whole conversation (a rubric's, an old run's)."""
-    system: str | None = None
+    system: str | None = Field(default=None, exclude_if=_unset)
     """The system prompt, sent when its digest changed since the run's last call."""
-    system_digest: str | None = None
+    system_digest: str | None = Field(default=None, exclude_if=_unset)
     """The system prompt's SHA-256: the activity reads a prompt it was sent before."""
-    tools_digest: str | None = None
+    tools_digest: str | None = Field(default=None, exclude_if=_unset)
     """The tool schemas' SHA-256; ``tools`` is empty when they were sent before."""
-    refs: dict[int, str] = Field(default_factory=dict, exclude_if=lambda value: not value)
+    refs: dict[int, str] = Field(default_factory=dict, exclude_if=_unset)
     """Tool results named by digest (position in ``messages`` → SHA-256 of the text; that
     message's ``content`` is None): the activity reads them from the store
     (``checkpoints/results/``), where the tool's activity kept them, so each result enters
     the history once, as the tool's result."""
 
-    log_answer: bool = Field(default=False, exclude_if=lambda value: not value)
+    log_answer: bool = Field(default=False, exclude_if=_unset)
     """The activity appends its answer (an assistant message in ``state``: text and tool
     calls) to the log with ``messages``, so ``logged`` counts it and no later call carries
     it again (the answer is in the history once: the call's result)."""
@@ -806,17 +815,23 @@ class ModelCallInput(_Model):
 
 
 class ModelCallResult(_Model):
-    """The model's answer: text, tool calls, and what it cost."""
+    """The model's answer: text, tool calls, and what it cost (on the wire without the fields
+    at their defaults, as :class:`ModelCallInput`)."""
 
-    content: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    content: str | None = Field(default=None, exclude_if=_unset)
+    tool_calls: list[ToolCall] = Field(default_factory=list, exclude_if=_unset)
     model: str
-    finish_reason: str | None = None
+    finish_reason: str | None = Field(default=None, exclude_if=_unset)
     usage: Usage = Field(default_factory=Usage)
-    logged: int | None = None
+    logged: int | None = Field(default=None, exclude_if=_unset)
     """The store log's length after the call's new messages were appended."""
-    log_hash: str | None = None
+    log_hash: str | None = Field(default=None, exclude_if=_unset)
     """The log's chained digest at ``logged``."""
+
+    @field_serializer("usage")
+    def _usage_without_zeros(self, usage: Usage) -> dict[str, Any]:
+        """The counts that are not zero (``cache_write_tokens``, most often, is)."""
+        return usage.model_dump(mode="json", exclude_defaults=True)
 
 
 class CheckpointInput(_Model):
