@@ -1,4 +1,5 @@
-"""The HTTP layer's pure parts: settings from the environment, signatures, the wire format."""
+"""Bearer tokens and webhook signatures (Standard Webhooks), replays refused:
+:mod:`archmax_temporal.client.http.auth`."""
 
 from __future__ import annotations
 
@@ -6,14 +7,10 @@ import base64
 import hashlib
 import hmac
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 
-import httpx
 import pytest
-from standardwebhooks import Webhook
 
-from archmax_temporal.client.http import ServeSettings, new_secret, signed_headers
+from archmax_temporal.client.http import new_secret, signed_headers
 from archmax_temporal.client.http.auth import (
     ReplayGuard,
     Signed,
@@ -21,83 +18,17 @@ from archmax_temporal.client.http.auth import (
     check_secret,
     verify_signature,
 )
-from archmax_temporal.client.http.notify import Notifier, notification_id
-from archmax_temporal.client.http.openapi import openapi_document
 from archmax_temporal.client.http.problems import (
     AuthenticationRequiredError,
     SignatureRejectedError,
 )
-from archmax_temporal.client.http.wire import to_wire
 from archmax_temporal.workflows.errors import ConfigurationError
-from archmax_temporal.workflows.models import Outcome, PendingInput, Variable
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 """The Standard Webhooks reference libraries' test secret (24 bytes)."""
 
 PADDED = "whsec_" + base64.b64encode(b"y" * 32).decode()
 """A secret whose base64 ends in ``=`` (a secrets line may use ``=`` as its separator too)."""
-
-
-class TestSettings:
-    def test_tokens_and_secrets_come_from_the_environment_and_files(self, tmp_path: Path) -> None:
-        tokens = tmp_path / "tokens"
-        tokens.write_text("# ops\nfile-token\n\n", encoding="utf-8")
-        secrets = tmp_path / "secrets"
-        secrets.write_text(f"support-inbox/email_received {SECRET}\nbilling/paid={PADDED}\n")
-        settings = ServeSettings.from_env(
-            {
-                "ARCHMAX_SERVE_TOKENS": "a, b,,",
-                "ARCHMAX_SERVE_TOKENS_FILE": str(tokens),
-                "ARCHMAX_SERVE_SECRETS_FILE": str(secrets),
-                "ARCHMAX_SERVE_MAX_BODY": "2048",
-            },
-            host="0.0.0.0",
-            port=9000,
-        )
-        assert settings.tokens == {"a", "b", "file-token"}
-        assert settings.secrets == {"support-inbox/email_received": SECRET, "billing/paid": PADDED}
-        assert (settings.host, settings.port, settings.max_body) == ("0.0.0.0", 9000, 2048)
-        settings.check_exposure()
-
-    @pytest.mark.parametrize(
-        "env",
-        [
-            {"ARCHMAX_SERVE_MAX_BODY": "lots"},
-            {"ARCHMAX_SERVE_TOKENS_FILE": "/nonexistent/tokens"},
-        ],
-    )
-    def test_unusable_values_name_their_variable(self, env: dict[str, str]) -> None:
-        with pytest.raises(ConfigurationError, match=next(iter(env))):
-            ServeSettings.from_env(env)
-
-    @pytest.mark.parametrize("bad", ["no-slash {secret}", "ok/two s3cret"])
-    def test_a_malformed_secrets_line_names_its_number(self, tmp_path: Path, bad: str) -> None:
-        """A line that is not ``<slug>/<trigger> <secret>``, or whose secret is not a
-        Standard Webhooks one: the error names the line, never the secret."""
-        secrets = tmp_path / "secrets"
-        secrets.write_text(f"ok/one {SECRET}\n{bad.format(secret=SECRET)}\n")
-        with pytest.raises(ConfigurationError, match="line 2") as refused:
-            ServeSettings.from_env({"ARCHMAX_SERVE_SECRETS_FILE": str(secrets)})
-        assert "s3cret" not in str(refused.value)
-
-    def test_a_notify_secret_must_be_a_webhook_secret(self) -> None:
-        with pytest.raises(ConfigurationError, match="ARCHMAX_NOTIFY_SECRET"):
-            ServeSettings.from_env(
-                {"ARCHMAX_NOTIFY_URL": "http://x/", "ARCHMAX_NOTIFY_SECRET": "s"}
-            )
-
-    @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])
-    def test_loopback_needs_no_token(self, host: str) -> None:
-        ServeSettings(host=host).check_exposure()
-
-    @pytest.mark.parametrize("host", ["0.0.0.0", "::", "10.1.2.3", "example.internal"])
-    def test_anything_else_needs_tokens(self, host: str) -> None:
-        with pytest.raises(ConfigurationError, match="without bearer tokens"):
-            ServeSettings(host=host).check_exposure()
-
-    def test_notifications_are_always_signed(self) -> None:
-        with pytest.raises(ConfigurationError, match="ARCHMAX_NOTIFY_SECRET"):
-            ServeSettings(notify_url="http://127.0.0.1:9/hook").check_exposure()
 
 
 def _signed(body: bytes, message_id: str = "msg_1", now: float | None = None) -> dict[str, str]:
@@ -215,60 +146,3 @@ class TestSignatures:
         for header in (None, "", "Bearer", "Basic a", "Bearer c"):
             with pytest.raises(AuthenticationRequiredError):
                 check_bearer({"a"}, header)
-
-
-class TestWire:
-    def test_field_names_are_camel_cased_and_data_keys_are_not(self) -> None:
-        outcome = Outcome(
-            session_id="s-1",
-            kind="parked",
-            disposition="turn",
-            status="awaiting_input",
-            parked_channel="input",
-            pending=PendingInput(
-                state="clarify",
-                reason="waiting",
-                parked_at=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-            ),
-            variables={"conversation_id": Variable(value={"nested_key": 1}, locked=True)},
-        )
-        wire = to_wire(outcome)
-        assert wire["sessionId"] == "s-1" and wire["parkedChannel"] == "input"
-        assert wire["pending"]["parkedAt"] == "2026-01-02T03:04:05Z"
-        assert wire["variables"] == {
-            "conversation_id": {"value": {"nested_key": 1}, "locked": True}
-        }
-
-    def test_the_document_describes_exactly_what_to_wire_writes(self) -> None:
-        schemas = openapi_document()["components"]["schemas"]
-        outcome = Outcome(session_id="s", kind="completed", disposition="turn", status="completed")
-        assert set(to_wire(outcome)) == set(schemas["Outcome"]["properties"])
-        pending = schemas["PendingInput"]["properties"]
-        assert {"parkedAt", "resumeAt"} <= set(pending)
-
-
-class TestNotifier:
-    async def test_one_notification_per_firing_however_often_it_settles(self) -> None:
-        """The same firing (session and update id) settling three times is posted once; its
-        webhook-id is derived, free of '.', and verifies with the reference library."""
-        posted: list[httpx.Request] = []
-
-        def answer(request: httpx.Request) -> httpx.Response:
-            posted.append(request)
-            return httpx.Response(200)
-
-        notifier = Notifier(
-            "http://receiver.test/hook", SECRET, transport=httpx.MockTransport(answer)
-        )
-        outcome = Outcome(
-            session_id="s.1", kind="completed", disposition="turn", status="completed"
-        )
-        for _ in range(3):
-            notifier.outcome(outcome, key="evt.7.abc")
-        notifier.outcome(outcome, key="evt.8.abc")
-        await notifier.aclose()
-        ids = [request.headers["webhook-id"] for request in posted]
-        assert len(posted) == 2 and len(set(ids)) == 2
-        assert ids[0] == notification_id("s.1", "evt.7.abc") and "." not in ids[0]
-        for request in posted:
-            Webhook(SECRET).verify(request.content, dict(request.headers))
