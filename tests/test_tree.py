@@ -57,9 +57,23 @@ def misplaced(repo: Path, tests: Path) -> list[str]:
                 problems.append(f"{rel}: names no top-level module of {PACKAGE}")
         elif folder.parts[0] == SUPPORT:
             problems.append(f"{rel}: a test module among the support helpers")
-        elif folder.parts[0] not in OWN_FOLDERS and not _mirrored(repo, folder):
-            problems.append(f"{rel}: {folder}/ mirrors no package of {PACKAGE}")
+        elif folder.parts[0] not in OWN_FOLDERS:
+            if not _mirrored(repo, folder):
+                problems.append(f"{rel}: {folder}/ mirrors no package of {PACKAGE}")
+            elif not _names_a_module(repo / PACKAGE / folder, path.stem.removeprefix("test_")):
+                problems.append(f"{rel}: names no module of {folder}/")
     return problems
+
+
+def _names_a_module(package: Path, stem: str) -> bool:
+    """Whether ``stem`` is a module of ``package``, or one followed by what the tests are
+    about (``model_errors``: ``model.py``'s errors)."""
+    words = stem.split("_")
+    for end in range(1, len(words) + 1):
+        name = "_".join(words[:end])
+        if (package / f"{name}.py").is_file() or (package / name / "__init__.py").is_file():
+            return True
+    return False
 
 
 def _imported_modules(path: Path) -> list[str]:
@@ -111,7 +125,13 @@ def test_each_product_package_with_a_test_module_has_its_folder() -> None:
 
 def _tree(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Path]:
     repo = tmp_path / "repo"
-    for name in ("__init__.py", "live.py", "workflows/__init__.py", "client/__init__.py"):
+    for name in (
+        "__init__.py",
+        "live.py",
+        "workflows/__init__.py",
+        "workflows/spec.py",
+        "client/__init__.py",
+    ):
         (repo / PACKAGE / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / PACKAGE / name).write_text("")
     tests = repo / "tests"
@@ -128,6 +148,10 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> tuple[Path, Path]:
         ({"misc/__init__.py": "", "misc/test_x.py": ""}, "misc/test_x.py: misc/ mirrors no"),
         ({"support/__init__.py": "", "support/test_h.py": ""}, "support/test_h.py: a test mod"),
         ({"workflows/test_spec.py": ""}, "workflows/test_spec.py: its folder has no __init__"),
+        (
+            {"workflows/__init__.py": "", "workflows/test_settings_and_wire.py": ""},
+            "workflows/test_settings_and_wire.py: names no module of workflows/",
+        ),
     ],
 )
 def test_a_module_out_of_place_is_named(
@@ -144,6 +168,7 @@ def test_modules_in_place_pass(tmp_path: Path) -> None:
             "test_live.py": "",
             "workflows/__init__.py": "",
             "workflows/test_spec.py": "",
+            "workflows/test_spec_errors.py": "",
             "e2e/__init__.py": "",
             "e2e/test_park.py": "",
             "support/__init__.py": "",
