@@ -16,7 +16,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -79,12 +80,16 @@ def inbox(tmp_path: Path) -> Path:
     return copy_example(INBOX, tmp_path)
 
 
-class TestAuth:
-    async def test_bearer_tokens_guard_the_api_routes(
-        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
-    ) -> None:
-        settings = ServeSettings(tokens=frozenset({TOKEN}))
-        async with http_api(
+ApiFor = Callable[..., AbstractAsyncContextManager[Api]]
+"""Opens the HTTP API over the support inbox (the scripted playbook), under given settings."""
+
+
+@pytest.fixture
+def inbox_api(
+    client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+) -> ApiFor:
+    def open_api(settings: ServeSettings | None = None) -> AbstractAsyncContextManager[Api]:
+        return http_api(
             client,
             task_queue,
             inbox,
@@ -92,7 +97,15 @@ class TestAuth:
             scripted(PLAYBOOK),
             store=tmp_path / "s",
             settings=settings,
-        ) as api:
+        )
+
+    return open_api
+
+
+class TestAuth:
+    async def test_bearer_tokens_guard_the_api_routes(self, inbox_api: ApiFor) -> None:
+        settings = ServeSettings(tokens=frozenset({TOKEN}))
+        async with inbox_api(settings) as api:
             bare = await api.http.get("/v1/sessions")
             wrong = await api.http.get("/v1/sessions", headers={"Authorization": "Bearer nope"})
             right = await api.http.get("/v1/sessions", headers={"Authorization": f"Bearer {TOKEN}"})
@@ -107,7 +120,7 @@ class TestAuth:
         assert health.status_code == document.status_code == 200
 
     async def test_signed_webhooks_and_refusals_that_write_nothing(
-        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+        self, inbox_api: ApiFor, client: Client
     ) -> None:
         """A trigger with a secret takes a Standard Webhooks signed request without a token; a
         wrong signature, a timestamp outside the five-minute window, an unsigned request and an
@@ -116,15 +129,7 @@ class TestAuth:
             tokens=frozenset({TOKEN}), secrets={f"{INBOX}/email_received": SECRET}
         )
         good, forged, stale, unsigned, other = (_conversation() for _ in range(5))
-        async with http_api(
-            client,
-            task_queue,
-            inbox,
-            INBOX,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=settings,
-        ) as api:
+        async with inbox_api(settings) as api:
             post = api.http.post
             signed = await post(RECEIVED, content=_firing(good), headers=_sign(_firing(good)))
             wrong = await post(
@@ -166,7 +171,7 @@ class TestAuth:
             assert not await session_exists(client, session_id), session_id
 
     async def test_a_captured_signed_request_fires_once_however_it_is_replayed(
-        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+        self, inbox_api: ApiFor, client: Client, task_queue: str, inbox: Path, tmp_path: Path
     ) -> None:
         """One captured signed request sent again as it was, and again under new
         Idempotency-Keys, is refused (403) and the session takes one firing. The sender's own
@@ -178,15 +183,7 @@ class TestAuth:
         body = _firing(conversation)
         event = f"evt_{uuid.uuid4().hex}"
         captured = _sign(body, event)
-        async with http_api(
-            client,
-            task_queue,
-            inbox,
-            INBOX,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=settings,
-        ) as api:
+        async with inbox_api(settings) as api:
             post = api.http.post
             first = await post(RECEIVED, content=body, headers=captured)
             replayed = await post(RECEIVED, content=body, headers=captured)
@@ -229,24 +226,14 @@ class TestAuth:
         assert accepted == 1
 
     @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
-    async def test_the_docs_signed_curl_example_is_taken(
-        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
-    ) -> None:
+    async def test_the_docs_signed_curl_example_is_taken(self, inbox_api: ApiFor) -> None:
         """The HTTP page's shell example (openssl and curl) signs exactly as the server checks:
         run as written, against this server, it fires and answers the Outcome."""
         text = HTTP_PAGE.read_text(encoding="utf-8")
         start = text.index('body=\'{"message":"About my order"')
         script = text[start : text.index("\n# {", start)]
         settings = ServeSettings(secrets={f"{INBOX}/email_received": SECRET})
-        async with http_api(
-            client,
-            task_queue,
-            inbox,
-            INBOX,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=settings,
-        ) as api:
+        async with inbox_api(settings) as api:
             env = {**os.environ, "SUPPORT_SECRET": SECRET, "MESSAGE_ID": uuid.uuid4().hex}
             ran = await asyncio.to_thread(
                 subprocess.run,
@@ -261,19 +248,11 @@ class TestAuth:
         assert (answer["sessionId"], answer["kind"]) == ("AAQk-7", "parked"), answer
 
     async def test_on_loopback_without_tokens_a_secret_still_binds_its_trigger(
-        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+        self, inbox_api: ApiFor, client: Client
     ) -> None:
         settings = ServeSettings(secrets={f"{INBOX}/email_received": SECRET})
         conversation = _conversation()
-        async with http_api(
-            client,
-            task_queue,
-            inbox,
-            INBOX,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=settings,
-        ) as api:
+        async with inbox_api(settings) as api:
             bare = await api.http.post(RECEIVED, content=_firing(conversation))
             open_route = await api.http.get("/v1/sessions")
         assert _kind(bare, 401) == "AuthenticationRequiredError"
@@ -302,20 +281,12 @@ def _raw_request(port: int, head: str, body: bytes) -> bytes:
 
 class TestBodyLimit:
     async def test_bodies_over_the_limit_are_refused_before_being_read_whole(
-        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+        self, inbox_api: ApiFor
     ) -> None:
         """413 PayloadTooLargeError: from Content-Length before the body is read, from the
         stream once a chunked body passes the limit, and for an ordinary oversized body."""
         settings = ServeSettings(max_body=4096)
-        async with http_api(
-            client,
-            task_queue,
-            inbox,
-            INBOX,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=settings,
-        ) as api:
+        async with inbox_api(settings) as api:
             port = int(api.base.rsplit(":", 1)[1])
             declared = await asyncio.to_thread(
                 _raw_request,
@@ -365,15 +336,13 @@ BAD_LENGTHS = ("-1", "abc", "1e3", "")
 
 class TestMalformedRequests:
     async def test_unparsable_requests_and_deep_json_are_400_problems(
-        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
+        self, inbox_api: ApiFor, client: Client
     ) -> None:
         """A negative or non-numeric Content-Length (refused by the HTTP parser, before the
         app) and JSON nested too deep (beyond the parser's recursion, or beyond the limit) are
         400 MalformedRequestError problem documents, never a plain-text 400 or a 500."""
         conversation = _conversation()
-        async with http_api(
-            client, task_queue, inbox, INBOX, scripted(PLAYBOOK), store=tmp_path / "s"
-        ) as api:
+        async with inbox_api() as api:
             port = int(api.base.rsplit(":", 1)[1])
             lengths = [
                 await asyncio.to_thread(
@@ -415,16 +384,12 @@ class TestMalformedRequests:
 
 
 class TestEvents:
-    async def test_a_resumed_stream_loses_and_repeats_nothing(
-        self, client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
-    ) -> None:
+    async def test_a_resumed_stream_loses_and_repeats_nothing(self, inbox_api: ApiFor) -> None:
         """Follow a session live, drop the connection mid-stream (inside a group of events
         read off one history event), resume with Last-Event-ID while the next turn runs:
         the two halves are exactly the whole stream."""
         conversation = _conversation()
-        async with http_api(
-            client, task_queue, inbox, INBOX, scripted(PLAYBOOK), store=tmp_path / "s"
-        ) as api:
+        async with inbox_api() as api:
             await api.http.post(RECEIVED, content=_firing(conversation))
             url = f"/v1/sessions/{conversation}/events"
             async with api.http.stream("GET", url) as live:
@@ -504,28 +469,14 @@ async def _until(condition: Any, what: str) -> None:
 
 class TestNotifications:
     async def test_a_park_and_a_finished_turn_are_posted_signed_and_retried(
-        self,
-        client: Client,
-        task_queue: str,
-        scripted: Scripted,
-        inbox: Path,
-        tmp_path: Path,
-        receiver: tuple[str, type[_Receiver]],
+        self, inbox_api: ApiFor, receiver: tuple[str, type[_Receiver]]
     ) -> None:
         """Each notification is a Standard Webhooks message: a receiver verifies it with the
         reference library; its retry carries the same webhook-id and body, signed anew."""
         url, recorded = receiver
         settings = ServeSettings(notify_url=url, notify_secret=SECRET)
         conversation = _conversation()
-        async with http_api(
-            client,
-            task_queue,
-            inbox,
-            INBOX,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=settings,
-        ) as api:
+        async with inbox_api(settings) as api:
             await api.http.post(
                 RECEIVED, content=_firing(conversation), headers={"Idempotency-Key": "mail-7"}
             )
@@ -555,13 +506,7 @@ class TestNotifications:
         assert "ORD-1001" in finished["outcome"]["reply"]
 
     async def test_a_keyed_firing_retried_notifies_once(
-        self,
-        client: Client,
-        task_queue: str,
-        scripted: Scripted,
-        inbox: Path,
-        tmp_path: Path,
-        receiver: tuple[str, type[_Receiver]],
+        self, inbox_api: ApiFor, receiver: tuple[str, type[_Receiver]]
     ) -> None:
         """The same keyed firing POSTed three times settles three times and is notified once;
         another firing is notified on its own."""
@@ -569,15 +514,7 @@ class TestNotifications:
         recorded.refuse_first = False
         settings = ServeSettings(notify_url=url, notify_secret=SECRET)
         conversation, other = _conversation(), _conversation()
-        async with http_api(
-            client,
-            task_queue,
-            inbox,
-            INBOX,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=settings,
-        ) as api:
+        async with inbox_api(settings) as api:
             answers = [
                 await api.http.post(
                     RECEIVED, content=_firing(conversation), headers={"Idempotency-Key": "m-1"}
