@@ -12,8 +12,8 @@ import asyncio
 import json
 import socket
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,11 @@ class Api:
     http: httpx.AsyncClient
     agent: Agent
     base: str
+
+
+ApiFor = Callable[..., AbstractAsyncContextManager[Api]]
+"""A test's opener of :func:`http_api` over its own root and model (a fixture returns one);
+called with the settings to serve under, if any."""
 
 
 @asynccontextmanager

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ from temporalio.client import Client
 from archmax_temporal.client.http import inbox as inbox_pages
 from archmax_temporal.client.http.auth import LOGIN_COOKIE
 from tests.support.agents import Scripted
-from tests.support.http_harness import http_api
+from tests.support.http_harness import Api, ApiFor, http_api
 from tests.support.inbox_harness import (
     APPROVED,
     HANDOFF,
@@ -78,6 +79,25 @@ def fast_list(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def refund_api(client: Client, task_queue: str, scripted: Scripted, tmp_path: Path) -> ApiFor:
+    """Opens the HTTP API over the refund and support workflows (the scripted playbook),
+    under the inbox's settings."""
+
+    def open_api() -> AbstractAsyncContextManager[Api]:
+        return http_api(
+            client,
+            task_queue,
+            two_workflows(tmp_path),
+            REFUND,
+            scripted(PLAYBOOK),
+            store=tmp_path / "s",
+            settings=SETTINGS,
+        )
+
+    return open_api
+
+
+@pytest.fixture
 async def person(browser: Browser) -> AsyncIterator[BrowserContext]:
     """A person: a browser context of their own (their own cookies)."""
     context = await browser.new_context()
@@ -110,26 +130,14 @@ async def _sign_in(context: BrowserContext, url: str) -> Page:
 class TestSignIn:
     async def test_no_page_without_a_login_and_logout_ends_it(
         self,
-        client: Client,
-        task_queue: str,
-        scripted: Scripted,
-        tmp_path: Path,
+        refund_api: ApiFor,
         person: BrowserContext,
     ) -> None:
         """Every page sends to the login first (a wrong token is told so); the login cookie
         is HttpOnly, SameSite=Strict and not the token; it reads the API from the page; logging
         out ends it."""
         session_id = ticket()
-        root = two_workflows(tmp_path)
-        async with http_api(
-            client,
-            task_queue,
-            root,
-            REFUND,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=SETTINGS,
-        ) as api:
+        async with refund_api() as api:
             await park(api, session_id)
             page = await person.new_page()
             await page.goto(f"{api.base}/inbox/session?id={session_id}")
@@ -162,28 +170,15 @@ class TestSignIn:
 class TestDeciding:
     async def test_list_live_open_reply_decide_and_see_the_outcome(
         self,
-        client: Client,
-        task_queue: str,
-        scripted: Scripted,
-        tmp_path: Path,
+        refund_api: ApiFor,
         person: BrowserContext,
-        fast_list: None,
     ) -> None:
         """The list shows a parked session; another one parking appears without a reload;
         the session page shows the transcript, variables and handoff; a reply is answered and
         the session keeps waiting; a decision with a comment completes it, the comment in its
         trail; the list then drops it."""
         first, second = ticket(), ticket()
-        root = two_workflows(tmp_path)
-        async with http_api(
-            client,
-            task_queue,
-            root,
-            REFUND,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=SETTINGS,
-        ) as api:
+        async with refund_api() as api:
             await park(api, first)
             page = await _sign_in(person, f"{api.base}/inbox")
             row = page.locator(f'tr[data-session="{first}"]')
@@ -230,10 +225,8 @@ class TestDeciding:
 class TestRefusals:
     async def test_a_stale_form_and_a_second_person_see_it_already_decided(
         self,
+        refund_api: ApiFor,
         client: Client,
-        task_queue: str,
-        scripted: Scripted,
-        tmp_path: Path,
         person: BrowserContext,
         second_person: BrowserContext,
     ) -> None:
@@ -242,16 +235,7 @@ class TestRefusals:
         writes nothing. The first approves it; the second, deciding again, sees it already
         decided."""
         session_id = ticket()
-        root = two_workflows(tmp_path)
-        async with http_api(
-            client,
-            task_queue,
-            root,
-            REFUND,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=SETTINGS,
-        ) as api:
+        async with refund_api() as api:
             await park(api, session_id)
             url = f"{api.base}/inbox/session?id={session_id}"
             alice = await _sign_in(person, url)
@@ -287,10 +271,8 @@ class TestRefusals:
 
     async def test_an_edge_the_state_lacks_is_refused_and_transcripts_are_text(
         self,
+        refund_api: ApiFor,
         client: Client,
-        task_queue: str,
-        scripted: Scripted,
-        tmp_path: Path,
         person: BrowserContext,
     ) -> None:
         """A form altered to name an edge the state lacks is refused by the session's
@@ -299,16 +281,7 @@ class TestRefusals:
         text and runs nothing."""
         session_id = ticket()
         markup = '<img src=x onerror="window.pwned=1"><script>window.pwned=1</script>'
-        root = two_workflows(tmp_path)
-        async with http_api(
-            client,
-            task_queue,
-            root,
-            REFUND,
-            scripted(PLAYBOOK),
-            store=tmp_path / "s",
-            settings=SETTINGS,
-        ) as api:
+        async with refund_api() as api:
             await park(api, session_id, message=f"A refund for ORD-1001, please. {markup}")
             page = await _sign_in(person, f"{api.base}/inbox/session?id={session_id}")
             await expect(page.locator("ol.transcript")).to_contain_text(markup)

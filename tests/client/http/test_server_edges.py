@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,7 +33,7 @@ from archmax_temporal.client.http import ServeSettings, create_app, signed_heade
 from archmax_temporal.client.http.app import problem_response
 from archmax_temporal.client.http.problems import PROBLEM_JSON
 from tests.support.agents import Scripted, copy_example
-from tests.support.http_harness import Api, http_api, read_events, server_config, serving
+from tests.support.http_harness import Api, ApiFor, http_api, read_events, server_config, serving
 from tests.support.paths import EXAMPLES, REPO
 from tests.support.scenarios import VAGUE, session_exists
 
@@ -80,14 +80,12 @@ def inbox(tmp_path: Path) -> Path:
     return copy_example(INBOX, tmp_path)
 
 
-ApiFor = Callable[..., AbstractAsyncContextManager[Api]]
-"""Opens the HTTP API over the support inbox (the scripted playbook), under given settings."""
-
-
 @pytest.fixture
 def inbox_api(
     client: Client, task_queue: str, scripted: Scripted, inbox: Path, tmp_path: Path
 ) -> ApiFor:
+    """Opens the HTTP API over the support inbox (the scripted playbook)."""
+
     def open_api(settings: ServeSettings | None = None) -> AbstractAsyncContextManager[Api]:
         return http_api(
             client,
