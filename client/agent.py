@@ -112,5 +112,6 @@ def create_agent(
     ``async with create_agent(...) as agent:`` closes the agent on the way out (stopping a
     worker it started); ``agent = await create_agent(...)`` leaves closing to you.
     """
+    # the parameters as called, every one but the workflow: AgentOptions' fields, one for one
     options = {name: value for name, value in locals().items() if name != "workflow"}
     return AgentOpener(workflow, AgentOptions(**options))
