@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     # the host API
     "Agent": "archmax_temporal.client.host",
-    "ResolvedSession": "archmax_temporal.client.host",
+    "ResolvedSession": "archmax_temporal.client.session_ids",
     "create_agent": "archmax_temporal.client.agent",
     "ToolContext": "archmax_temporal.activities.host_tools",
     # what a host reads back
@@ -134,8 +134,9 @@ if TYPE_CHECKING:
     from archmax_temporal.activities.host_tools import ToolContext
     from archmax_temporal.client.agent import create_agent
     from archmax_temporal.client.events import SessionEvent
-    from archmax_temporal.client.host import Agent, ResolvedSession
+    from archmax_temporal.client.host import Agent
     from archmax_temporal.client.repair import RepairReport
+    from archmax_temporal.client.session_ids import ResolvedSession
     from archmax_temporal.client.testing.results import (
         AssertionRecord,
         CaseResult,

@@ -15,6 +15,7 @@ quick.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,11 +29,32 @@ if TYPE_CHECKING:
     from archmax_temporal.client.host import Agent
 
 
+@dataclass(frozen=True, kw_only=True)
+class AgentOptions:
+    """What :func:`create_agent` is told besides the workflow: its keyword parameters, each
+    with its default, in one place (the opener carries them to
+    :func:`~archmax_temporal.client.host.open_agent`). ``create_agent``'s signature names the
+    same parameters for its users; ``tests/client/test_agent.py`` holds the two equal."""
+
+    root: Path | str | None = None
+    config: RuntimeConfig | None = None
+    client: Client | None = None
+    model: ModelConfig | None = None
+    session_path: str | None = None
+    worker: str | None = None
+    worker_cache: int = 1000
+    requests_per_run: int | None = None
+    model_calls_per_run: int | None = None
+    tools: Sequence[HostTool | Callable[[Any], Any]] = ()
+    hook_executors: Mapping[str, HookExecutor] | None = None
+    sandbox_runtime: Sequence[str] | None = None
+
+
 class AgentOpener:
     """What :func:`create_agent` returns: awaitable (the agent) and an async context manager
     (the agent, closed on exit)."""
 
-    def __init__(self, workflow: str | None, options: dict[str, Any]) -> None:
+    def __init__(self, workflow: str | None, options: AgentOptions) -> None:
         self._workflow = workflow
         self._options = options
         self._agent: Agent | None = None
@@ -40,7 +62,7 @@ class AgentOpener:
     async def _open(self) -> Agent:
         from archmax_temporal.client.host import open_agent
 
-        return await open_agent(self._workflow, **self._options)
+        return await open_agent(self._workflow, self._options)
 
     def __await__(self) -> Generator[Any, None, Agent]:
         return self._open().__await__()
@@ -90,20 +112,6 @@ def create_agent(
     ``async with create_agent(...) as agent:`` closes the agent on the way out (stopping a
     worker it started); ``agent = await create_agent(...)`` leaves closing to you.
     """
-    return AgentOpener(
-        workflow,
-        {
-            "root": root,
-            "config": config,
-            "client": client,
-            "model": model,
-            "session_path": session_path,
-            "worker": worker,
-            "worker_cache": worker_cache,
-            "requests_per_run": requests_per_run,
-            "model_calls_per_run": model_calls_per_run,
-            "tools": tools,
-            "hook_executors": hook_executors,
-            "sandbox_runtime": sandbox_runtime,
-        },
-    )
+    # the parameters as called, every one but the workflow: AgentOptions' fields, one for one
+    options = {name: value for name, value in locals().items() if name != "workflow"}
+    return AgentOpener(workflow, AgentOptions(**options))

@@ -223,7 +223,7 @@ class TestErrorTree:
         from temporalio.exceptions import ApplicationError
 
         from archmax_temporal.activities import regex, session_store
-        from archmax_temporal.client.host import workspace_error
+        from archmax_temporal.client.sessions_surface import workspace_error
 
         def tree(cls: type[session_store.WorkspaceError]) -> list[type[Exception]]:
             return [cls, *(c for sub in cls.__subclasses__() for c in tree(sub))]

@@ -38,7 +38,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.activities.logs import get_logger
 from archmax_temporal.client.events import LIVE_EVENT_TYPES
-from archmax_temporal.client.host import Agent, minted_for_key
+from archmax_temporal.client.host import Agent
 from archmax_temporal.client.http import auth, reading
 from archmax_temporal.client.http.agents import AgentFactory
 from archmax_temporal.client.http.keys import KeyBindings, Keyed, file_digest
@@ -66,6 +66,7 @@ from archmax_temporal.client.http.wire import (
     to_wire,
 )
 from archmax_temporal.client.runtime import translate
+from archmax_temporal.client.session_ids import minted_for_key
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import (
     ArchmaxError,

@@ -39,9 +39,10 @@ from pydantic import BaseModel
 from temporalio.envconfig import ClientConfig
 
 from archmax_temporal.client.cli.parser import UsageError, build_parser
-from archmax_temporal.client.host import SessionsSurface, WorkflowSurface
 from archmax_temporal.client.http import wire
+from archmax_temporal.client.sessions_surface import SessionsSurface
 from archmax_temporal.client.testing.cases import parse_case
+from archmax_temporal.client.workflow_surface import WorkflowSurface
 from archmax_temporal.workflows.spec import StateSpec
 from tests.support.paths import REPO
 

@@ -18,7 +18,8 @@ from archmax_temporal.activities.session_store import PathEscapeError, ReadOnlyP
 from archmax_temporal.client.cli.app import run_cli
 from archmax_temporal.client.cli.render import camel_json, summary_detail, summary_line
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.host import Agent, SessionsSurface
+from archmax_temporal.client.host import Agent
+from archmax_temporal.client.sessions_surface import SessionsSurface
 from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.assertions import TurnView
 from archmax_temporal.client.testing.cases import DiscoveredCase, GradeStep, parse_case

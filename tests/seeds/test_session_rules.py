@@ -17,7 +17,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
-from archmax_temporal.client.host import Agent, ResolvedSession
+from archmax_temporal.client.host import Agent
+from archmax_temporal.client.session_ids import ResolvedSession
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.errors import (
     InvalidSessionIdError,

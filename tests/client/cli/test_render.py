@@ -12,8 +12,8 @@ from temporalio.common import TypedSearchAttributes
 
 from archmax_temporal.client.cli.render import StatusLine, summary_detail, summary_line
 from archmax_temporal.client.events import SessionEvent
-from archmax_temporal.client.host import NO_WORKER, listed_summary
 from archmax_temporal.client.times import span, when
+from archmax_temporal.client.visibility import NO_WORKER, listed_summary
 from archmax_temporal.workflows.models import ListedSession
 
 ERASE = "\r\x1b[2K"
