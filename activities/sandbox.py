@@ -32,7 +32,7 @@ from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.effects import idempotency_key
 from archmax_temporal.activities.heartbeat import heartbeating
-from archmax_temporal.activities.session_store import (
+from archmax_temporal.activities.store_errors import (
     StoreIOError,
     WorkspaceError,
     hide_host_paths,

@@ -60,22 +60,24 @@ from archmax_temporal.activities.effects import (
 )
 from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.regex import Matcher, compile_pattern, compile_re2
+from archmax_temporal.activities.session_paths import os_errors
 from archmax_temporal.activities.session_store import (
-    BinaryFileError,
     Entry,
-    FileNotFoundInWorkspaceError,
-    PathEscapeError,
-    ReadOnlyPathError,
     SessionStore,
-    StoreCapabilityError,
-    StoreIOError,
-    WorkspaceError,
     check_deletable,
     check_storable,
     is_text,
-    os_errors,
     read_upload,
     sweep_temporaries,
+)
+from archmax_temporal.activities.store_errors import (
+    BinaryFileError,
+    FileNotFoundInWorkspaceError,
+    PathEscapeError,
+    ReadOnlyPathError,
+    StoreCapabilityError,
+    StoreIOError,
+    WorkspaceError,
     unexpected,
 )
 from archmax_temporal.activities.transcript_log import TranscriptLogs

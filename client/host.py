@@ -37,12 +37,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.activities.hook_executors import HookExecutor, check_executors
 from archmax_temporal.activities.host_tools import HostTool, as_host_tools
-from archmax_temporal.activities.session_store import (
-    SessionStore,
-    WorkspaceError,
-    write_upload,
-)
+from archmax_temporal.activities.session_store import SessionStore, write_upload
 from archmax_temporal.activities.store import stored_trail
+from archmax_temporal.activities.store_errors import WorkspaceError
 from archmax_temporal.activities.store_identity import describe_store, session_store_ref
 from archmax_temporal.activities.stored_variables import resolve_variables
 from archmax_temporal.activities.transcript_log import TranscriptLogs
@@ -657,12 +654,12 @@ def _collect_start(operation: WithStartWorkflowOperation[Any, Any]) -> None:
 
 
 def workspace_error(refused: ApplicationError) -> Exception:
-    """The typed :class:`~archmax_temporal.activities.session_store.WorkspaceError` (its
+    """The typed :class:`~archmax_temporal.activities.store_errors.WorkspaceError` (its
     ``path`` included) an activity's refusal stands for; any other error as it is."""
-    from archmax_temporal.activities import session_store
+    from archmax_temporal.activities import store_errors
 
-    cls = getattr(session_store, refused.type or "", None)
-    if isinstance(cls, type) and issubclass(cls, session_store.WorkspaceError):
+    cls = getattr(store_errors, refused.type or "", None)
+    if isinstance(cls, type) and issubclass(cls, store_errors.WorkspaceError):
         path = refused.details[0] if refused.details else ""
         return cls(refused.message, str(path))
     return refused

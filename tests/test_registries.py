@@ -13,13 +13,10 @@ from temporalio.client import Client
 
 from archmax_temporal import worker
 from archmax_temporal.activities import workspace as workspace_activities
+from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.model import ModelConfig
-from archmax_temporal.activities.session_store import (
-    FileNotFoundInWorkspaceError,
-    MemorySessionStore,
-    ReadOnlyPathError,
-)
 from archmax_temporal.activities.store import PACKAGE_VERSION
+from archmax_temporal.activities.store_errors import FileNotFoundInWorkspaceError, ReadOnlyPathError
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client import events
 from archmax_temporal.client.testing import cases

@@ -17,6 +17,7 @@ import pytest
 from obstore.exceptions import GenericError
 from obstore.store import MemoryStore, from_url
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.object_store import (
     MAX_KEY_BYTES,
     OBJECT_SCHEMES,
@@ -25,17 +26,18 @@ from archmax_temporal.activities.object_store import (
     open_store,
 )
 from archmax_temporal.activities.session_store import (
-    FileNotFoundInWorkspaceError,
-    FilesystemSessionStore,
-    NameTooLongError,
     SessionStore,
-    StoreConflictError,
-    StoreIOError,
-    WorkspaceError,
     delete_file,
     read_upload,
     sweep_temporaries,
     write_upload,
+)
+from archmax_temporal.activities.store_errors import (
+    FileNotFoundInWorkspaceError,
+    NameTooLongError,
+    StoreConflictError,
+    StoreIOError,
+    WorkspaceError,
 )
 from archmax_temporal.client.config import STORE_SCHEMES, RuntimeConfig
 from archmax_temporal.workflows.errors import ConfigurationError

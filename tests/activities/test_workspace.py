@@ -13,12 +13,10 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from archmax_temporal.activities.session_store import (
-    FilesystemSessionStore,
-    MemorySessionStore,
-    SessionStore,
-    TextOnlyStore,
-)
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
+from archmax_temporal.activities.memory_store import MemorySessionStore
+from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.text_only_store import TextOnlyStore
 from archmax_temporal.activities.workspace import WorkspaceActivities, glob_regex, truncate
 from archmax_temporal.workflows.workspace_tools import (
     PLACE_FILES_ACTIVITY,

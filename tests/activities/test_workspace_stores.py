@@ -25,13 +25,10 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.effects import EffectJournal
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.object_store import ObjectSessionStore, open_store
-from archmax_temporal.activities.session_store import (
-    FilesystemSessionStore,
-    SessionStore,
-    StoreConflictError,
-    write_upload,
-)
+from archmax_temporal.activities.session_store import SessionStore, write_upload
+from archmax_temporal.activities.store_errors import StoreConflictError
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows.contracts.workspace import (
     FilePlacementInput,

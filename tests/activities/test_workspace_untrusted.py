@@ -14,8 +14,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from archmax_temporal.activities import workspace
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.sandbox import SandboxActivities
-from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunInput
 from archmax_temporal.workflows.spec import parse_spec
