@@ -37,11 +37,7 @@ from archmax_temporal.activities.store_errors import (
     WorkspaceError,
     shown,
 )
-from archmax_temporal.workflows.identity import (
-    SHORTENED,
-    folder_name,
-    legacy_folder_name,
-)
+from archmax_temporal.workflows.identity import SHORTENED, folder_name, legacy_folder_name
 from archmax_temporal.workflows.zones import ARTIFACTS, CHECKPOINTS
 
 TEMPORARIES: Final = f"{CHECKPOINTS}/tmp"

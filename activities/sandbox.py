@@ -39,7 +39,8 @@ from archmax_temporal.activities.store_errors import (
     unexpected,
 )
 from archmax_temporal.activities.stored_variables import fill_stored, resolve_variables
-from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
+from archmax_temporal.activities.tool_text import truncate
+from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows import governance
 from archmax_temporal.workflows.contracts.sandbox import (
     MAX_OUTPUT_LINE_CHARS,

@@ -13,7 +13,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from archmax_temporal.activities import workspace
+from archmax_temporal.activities import workspace_reads
 from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.sandbox import SandboxActivities
 from archmax_temporal.activities.workspace import WorkspaceActivities
@@ -105,7 +105,7 @@ class TestPatterns:
         monkeypatch: pytest.MonkeyPatch,
     ) -> None:
         """Past ``GREP_MAX_BYTES`` a grep stops at a line boundary and tells the model."""
-        monkeypatch.setattr(workspace, "GREP_MAX_BYTES", 64)
+        monkeypatch.setattr(workspace_reads, "GREP_MAX_BYTES", 64)
         store.write_text(SID, "scratchpad/a.txt", "hit\n" * 10)
         store.write_text(SID, "scratchpad/b.txt", "hit\n" * 10)
         lines = (await call(ws, "grep", pattern="hit", path="scratchpad")).content.splitlines()
