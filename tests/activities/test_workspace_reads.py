@@ -1,11 +1,16 @@
-"""activities/workspace_reads.py: ``ls``, ``read_file``, ``glob`` and ``grep``."""
+"""activities/workspace_reads.py: ``ls``, ``read_file``, ``glob`` and ``grep``.
+
+Under untrusted input too: a model's regex or glob never freezes the worker."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 
 import pytest
 
+from archmax_temporal.activities import workspace_reads
 from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.activities.workspace_reads import glob_regex
@@ -238,3 +243,68 @@ class TestGrep:
         assert "does not exist" in err(await call(ws, "grep", pattern="x", path="scratchpad/no"))
         assert "not enabled" in err(await call(ws, "grep", pattern="x", path="skills/secret"))
         assert "No matches" in ok(await call(ws, "grep", pattern="Hidden"))
+
+
+class TestPatterns:
+    async def test_a_catastrophic_pattern_returns_at_once_and_the_loop_keeps_running(
+        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+    ) -> None:
+        """``^(a+)+$`` over ``a…a!`` (minutes of backtracking in Python's ``re``) finds
+        nothing, while a trivial asyncio task on the same loop goes on ticking."""
+        fs_store.write_text(SID, "scratchpad/evil.txt", ("a" * 30 + "!\n") * 60_000)
+        ticks = 0
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0.005)
+
+        task = asyncio.create_task(ticker())
+        await asyncio.sleep(0.02)
+        before = ticks
+        started = time.monotonic()
+        result = await call(ws, "grep", pattern="^(a+)+$")
+        elapsed = time.monotonic() - started
+        task.cancel()
+        assert result.status == "ok"
+        assert result.content == "No matches for '^(a+)+$' under '.'."
+        assert ticks - before >= 2  # the loop ran while the grep did
+        assert elapsed < 30
+
+    async def test_a_pattern_re2_refuses_is_a_readable_tool_error(
+        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+    ) -> None:
+        """A backreference or lookaround is an error result saying why, not a failure."""
+        fs_store.write_text(SID, "scratchpad/a.txt", "abab\n")
+        back = err(await call(ws, "grep", pattern=r"(ab)\1"))
+        assert "backreference" in back and "linear time" in back
+        look = err(await call(ws, "grep", pattern=r"a(?=b)"))
+        assert "lookahead" in look
+
+    async def test_a_models_glob_never_backtracks(
+        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+    ) -> None:
+        """A glob of many stars over a long name answers at once, in ``glob`` and as a
+        ``grep`` filter."""
+        fs_store.write_text(SID, f"scratchpad/{'a' * 200}", "x\n")
+        star = "a*" * 40 + "b"
+        started = time.monotonic()
+        assert "No files match" in (await call(ws, "glob", pattern=f"**/{star}")).content
+        assert "No matches" in (await call(ws, "grep", pattern="x", glob=star)).content
+        assert time.monotonic() - started < 5
+
+    async def test_grep_stops_at_its_byte_budget_and_says_so(
+        self,
+        ws: WorkspaceActivities,
+        fs_store: FilesystemSessionStore,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """Past ``GREP_MAX_BYTES`` a grep stops at a line boundary and tells the model."""
+        monkeypatch.setattr(workspace_reads, "GREP_MAX_BYTES", 64)
+        fs_store.write_text(SID, "scratchpad/a.txt", "hit\n" * 10)
+        fs_store.write_text(SID, "scratchpad/b.txt", "hit\n" * 10)
+        lines = (await call(ws, "grep", pattern="hit", path="scratchpad")).content.splitlines()
+        assert lines[:10] == [f"scratchpad/a.txt:{n}:hit" for n in range(1, 11)]
+        assert len([line for line in lines if line.endswith(":hit")]) == 16  # 64 bytes
+        assert lines[-1].startswith("(stopped after searching 64 bytes")
