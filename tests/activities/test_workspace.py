@@ -1,11 +1,13 @@
-"""activities/workspace.py: the workspace activities (contracts, names, how a call fails).
-
-Under untrusted input too: a symlink inside the session is never followed, an error never
-names a host path."""
+"""activities/workspace.py: the workspace activities, every tool through them: their contracts
+and names, how a call fails, what untrusted input meets (a symlink inside the session is never
+followed, an error never names a host path), and the same answers and files over a folder and
+over S3."""
 
 from __future__ import annotations
 
+import base64
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +15,20 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from archmax_temporal.activities.effects import EffectJournal
 from archmax_temporal.activities.folder_store import FilesystemSessionStore
+from archmax_temporal.activities.object_store import ObjectSessionStore, open_store
 from archmax_temporal.activities.sandbox import SandboxActivities
+from archmax_temporal.activities.session_store import SessionStore, write_upload
 from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.workflows.contracts.workspace import (
+    FilePlacementInput,
+    PlacedFile,
+    SeedFilesInput,
+    SessionFileRef,
+    WorkspaceToolInput,
+    WorkspaceToolResult,
+)
 from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunInput
 from archmax_temporal.workflows.spec import parse_spec
 from archmax_temporal.workflows.workspace_tools import (
@@ -23,10 +36,10 @@ from archmax_temporal.workflows.workspace_tools import (
     TOOL_ACTIVITIES,
     TOOL_ARGUMENTS,
     WORKSPACE_TOOLS,
-    WorkspaceToolInput,
     workspace_tool_schemas,
 )
-from tests.support.workspace import SID, call, err, make_authoring
+from archmax_temporal.workflows.zones import RUNTIME_INTERNAL
+from tests.support.workspace import PNG, SID, call, err, make_authoring
 
 
 @pytest.fixture
@@ -234,3 +247,345 @@ class TestHostPaths:
         assert caught.value.type == "RuntimeError"
         assert str(fs_store.root) not in caught.value.message
         assert "a.txt" in caught.value.message
+
+
+LONG = "n" * 300
+
+Call = tuple[str, dict[str, Any]]
+
+SCRIPT: list[Call] = [
+    ("ls", {}),
+    ("ls", {"path": "scratchpad"}),
+    ("ls", {"path": "scratchpad/in"}),
+    ("ls", {"path": "scratchpad/in/logo.png"}),
+    ("ls", {"path": "scratchpad/none"}),
+    ("ls", {"path": "artifacts"}),
+    ("ls", {"path": "skills"}),
+    ("ls", {"path": "skills/pricing"}),
+    ("ls", {"path": "skills/secret"}),
+    ("ls", {"path": "../x"}),
+    ("read_file", {"file_path": "trigger.json"}),
+    ("read_file", {"file_path": "scratchpad/in/logo.png"}),
+    ("read_file", {"file_path": "scratchpad/in/data.bin"}),
+    ("read_file", {"file_path": "scratchpad/none.txt"}),
+    ("read_file", {"file_path": "scratchpad/in"}),
+    ("read_file", {"file_path": "scratchpad"}),
+    ("read_file", {"file_path": "scratchpad/in/logo.png/x"}),
+    ("read_file", {"file_path": "artifacts/trail.json"}),
+    ("read_file", {"file_path": "checkpoints/cp.json"}),
+    ("read_file", {"file_path": "skills/pricing/SKILL.md"}),
+    ("read_file", {"file_path": "AGENTS.md"}),
+    ("read_file", {"file_path": "/etc/passwd"}),
+    ("read_file", {"file_path": "scratchpad/../../x"}),
+    ("read_file", {"file_path": f"scratchpad/{LONG}"}),
+    ("write_file", {"file_path": "scratchpad/notes.md", "content": "one\ntwo needle\nthree\n"}),
+    ("write_file", {"file_path": "scratchpad/notes.md", "content": "a needle\nb\nneedle c\nd\n"}),
+    ("read_file", {"file_path": "scratchpad/notes.md", "offset": 1, "limit": 2}),
+    ("read_file", {"file_path": "scratchpad/notes.md", "offset": 9}),
+    ("write_file", {"file_path": "scratchpad/empty.txt", "content": ""}),
+    ("read_file", {"file_path": "scratchpad/empty.txt"}),
+    ("write_file", {"file_path": "scratchpad/deep/er/still.txt", "content": "deep needle"}),
+    # a folder emptied by a move or a removal stays on disk and not on S3: each keeps a file
+    ("write_file", {"file_path": "scratchpad/deep/er/keep.txt", "content": "kept"}),
+    ("write_file", {"file_path": "scratchpad/copy/keep.txt", "content": "kept"}),
+    ("write_file", {"file_path": "scratchpad/héllo wörld #1.md", "content": "ünïcode needle"}),
+    ("write_file", {"file_path": "AGENTS.md", "content": "x"}),
+    ("write_file", {"file_path": "trigger.json", "content": "x"}),
+    ("write_file", {"file_path": "skills/pricing/x.md", "content": "x"}),
+    ("write_file", {"file_path": "artifacts/x.json", "content": "x"}),
+    ("write_file", {"file_path": "../../etc/x", "content": "x"}),
+    ("write_file", {"file_path": "scratchpad", "content": "x"}),
+    ("write_file", {"file_path": "scratchpad/in", "content": "x"}),
+    ("write_file", {"file_path": "scratchpad/in/logo.png/child.txt", "content": "x"}),
+    ("write_file", {"file_path": f"scratchpad/{LONG}", "content": "x"}),
+    ("write_file", {"file_path": f"scratchpad/{LONG}/x.txt", "content": "x"}),
+    ("edit_file", {"file_path": "scratchpad/notes.md", "old_string": "b\n", "new_string": "B\n"}),
+    ("edit_file", {"file_path": "scratchpad/notes.md", "old_string": "needle", "new_string": "x"}),
+    (
+        "edit_file",
+        {
+            "file_path": "scratchpad/notes.md",
+            "old_string": "needle",
+            "new_string": "pin",
+            "replace_all": True,
+        },
+    ),
+    ("edit_file", {"file_path": "scratchpad/notes.md", "old_string": "absent", "new_string": "x"}),
+    ("edit_file", {"file_path": "scratchpad/notes.md", "old_string": "", "new_string": "x"}),
+    ("edit_file", {"file_path": "scratchpad/in/logo.png", "old_string": "P", "new_string": "Q"}),
+    ("edit_file", {"file_path": "scratchpad/none.md", "old_string": "a", "new_string": "b"}),
+    ("read_file", {"file_path": "scratchpad/notes.md"}),
+    ("glob", {"pattern": "**/*.md"}),
+    ("glob", {"pattern": "*", "path": "scratchpad"}),
+    ("glob", {"pattern": "**"}),
+    ("glob", {"pattern": "**/*.png", "path": "scratchpad/in"}),
+    ("glob", {"pattern": "*.nothing"}),
+    ("glob", {"pattern": "/abs/*"}),
+    ("grep", {"pattern": "needle"}),
+    ("grep", {"pattern": "needle|pin", "path": "scratchpad"}),
+    ("grep", {"pattern": "needle", "glob": "*.txt"}),
+    ("grep", {"pattern": "e", "max_count": 2}),
+    ("grep", {"pattern": "needle", "path": "scratchpad/none"}),
+    ("grep", {"pattern": "needle", "path": "artifacts"}),
+    ("grep", {"pattern": "("}),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "scratchpad/copy/notes.md"}),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "scratchpad/copy/notes.md"}),
+    (
+        "copy_file",
+        {
+            "source": "scratchpad/in/logo.png",
+            "destination": "scratchpad/copy/notes.md",
+            "overwrite": True,
+        },
+    ),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "scratchpad/notes.md"}),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "scratchpad/in"}),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "AGENTS.md"}),
+    ("copy_file", {"source": "scratchpad/none.md", "destination": "scratchpad/x.md"}),
+    ("copy_file", {"source": "skills/pricing/scripts/calc.js", "destination": "scratchpad/c.js"}),
+    ("copy_file", {"source": "trigger.json", "destination": "scratchpad/in/logo.png/t.json"}),
+    ("move_file", {"source": "scratchpad/copy/notes.md", "destination": "scratchpad/moved.png"}),
+    ("move_file", {"source": "skills/pricing/SKILL.md", "destination": "scratchpad/s.md"}),
+    ("move_file", {"source": "scratchpad/none.md", "destination": "scratchpad/s.md"}),
+    ("move_file", {"source": "scratchpad/c.js", "destination": "scratchpad/moved.png"}),
+    ("remove_file", {"file_path": "scratchpad/deep/er/still.txt"}),
+    ("remove_file", {"file_path": "scratchpad/in"}),
+    ("remove_file", {"file_path": "scratchpad/none.txt"}),
+    ("remove_file", {"file_path": "scratchpad/in/logo.png/x"}),
+    ("remove_file", {"file_path": "AGENTS.md"}),
+    ("remove_file", {"file_path": "trigger.json"}),
+    ("remove_file", {"file_path": "scratchpad"}),
+    ("ls", {"path": "scratchpad"}),
+    ("ls", {}),
+    ("glob", {"pattern": "**"}),
+    ("read_file", {"file_path": "scratchpad/moved.png"}),
+    ("read_file", {"file_path": "scratchpad/héllo wörld #1.md"}),
+]
+"""Every workspace tool, on files, folders, mounts, runtime areas, and every refusal: escape,
+read-only, binary, missing, a folder as a file, a file as a folder, a name too long. No folder
+is emptied (see ``test_an_emptied_folder_is_where_the_stores_differ``)."""
+
+
+def tools_on(store: SessionStore, authoring: Path) -> WorkspaceActivities:
+    return WorkspaceActivities(store, authoring)
+
+
+@pytest.fixture
+def sid() -> str:
+    return f"contract-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> FilesystemSessionStore:
+    return FilesystemSessionStore(tmp_path / "sessions")
+
+
+@pytest.fixture
+def s3(s3_url: str) -> ObjectSessionStore:
+    store = open_store(s3_url)
+    assert isinstance(store, ObjectSessionStore)
+    return store
+
+
+async def seed(tools: WorkspaceActivities, sid: str) -> None:
+    """The same starting point in each store: a trigger, a PNG, bytes, runtime files."""
+    await tools.seed_files(
+        SeedFilesInput.model_validate(
+            {
+                "session_id": sid,
+                "files": {
+                    "trigger.json": {"content": '{"from": "ana@example.com"}'},
+                    "scratchpad/in/logo.png": {
+                        "content": base64.b64encode(PNG).decode(),
+                        "encoding": "base64",
+                    },
+                    "scratchpad/in/data.bin": {
+                        "content": base64.b64encode(b"\x00\x01\x02").decode(),
+                        "encoding": "base64",
+                    },
+                },
+            }
+        )
+    )
+    tools.store.write_text(sid, "artifacts/trail.json", '{"needle": true}')
+    tools.store.write_text(sid, "checkpoints/cp.json", "{}")
+
+
+async def run_script(tools: WorkspaceActivities, sid: str) -> list[WorkspaceToolResult]:
+    results = []
+    for tool, arguments in SCRIPT:
+        request = WorkspaceToolInput(
+            session_id=sid, tool=tool, arguments=arguments, visible_skills=["pricing"]
+        )
+        results.append(await getattr(tools, tool)(request))
+    return results
+
+
+def files_of(store: SessionStore, sid: str) -> dict[str, bytes]:
+    """Every file the session holds outside the runtime's own areas, with its bytes."""
+    return {
+        path: store.read_bytes(sid, path)
+        for path in store.walk(sid, "")
+        if path.split("/")[0] not in RUNTIME_INTERNAL
+    }
+
+
+def assert_same_answers(
+    expected: list[WorkspaceToolResult], actual: list[WorkspaceToolResult]
+) -> None:
+    """Equal, call by call: a failure names the call and both answers."""
+    assert len(actual) == len(expected)
+    for (tool, arguments), want, got in zip(SCRIPT, expected, actual, strict=True):
+        assert got == want, f"{tool} {arguments}:\n  folder: {want!r}\n  s3:     {got!r}"
+
+
+class TestToolsAnswerAlike:
+    """The store contract: one script of tool calls (every tool: reads, writes, refusals of
+    every kind) answers byte for byte the same over a folder and over S3 (moto in server
+    mode, ``s3_url``), and leaves the same files behind."""
+
+    @pytest.fixture
+    def authoring(self, tmp_path: Path) -> Path:
+        root = tmp_path / "authoring"
+        (root / "skills" / "pricing" / "scripts").mkdir(parents=True)
+        (root / "skills" / "pricing" / "SKILL.md").write_text("---\nname: pricing\n---\nneedle\n")
+        (root / "skills" / "pricing" / "scripts" / "calc.js").write_text("return 1;\n")
+        (root / "skills" / "secret").mkdir()
+        (root / "skills" / "secret" / "SKILL.md").write_text("---\nname: secret\n---\nHidden.\n")
+        (root / "AGENTS.md").write_text("# Agents\nBe kind.\n")
+        return root
+
+    async def test_the_script_gives_the_same_answers_and_files(
+        self, folder: FilesystemSessionStore, s3: ObjectSessionStore, authoring: Path, sid: str
+    ) -> None:
+        """Every call answers byte for byte the same on a folder and on S3, refusals
+        included, and leaves the same files behind."""
+        answers = {}
+        for name, store in (("folder", folder), ("s3", s3)):
+            tools = tools_on(store, authoring)
+            await seed(tools, sid)
+            answers[name] = await run_script(tools, sid)
+        assert_same_answers(answers["folder"], answers["s3"])
+        errors = [r.content for r in answers["s3"] if r.status == "error"]
+        for refusal in (
+            "cannot climb out",
+            "is an absolute path",
+            "a parent folder is a file",
+            "read-only",
+            "binary file",
+            "longer than the file system allows",
+            "does not exist",
+            "is a folder",
+            "is a file, not a folder",
+            "runtime-internal",
+        ):
+            assert any(refusal in e for e in errors), refusal
+        assert files_of(s3, sid) == files_of(folder, sid)
+        assert files_of(s3, sid)["scratchpad/moved.png"] == PNG
+
+    async def test_an_emptied_folder_is_where_the_stores_differ(
+        self, folder: FilesystemSessionStore, s3: ObjectSessionStore, authoring: Path, sid: str
+    ) -> None:
+        """The one difference the agent can see: a folder whose last file was removed stays
+        on disk (empty) and is gone from an object store, where folders are implied by keys."""
+        listings = {}
+        for name, store in (("folder", folder), ("s3", s3)):
+            tools = tools_on(store, authoring)
+            store.write_text(sid, "scratchpad/tmp/a.txt", "x")
+            request = WorkspaceToolInput(
+                session_id=sid, tool="remove_file", arguments={"file_path": "scratchpad/tmp/a.txt"}
+            )
+            assert (await tools.remove_file(request)).status == "ok"
+            ls = WorkspaceToolInput(session_id=sid, tool="ls", arguments={"path": "scratchpad/tmp"})
+            listings[name] = await tools.ls(ls)
+        assert listings["folder"].content == "'scratchpad/tmp' is empty."
+        assert listings["s3"].status == "error"
+        assert listings["s3"].content == "Error: 'scratchpad/tmp' does not exist"
+
+    async def test_journaled_calls_replay_alike(
+        self, folder: FilesystemSessionStore, s3: ObjectSessionStore, authoring: Path, sid: str
+    ) -> None:
+        """The sandbox's path (``run_tool`` with an idempotency key): the entry is recorded in
+        the store, a retry with the same key answers the recorded answer, on both stores."""
+        answers: dict[str, list[str]] = {}
+        for name, store in (("folder", folder), ("s3", s3)):
+            tools = tools_on(store, authoring)
+            got = []
+            for _attempt in range(2):
+                for n, (tool, arguments) in enumerate(
+                    [
+                        ("write_file", {"file_path": "scratchpad/j.md", "content": "v1"}),
+                        (
+                            "edit_file",
+                            {
+                                "file_path": "scratchpad/j.md",
+                                "old_string": "v1",
+                                "new_string": "v2",
+                            },
+                        ),
+                        (
+                            "move_file",
+                            {"source": "scratchpad/j.md", "destination": "scratchpad/k.md"},
+                        ),
+                    ]
+                ):
+                    request = WorkspaceToolInput(session_id=sid, tool=tool, arguments=arguments)
+                    result = tools.run_tool(request, key=f"run-1.{n}")
+                    got.append(f"{result.status}:{result.content}")
+            answers[name] = got
+            assert store.read_text(sid, "scratchpad/k.md") == "v2"
+            assert not store.exists(sid, "scratchpad/j.md")
+            effects = [e.name for e in store.list_dir(sid, "checkpoints/effects")]
+            assert effects == ["run-1.0.json", "run-1.1.json", "run-1.2.json"]
+            assert EffectJournal(store).prune(sid, "run-1") == 3
+        assert answers["s3"] == answers["folder"]
+        assert answers["s3"][:3] == answers["s3"][3:]  # the retry: the recorded answers
+
+    async def test_placements_and_seeds_alike(
+        self, folder: FilesystemSessionStore, s3: ObjectSessionStore, authoring: Path, sid: str
+    ) -> None:
+        """Files handed to a session (by content, by upload reference, copied from another
+        session) land under the same names; refused seeds are refused alike."""
+        outcomes: dict[str, list[object]] = {}
+        for name, store in (("folder", folder), ("s3", s3)):
+            tools = tools_on(store, authoring)
+            store.write_text("parent-1", "scratchpad/report.json", '{"ok": true}')
+            store.write_text(sid, "scratchpad/attachments/report.pdf", "written by the agent")
+            ref = write_upload(store, PNG)
+            got: list[object] = []
+            for files, copies in (
+                (
+                    {
+                        "a": PlacedFile(name="report.pdf", content="second"),
+                        "b": PlacedFile(name="report.pdf", content="third"),
+                        "c": PlacedFile(name="../../notes", content="text"),
+                        "d": PlacedFile(name="scan.png", ref=ref),
+                    },
+                    {"e": SessionFileRef(session_id="parent-1", path="scratchpad/report.json")},
+                ),
+                ({"f": PlacedFile(name="scan.png", ref=ref)}, {}),
+            ):
+                placed = await tools.place_files(
+                    FilePlacementInput(session_id=sid, files=files, copies=copies)
+                )
+                got.append(placed.paths)
+            for seeded in (
+                {"scratchpad/s/a.txt": {"content": "a"}},
+                {"AGENTS.md": {"content": "x"}},
+            ):
+                seed_input = SeedFilesInput.model_validate({"session_id": sid, "files": seeded})
+                try:
+                    got.append((await tools.seed_files(seed_input)).paths)
+                except ApplicationError as exc:
+                    got.append((exc.type, str(exc), exc.non_retryable))
+            missing = FilePlacementInput(
+                session_id=sid,
+                copies={"x": SessionFileRef(session_id="parent-1", path="scratchpad/none.json")},
+            )
+            with pytest.raises(ApplicationError) as refused:
+                await tools.place_files(missing)
+            got.append((refused.value.type, str(refused.value)))
+            outcomes[name] = got
+        assert outcomes["s3"] == outcomes["folder"]
+        assert files_of(s3, sid) == files_of(folder, sid)
+        assert files_of(s3, sid)["scratchpad/attachments/scan.png"] == PNG
