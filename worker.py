@@ -39,13 +39,14 @@ from temporalio.worker import (
 )
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.hook_executors import HookExecutor, HookExecutorActivities
 from archmax_temporal.activities.host_tools import HostTool, HostToolActivities
 from archmax_temporal.activities.logs import LogContextInterceptor
 from archmax_temporal.activities.model import ModelActivities, ModelConfig
 from archmax_temporal.activities.notify import NotifyActivities, NotifyTarget
 from archmax_temporal.activities.sandbox import SandboxActivities
-from archmax_temporal.activities.session_store import FilesystemSessionStore, SessionStore
+from archmax_temporal.activities.session_store import SessionStore
 from archmax_temporal.activities.store import PACKAGE_VERSION, StoreActivities
 from archmax_temporal.activities.store_check import StoreCheckInterceptor
 from archmax_temporal.activities.store_identity import describe_store, session_store_ref

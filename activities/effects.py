@@ -55,14 +55,12 @@ from typing import Any, Final, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, ValidationError
 from temporalio import activity
 
-from archmax_temporal.activities.session_store import (
+from archmax_temporal.activities.session_store import SessionStore, delete_file, is_text
+from archmax_temporal.activities.store_errors import (
     FileNotFoundInWorkspaceError,
-    SessionStore,
     StoreConflictError,
     StoreIOError,
     WorkspaceError,
-    delete_file,
-    is_text,
 )
 from archmax_temporal.workflows.zones import CHECKPOINTS
 

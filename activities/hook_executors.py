@@ -25,11 +25,8 @@ from temporalio import activity
 from archmax_temporal.activities.effects import EffectJournal, callable_ran, digest
 from archmax_temporal.activities.heartbeat import heartbeating
 from archmax_temporal.activities.host_tools import ToolContext, tool_context
-from archmax_temporal.activities.session_store import (
-    SessionStore,
-    WorkspaceError,
-    hide_host_paths,
-)
+from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.store_errors import WorkspaceError, hide_host_paths
 from archmax_temporal.activities.stored_variables import fill_stored
 from archmax_temporal.workflows.contracts.sandbox import (
     CUSTOM_HOOK_ACTIVITY,

@@ -37,11 +37,8 @@ from archmax_temporal.activities.effects import (
     idempotency_key,
 )
 from archmax_temporal.activities.heartbeat import heartbeating
-from archmax_temporal.activities.session_store import (
-    SessionStore,
-    WorkspaceError,
-    hide_host_paths,
-)
+from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.store_errors import WorkspaceError, hide_host_paths
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.contracts.host_tools import (
     HOST_TOOL_ACTIVITY,

@@ -5,7 +5,7 @@
 file ``scratchpad/notes.md`` is ``<prefix>/<folder_name(session id)>/scratchpad/notes.md``, a
 shared object ``_specs/<hash>.json`` is ``<prefix>/_specs/<hash>.json``, an upload
 ``<prefix>/_uploads/<sha256>``. Folders are implied by the keys below them (as in
-:class:`~activities.session_store.MemorySessionStore`): a folder exists while a file is in it.
+:class:`~activities.memory_store.MemorySessionStore`): a folder exists while a file is in it.
 
 It answers every operation of :class:`~activities.session_store.SessionStore` as the folder
 store does, with the same error classes and messages: a missing file, a folder read as a file,
@@ -47,24 +47,25 @@ import obstore
 from obstore.exceptions import AlreadyExistsError, BaseError, PreconditionError
 from obstore.store import MemoryStore, from_url
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
+from archmax_temporal.activities.session_paths import normalize_path, shared_key
 from archmax_temporal.activities.session_store import (
     UPLOADS,
     Entry,
+    SessionStore,
+    decode_text,
+    encode_text,
+)
+from archmax_temporal.activities.store_errors import (
     FileNotFoundInWorkspaceError,
-    FilesystemSessionStore,
     NameTooLongError,
     PathEscapeError,
-    SessionStore,
     StoreCapabilityError,
     StoreConflictError,
     StoreIOError,
     WorkspaceError,
-    _decode,
-    _encode,
-    _shown,
-    normalize_path,
     os_error,
-    shared_key,
+    shown,
 )
 from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.identity import folder_name
@@ -140,7 +141,7 @@ def _reason(exc: Exception) -> str:
         secret = os.environ.get(variable, "")
         if len(secret) >= 4:
             detail = detail.replace(secret, "***")
-    detail = _shown(detail, 200)
+    detail = shown(detail, 200)
     return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
@@ -154,7 +155,7 @@ def _store_failure(exc: Exception, rel: str) -> StoreIOError:
     """``exc``, a failure of the store itself while working on ``rel``, as a retryable
     :class:`StoreIOError` in the session's terms."""
     reason = "the bucket or container does not exist" if _no_container(exc) else _reason(exc)
-    return StoreIOError(f"the session store failed on '{_shown(rel)}' ({reason})", rel)
+    return StoreIOError(f"the session store failed on '{shown(rel)}' ({reason})", rel)
 
 
 def _not_found(rel: str) -> WorkspaceError:
@@ -178,7 +179,7 @@ def _translated(rel: str) -> Iterator[None]:
         raise _not_found(rel) from None
     except (AlreadyExistsError, PreconditionError):
         raise StoreConflictError(
-            f"'{_shown(rel)}' was written by another writer; nothing written", rel
+            f"'{shown(rel)}' was written by another writer; nothing written", rel
         ) from None
     except ValueError:  # obstore's path parser: checked before, so a name it still refuses
         raise os_error(OSError(errno.EINVAL, "Invalid argument"), rel) from None
@@ -197,7 +198,7 @@ def _check_name(rel: str, key_bytes: int) -> None:
             raise os_error(OSError(errno.EINVAL, "Invalid argument"), rel)
     if key_bytes > MAX_KEY_BYTES:
         raise NameTooLongError(
-            f"'{_shown(rel)}': this path is longer than the store allows ({key_bytes} bytes "
+            f"'{shown(rel)}': this path is longer than the store allows ({key_bytes} bytes "
             f"with the store's prefix and the session's folder; at most {MAX_KEY_BYTES})",
             rel,
         )
@@ -329,7 +330,7 @@ class ObjectSessionStore:
         return self._read(session_id, path)[0]
 
     def read_text(self, session_id: str, path: str) -> str:
-        return _decode(self.read_bytes(session_id, path), normalize_path(path))
+        return decode_text(self.read_bytes(session_id, path), normalize_path(path))
 
     def write_bytes(self, session_id: str, path: str, data: bytes) -> None:
         folder, key, rel = self._locate(session_id, path)
@@ -337,7 +338,7 @@ class ObjectSessionStore:
         self._put(key, rel, data)
 
     def write_text(self, session_id: str, path: str, text: str) -> None:
-        self.write_bytes(session_id, path, _encode(text, path))
+        self.write_bytes(session_id, path, encode_text(text, path))
 
     def delete(self, session_id: str, path: str) -> None:
         """Remove one file (a folder is refused), or :class:`FileNotFoundInWorkspaceError`."""
@@ -397,7 +398,7 @@ class ObjectSessionStore:
         if version is None:
             rel = normalize_path(path)
             raise StoreCapabilityError(
-                f"this session store gives no versions ('{_shown(rel)}'): no conditional writes",
+                f"this session store gives no versions ('{shown(rel)}'): no conditional writes",
                 rel,
             )
         return data, version
@@ -435,7 +436,7 @@ class ObjectSessionStore:
             raise StoreConflictError(f"'{rel}' {what}; nothing written", rel) from None
         if result["e_tag"] is None:
             raise StoreCapabilityError(
-                f"this session store gives no versions ('{_shown(rel)}'): no conditional writes",
+                f"this session store gives no versions ('{shown(rel)}'): no conditional writes",
                 rel,
             )
         return result["e_tag"]

@@ -23,7 +23,7 @@ from typing import Any, Final, Protocol, cast
 
 import re2
 
-from archmax_temporal.activities.session_store import WorkspaceError
+from archmax_temporal.activities.store_errors import WorkspaceError
 
 MAX_PATTERN_CHARS: Final = 4096
 """The longest pattern compiled: RE2 is linear in the text, its program grows with this."""

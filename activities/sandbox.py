@@ -32,14 +32,15 @@ from temporalio.exceptions import ApplicationError
 
 from archmax_temporal.activities.effects import idempotency_key
 from archmax_temporal.activities.heartbeat import heartbeating
-from archmax_temporal.activities.session_store import (
+from archmax_temporal.activities.store_errors import (
     StoreIOError,
     WorkspaceError,
     hide_host_paths,
     unexpected,
 )
 from archmax_temporal.activities.stored_variables import fill_stored, resolve_variables
-from archmax_temporal.activities.workspace import WorkspaceActivities, truncate
+from archmax_temporal.activities.tool_text import truncate
+from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows import governance
 from archmax_temporal.workflows.contracts.sandbox import (
     MAX_OUTPUT_LINE_CHARS,

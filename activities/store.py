@@ -61,14 +61,13 @@ from archmax_temporal.activities.artifact_cache import (
 )
 from archmax_temporal.activities.effects import EffectJournal, pause_after_effect
 from archmax_temporal.activities.heartbeat import heartbeating
-from archmax_temporal.activities.session_store import (
+from archmax_temporal.activities.session_store import SessionStore, sweep_temporaries
+from archmax_temporal.activities.store_errors import (
     FileNotFoundInWorkspaceError,
-    SessionStore,
     StoreConflictError,
     StoreIOError,
     WorkspaceError,
     os_error,
-    sweep_temporaries,
 )
 from archmax_temporal.activities.stored_variables import (
     read_stored_text,

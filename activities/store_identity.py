@@ -29,10 +29,8 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from archmax_temporal.activities.session_store import (
-    FileNotFoundInWorkspaceError,
-    SessionStore,
-)
+from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.store_errors import FileNotFoundInWorkspaceError
 from archmax_temporal.workflows.errors import StoreIdentityError
 from archmax_temporal.workflows.store_binding import StoreRef
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from archmax_temporal.activities.session_store import SessionStore, StoreIOError, WorkspaceError
+from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.store_errors import StoreIOError, WorkspaceError
 from archmax_temporal.workflows.models import Variable
 from archmax_temporal.workflows.variables import STORED_VARIABLES, reference_of
 

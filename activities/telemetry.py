@@ -18,7 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
-from archmax_temporal.activities.session_store import DiskCounters, disk_tally
+from archmax_temporal.activities.disk_files import DiskCounters, disk_tally
 from archmax_temporal.activities.tracing import model_call_span, record_model_result
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.telemetry import (

@@ -61,9 +61,9 @@ from typing import Any, Final
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.session_store import (
+from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.store_errors import (
     FileNotFoundInWorkspaceError,
-    SessionStore,
     StoreConflictError,
     WorkspaceError,
 )

@@ -33,8 +33,8 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.sandbox import SandboxActivities
-from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows.models import SandboxToolCall, ScriptJournal
 from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunInput

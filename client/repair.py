@@ -46,10 +46,8 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 
-from archmax_temporal.activities.session_store import (
-    FileNotFoundInWorkspaceError,
-    SessionStore,
-)
+from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.store_errors import FileNotFoundInWorkspaceError
 from archmax_temporal.activities.transcript_log import (
     LEGACY_LOG_FILE,
     LOG_DIVERGED,

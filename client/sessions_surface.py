@@ -85,12 +85,12 @@ def _retrying(described: WorkflowExecutionDescription) -> str | None:
 
 
 def workspace_error(refused: ApplicationError) -> Exception:
-    """The typed :class:`~archmax_temporal.activities.session_store.WorkspaceError` (its
+    """The typed :class:`~archmax_temporal.activities.store_errors.WorkspaceError` (its
     ``path`` included) an activity's refusal stands for; any other error as it is."""
-    from archmax_temporal.activities import session_store
+    from archmax_temporal.activities import store_errors
 
-    cls = getattr(session_store, refused.type or "", None)
-    if isinstance(cls, type) and issubclass(cls, session_store.WorkspaceError):
+    cls = getattr(store_errors, refused.type or "", None)
+    if isinstance(cls, type) and issubclass(cls, store_errors.WorkspaceError):
         path = refused.details[0] if refused.details else ""
         return cls(refused.message, str(path))
     return refused

@@ -26,7 +26,8 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from archmax_temporal.activities.session_store import SessionStore, WorkspaceError
+from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.store_errors import WorkspaceError
 from archmax_temporal.activities.store_identity import describe_store, session_store_ref
 from archmax_temporal.activities.stored_variables import resolve_variables
 from archmax_temporal.client.events import EventCallback, while_watching

@@ -222,26 +222,26 @@ class TestErrorTree:
         Only a failing store is retryable."""
         from temporalio.exceptions import ApplicationError
 
-        from archmax_temporal.activities import regex, session_store
+        from archmax_temporal.activities import regex, store_errors
         from archmax_temporal.client.sessions_surface import workspace_error
 
-        def tree(cls: type[session_store.WorkspaceError]) -> list[type[Exception]]:
+        def tree(cls: type[store_errors.WorkspaceError]) -> list[type[Exception]]:
             return [cls, *(c for sub in cls.__subclasses__() for c in tree(sub))]
 
-        classes = tree(session_store.WorkspaceError)
+        classes = tree(store_errors.WorkspaceError)
         assert regex.UnsupportedPatternError in classes
         for cls in classes:
             assert issubclass(cls, errors.ArchmaxError), cls
             wired = cls("refused", "scratchpad/a.md").to_application_error()
             assert (wired.type, wired.details) == (cls.__name__, ("scratchpad/a.md",))
-            retried = cls in (session_store.StoreIOError, session_store.StoreConflictError)
+            retried = cls in (store_errors.StoreIOError, store_errors.StoreConflictError)
             assert wired.non_retryable is not retried, cls
-            if cls.__module__ == session_store.__name__:
+            if cls.__module__ == store_errors.__name__:
                 back = workspace_error(
                     ApplicationError(wired.message, *wired.details, type=wired.type)
                 )
                 assert type(back) is cls
-                assert isinstance(back, session_store.WorkspaceError)
+                assert isinstance(back, store_errors.WorkspaceError)
                 assert back.path == "scratchpad/a.md"
 
 

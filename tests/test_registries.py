@@ -13,13 +13,11 @@ from temporalio.client import Client
 
 from archmax_temporal import worker
 from archmax_temporal.activities import workspace as workspace_activities
+from archmax_temporal.activities import workspace_view
+from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.model import ModelConfig
-from archmax_temporal.activities.session_store import (
-    FileNotFoundInWorkspaceError,
-    MemorySessionStore,
-    ReadOnlyPathError,
-)
 from archmax_temporal.activities.store import PACKAGE_VERSION
+from archmax_temporal.activities.store_errors import FileNotFoundInWorkspaceError, ReadOnlyPathError
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client import events
 from archmax_temporal.client.testing import cases
@@ -211,7 +209,7 @@ class TestZones:
 
     def test_the_workspace_hides_the_internal_areas(self) -> None:
         """The workspace activities refuse and hide every runtime-internal area."""
-        ws = workspace_activities._Workspace(MemorySessionStore(), REPO, "zones-1", [])
+        ws = workspace_view.WorkspaceView(MemorySessionStore(), REPO, "zones-1", [])
         for area in zones.RUNTIME_INTERNAL:
             with pytest.raises(FileNotFoundInWorkspaceError):
                 ws.locate(f"{area}/x")

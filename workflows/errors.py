@@ -48,7 +48,7 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
         └── InvalidTargetError         create_target gave no governed agent of the workflow
 
 The workspace's refusals (``WorkspaceError``: ``ReadOnlyPathError``, ``PathEscapeError``, …)
-derive from ``ArchmaxError`` too; they live with the store in ``activities.session_store``,
+derive from ``ArchmaxError`` too; they live with the store in ``activities.store_errors``,
 carry the refused path, and the client maps their wire type back there.
 
 This module is pure (no I/O) so workflow code, activities and the client all import it.

@@ -98,6 +98,16 @@ class Completion:
     note: str | None = None
 
 
+@dataclass(frozen=True)
+class AfterStop:
+    """The after hook a state's after gate stopped at: its label and answer, and the turn's
+    failure when it could not run or its corrections ran out."""
+
+    label: str
+    verdict: HookVerdict
+    failure: str | None = None
+
+
 PASS = Gate()
 
 
@@ -124,17 +134,11 @@ class HookRunner:
         """The leaving state's after hooks, then the target's before hooks, stopping at the
         first that does not pass."""
         s = self._ctx.session
-        for index, hook in enumerate(self._spec.state(slug).after):
-            label = hooks.hook_label(hook, index)
-            verdict = await self.execute("after", slug, index, hook, to_state=target, reason=reason)
-            if verdict.error:
-                return Gate(failure=f"after hook {label} of '{slug}' failed: {verdict.reason}")
-            if verdict.verdict == "ok":
-                continue
-            if verdict.verdict == "correct" or _bounded(verdict):
-                exhausted = take_correction(s, slug, hook, "after", index)
-                if exhausted is not None:
-                    return Gate(failure=f"{exhausted}: {verdict.reason}")
+        stop = await self._after_hooks(slug, to_state=target, reason=reason)
+        if stop is not None:
+            label, verdict = stop.label, stop.verdict
+            if stop.failure is not None:
+                return Gate(failure=stop.failure)
             if verdict.verdict == "correct":
                 return Gate(
                     refusal=Refusal(
@@ -198,28 +202,43 @@ class HookRunner:
         """A terminal state's after hooks when the model finished: a correct within budget
         or a veto is an ``[after]`` note (the model is called again); exhausted corrections
         or a hook that could not run fail the turn."""
-        s = self._ctx.session
-        state = self._spec.state(slug)
-        if not state.is_terminal:
+        if not self._spec.state(slug).is_terminal:
             return Completion()
-        for index, hook in enumerate(state.after):
+        stop = await self._after_hooks(slug)
+        if stop is None:
+            return Completion()
+        if stop.failure is not None:
+            return Completion(failure=stop.failure)
+        return Completion(
+            note=f"[after] hook {stop.label} answered {stop.verdict.verdict}: "
+            f"{stop.verdict.reason}. Address it before you finish."
+        )
+
+    async def _after_hooks(
+        self, slug: str, *, to_state: str | None = None, reason: str | None = None
+    ) -> AfterStop | None:
+        """The state's after hooks in order, up to the first that does not pass (None: all
+        passed). A hook that could not run fails the turn; a ``correct``, or a grader's
+        unreadable reply once :data:`UNREADABLE_VERDICT_PATCH` holds, spends one of the hook's
+        corrections and fails the turn when none is left; any other answer is the caller's to
+        give back (an advance refused, an ``[after]`` note)."""
+        s = self._ctx.session
+        for index, hook in enumerate(self._spec.state(slug).after):
             label = hooks.hook_label(hook, index)
-            verdict = await self.execute("after", slug, index, hook)
+            verdict = await self.execute(
+                "after", slug, index, hook, to_state=to_state, reason=reason
+            )
             if verdict.error:
-                return Completion(
-                    failure=f"after hook {label} of '{slug}' failed: {verdict.reason}"
-                )
+                failure = f"after hook {label} of '{slug}' failed: {verdict.reason}"
+                return AfterStop(label, verdict, failure)
             if verdict.verdict == "ok":
                 continue
             if verdict.verdict == "correct" or _bounded(verdict):
                 exhausted = take_correction(s, slug, hook, "after", index)
                 if exhausted is not None:
-                    return Completion(failure=f"{exhausted}: {verdict.reason}")
-            return Completion(
-                note=f"[after] hook {label} answered {verdict.verdict}: {verdict.reason}. "
-                "Address it before you finish."
-            )
-        return Completion()
+                    return AfterStop(label, verdict, f"{exhausted}: {verdict.reason}")
+            return AfterStop(label, verdict)
+        return None
 
     # --- one hook -------------------------------------------------------------------------
 

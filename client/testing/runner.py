@@ -37,7 +37,7 @@ import openai
 from temporalio.client import WorkflowExecutionStatus
 
 from archmax_temporal.activities.model import ModelConfig, openai_client
-from archmax_temporal.activities.session_store import WorkspaceError
+from archmax_temporal.activities.store_errors import WorkspaceError
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.devserver import TemporalCliNotFoundError
 from archmax_temporal.client.host import Agent

@@ -18,7 +18,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from archmax_temporal.activities.artifact_cache import ArtifactCache, Texts, item_text, render
-from archmax_temporal.activities.session_store import FilesystemSessionStore
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.store import StoreActivities
 from archmax_temporal.workflows.models import (
     CheckpointInput,

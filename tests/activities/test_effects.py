@@ -20,20 +20,17 @@ from temporalio.testing import ActivityEnvironment
 
 from archmax_temporal.activities import effects
 from archmax_temporal.activities.effects import EFFECTS, Change, Effect, EffectJournal
+from archmax_temporal.activities.folder_store import TEMPORARIES, FilesystemSessionStore
 from archmax_temporal.activities.hook_executors import HookExecutorActivities
 from archmax_temporal.activities.host_tools import (
     HostToolActivities,
     ToolContext,
     host_tool,
 )
+from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.sandbox import SandboxActivities
-from archmax_temporal.activities.session_store import (
-    TEMPORARIES,
-    FilesystemSessionStore,
-    MemorySessionStore,
-    hide_host_paths,
-)
 from archmax_temporal.activities.store import StoreActivities
+from archmax_temporal.activities.store_errors import hide_host_paths
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows.contracts.host_tools import HostToolCall
 from archmax_temporal.workflows.contracts.sandbox import CustomHookInput

@@ -12,13 +12,13 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.model import (
     TRANSIENT_ATTEMPTS,
     ModelActivities,
     ModelConfig,
     streaming_from,
 )
-from archmax_temporal.activities.session_store import MemorySessionStore
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
 from archmax_temporal.live import DELTA, RESET, LiveEvent

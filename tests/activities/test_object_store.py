@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import hashlib
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import obstore
 import pytest
 from obstore.exceptions import GenericError
 from obstore.store import MemoryStore, from_url
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.object_store import (
     MAX_KEY_BYTES,
     OBJECT_SCHEMES,
@@ -25,17 +29,18 @@ from archmax_temporal.activities.object_store import (
     open_store,
 )
 from archmax_temporal.activities.session_store import (
-    FileNotFoundInWorkspaceError,
-    FilesystemSessionStore,
-    NameTooLongError,
     SessionStore,
-    StoreConflictError,
-    StoreIOError,
-    WorkspaceError,
     delete_file,
     read_upload,
     sweep_temporaries,
     write_upload,
+)
+from archmax_temporal.activities.store_errors import (
+    FileNotFoundInWorkspaceError,
+    NameTooLongError,
+    StoreConflictError,
+    StoreIOError,
+    WorkspaceError,
 )
 from archmax_temporal.client.config import STORE_SCHEMES, RuntimeConfig
 from archmax_temporal.workflows.errors import ConfigurationError
@@ -313,3 +318,71 @@ class TestOpenStore:
             == "abfs://container@account.dfs.core.windows.net/p"
         )
         assert "hidden" not in describe_store("s3://user:hidden@[bad/x")
+
+
+T = TypeVar("T")
+
+
+@pytest.fixture
+def sid() -> str:
+    return f"contract-{uuid.uuid4().hex[:8]}"
+
+
+def race(workers: int, attempt: Callable[[int], T]) -> list[T | BaseException]:
+    """Run ``attempt(i)`` for each worker at once (all released together by a barrier)."""
+    start = threading.Barrier(workers)
+
+    def run(i: int) -> T | BaseException:
+        start.wait()
+        try:
+            return attempt(i)
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(run, range(workers)))
+
+
+class TestConditionalWritesOnS3:
+    def test_two_writers_with_the_same_version_exactly_one_wins(
+        self, s3_url: str, sid: str
+    ) -> None:
+        """Two workers (two stores on the same URL) read the same version and write: one
+        write lands, the other is refused with :class:`StoreConflictError` and wrote
+        nothing; the winner's version is what a reader sees next."""
+        stores = [open_store(s3_url), open_store(s3_url)]
+        stores[0].write_if(sid, "artifacts/state.json", b"0", version=None)
+
+        def writer(round_: int, version: str) -> Callable[[int], str]:
+            def write(i: int) -> str:
+                data = f"{round_}-{i}".encode()
+                return stores[i].write_if(sid, "artifacts/state.json", data, version=version)
+
+            return write
+
+        for round_ in range(1, 6):
+            _, version = stores[0].read_versioned(sid, "artifacts/state.json")
+            assert stores[1].read_versioned(sid, "artifacts/state.json")[1] == version
+            outcomes = race(2, writer(round_, version))
+            won = [i for i, o in enumerate(outcomes) if isinstance(o, str)]
+            lost = [o for o in outcomes if isinstance(o, StoreConflictError)]
+            assert len(won) == 1 and len(lost) == 1, outcomes
+            assert "changed since it was read" in str(lost[0])
+            data, now = stores[1].read_versioned(sid, "artifacts/state.json")
+            assert (data, now) == (f"{round_}-{won[0]}".encode(), outcomes[won[0]])
+
+    def test_put_if_absent_is_written_once(self, s3_url: str, sid: str) -> None:
+        """Six workers create the same object at once: one creates it, five are refused and
+        the object holds the creator's bytes; a shared object likewise."""
+        stores = [open_store(s3_url) for _ in range(6)]
+        outcomes = race(
+            6, lambda i: stores[i].write_if(sid, "artifacts/once.json", b"%d" % i, version=None)
+        )
+        won = [i for i, o in enumerate(outcomes) if isinstance(o, str)]
+        assert len(won) == 1, outcomes
+        assert all(isinstance(o, StoreConflictError) for o in outcomes if not isinstance(o, str))
+        assert stores[0].read_bytes(sid, "artifacts/once.json") == b"%d" % won[0]
+
+        created = race(6, lambda i: stores[i].write_shared_once("_specs/s.json", b"%d" % i))
+        assert sorted(created, key=str) == [False] * 5 + [True]
+        assert stores[0].read_shared("_specs/s.json") == b"%d" % created.index(True)

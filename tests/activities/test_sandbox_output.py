@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.sandbox import SandboxActivities
-from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows.contracts.sandbox import (
     MAX_OUTPUT_LINE_CHARS,

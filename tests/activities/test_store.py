@@ -19,14 +19,12 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from archmax_temporal.activities.artifact_cache import item_text, parse_items, render
-from archmax_temporal.activities.session_store import (
-    DISK,
-    FilesystemSessionStore,
-    MemorySessionStore,
-    SessionStore,
-    StoreConflictError,
-)
+from archmax_temporal.activities.disk_files import DISK
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
+from archmax_temporal.activities.memory_store import MemorySessionStore
+from archmax_temporal.activities.session_store import SessionStore
 from archmax_temporal.activities.store import StoreActivities, stored_trail
+from archmax_temporal.activities.store_errors import StoreConflictError
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PersistTurnInput, TranscriptLog, Usage

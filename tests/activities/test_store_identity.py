@@ -28,11 +28,8 @@ from temporalio.testing import ActivityEnvironment
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
 from archmax_temporal.activities import store_identity as identity
-from archmax_temporal.activities.session_store import (
-    FilesystemSessionStore,
-    MemorySessionStore,
-    session_folder,
-)
+from archmax_temporal.activities.folder_store import FilesystemSessionStore, session_folder
+from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.store import CHECKPOINT_FILE
 from archmax_temporal.activities.store_check import StoreCheckInterceptor
 from archmax_temporal.client.cli import render

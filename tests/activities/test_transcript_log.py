@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.session_store import FilesystemSessionStore, MemorySessionStore
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
+from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.transcript_log import (
     COMPACT_EVERY,
     LEGACY_LOG_FILE,

@@ -1,11 +1,13 @@
-"""activities/workspace.py: the agent's workspace tools and file placement."""
+"""activities/workspace.py: the workspace activities, every tool through them: their contracts
+and names, how a call fails, what untrusted input meets (a symlink inside the session is never
+followed, an error never names a host path), and the same answers and files over a folder and
+over S3."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import time
-from collections.abc import Callable
+import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -13,40 +15,36 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from archmax_temporal.activities.session_store import (
-    FilesystemSessionStore,
-    MemorySessionStore,
-    SessionStore,
-    TextOnlyStore,
+from archmax_temporal.activities.effects import EffectJournal
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
+from archmax_temporal.activities.object_store import ObjectSessionStore, open_store
+from archmax_temporal.activities.sandbox import SandboxActivities
+from archmax_temporal.activities.session_store import SessionStore, write_upload
+from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.workflows.contracts.workspace import (
+    FilePlacementInput,
+    PlacedFile,
+    SeedFilesInput,
+    SessionFileRef,
+    WorkspaceToolInput,
+    WorkspaceToolResult,
 )
-from archmax_temporal.activities.workspace import WorkspaceActivities, glob_regex, truncate
+from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunInput
+from archmax_temporal.workflows.spec import parse_spec
 from archmax_temporal.workflows.workspace_tools import (
     PLACE_FILES_ACTIVITY,
     TOOL_ACTIVITIES,
     TOOL_ARGUMENTS,
     WORKSPACE_TOOLS,
-    FilePlacementInput,
-    PlacedFile,
-    SeedFilesInput,
-    WorkspaceToolInput,
-    WorkspaceToolResult,
     workspace_tool_schemas,
 )
-
-SID = "chat-42"
-PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe"
+from archmax_temporal.workflows.zones import RUNTIME_INTERNAL
+from tests.support.workspace import PNG, SID, call, err, make_authoring
 
 
 @pytest.fixture
 def authoring(tmp_path: Path) -> Path:
-    root = tmp_path / "authoring"
-    (root / "skills" / "pricing" / "scripts").mkdir(parents=True)
-    (root / "skills" / "pricing" / "SKILL.md").write_text("---\nname: pricing\n---\nPrice it.\n")
-    (root / "skills" / "pricing" / "scripts" / "calc.js").write_text("return 1;\n")
-    (root / "skills" / "secret").mkdir()
-    (root / "skills" / "secret" / "SKILL.md").write_text("---\nname: secret\n---\nHidden.\n")
-    (root / "AGENTS.md").write_text("# Agents\nBe kind.\n")
-    return root
+    return make_authoring(tmp_path)
 
 
 @pytest.fixture
@@ -57,37 +55,6 @@ def fs_store(tmp_path: Path) -> FilesystemSessionStore:
 @pytest.fixture
 def ws(fs_store: FilesystemSessionStore, authoring: Path) -> WorkspaceActivities:
     return WorkspaceActivities(fs_store, authoring)
-
-
-async def call(
-    ws: WorkspaceActivities,
-    tool: str,
-    visible: list[str] | None = None,
-    max_chars: int = 20_000,
-    **arguments: Any,
-) -> WorkspaceToolResult:
-    method = getattr(ws, tool)
-    result: WorkspaceToolResult = await method(
-        WorkspaceToolInput(
-            session_id=SID,
-            tool=tool,
-            arguments=arguments,
-            visible_skills=["pricing"] if visible is None else visible,
-            max_result_chars=max_chars,
-        )
-    )
-    return result
-
-
-def ok(result: WorkspaceToolResult) -> str:
-    assert result.status == "ok", result.content
-    return result.content
-
-
-def err(result: WorkspaceToolResult) -> str:
-    assert result.status == "error", result.content
-    assert result.content.startswith("Error: ")
-    return result.content
 
 
 class TestContracts:
@@ -110,286 +77,6 @@ class TestContracts:
         }
 
 
-class TestLs:
-    async def test_root(self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore) -> None:
-        fs_store.write_text(SID, "trigger.json", "{}")
-        fs_store.write_text(SID, "artifacts/trail.json", "{}")
-        fs_store.write_text(SID, "checkpoints/cp.json", "{}")
-        listing = ok(await call(ws, "ls"))
-        assert listing.splitlines() == ["AGENTS.md", "scratchpad/", "skills/", "trigger.json"]
-
-    async def test_empty_scratchpad(self, ws: WorkspaceActivities) -> None:
-        assert "empty" in ok(await call(ws, "ls", path="scratchpad"))
-
-    async def test_skills_lists_visible_only(self, ws: WorkspaceActivities) -> None:
-        assert ok(await call(ws, "ls", path="skills")) == "skills/pricing/"
-        assert "secret" not in ok(await call(ws, "ls", path="skills/"))
-        both = ok(await call(ws, "ls", visible=["pricing", "secret"], path="skills"))
-        assert both.splitlines() == ["skills/pricing/", "skills/secret/"]
-        assert ok(await call(ws, "ls", path="skills/pricing")).splitlines() == [
-            "skills/pricing/SKILL.md",
-            "skills/pricing/scripts/",
-        ]
-
-    async def test_no_skills_visible(self, ws: WorkspaceActivities) -> None:
-        assert "skills/" not in ok(await call(ws, "ls", visible=[])).splitlines()
-
-    async def test_refusals(self, ws: WorkspaceActivities) -> None:
-        assert "not enabled" in err(await call(ws, "ls", path="skills/secret"))
-        assert "runtime-internal" in err(await call(ws, "ls", path="artifacts"))
-        assert ".." in err(await call(ws, "ls", path="scratchpad/../.."))
-        assert "absolute" in err(await call(ws, "ls", path="/etc"))
-        assert "does not exist" in err(await call(ws, "ls", path="scratchpad/nope"))
-
-
-class TestReadFile:
-    async def test_numbered_lines_offset_limit(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-    ) -> None:
-        fs_store.write_text(SID, "scratchpad/a.txt", "".join(f"line {i}\n" for i in range(1, 6)))
-        assert ok(await call(ws, "read_file", file_path="scratchpad/a.txt")) == "\n".join(
-            f"{i:6d}\tline {i}" for i in range(1, 6)
-        )
-        page = ok(await call(ws, "read_file", file_path="scratchpad/a.txt", offset=1, limit=2))
-        assert page.splitlines()[:2] == ["     2\tline 2", "     3\tline 3"]
-        assert "offset=3" in page
-        assert "past the end" in err(
-            await call(ws, "read_file", file_path="scratchpad/a.txt", offset=9)
-        )
-
-    async def test_mounts_and_session_files(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-    ) -> None:
-        fs_store.write_text(SID, "trigger.json", '{"a": 1}')
-        assert "Be kind." in ok(await call(ws, "read_file", file_path="AGENTS.md"))
-        assert "Price it." in ok(await call(ws, "read_file", file_path="skills/pricing/SKILL.md"))
-        assert '{"a": 1}' in ok(await call(ws, "read_file", file_path="trigger.json"))
-
-    async def test_invisible_skill_refused(self, ws: WorkspaceActivities) -> None:
-        message = err(await call(ws, "read_file", file_path="skills/secret/SKILL.md"))
-        assert "not enabled" in message
-        assert "Hidden." not in message
-
-    async def test_runtime_internal_refused(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-    ) -> None:
-        fs_store.write_text(SID, "artifacts/trail.json", '{"secret": 1}')
-        assert "runtime-internal" in err(
-            await call(ws, "read_file", file_path="artifacts/trail.json")
-        )
-
-    @pytest.mark.parametrize(
-        "path", ["../other-session/scratchpad/x", "scratchpad/../../x", "/etc/passwd", "C:\\x"]
-    )
-    async def test_escape_refused(self, ws: WorkspaceActivities, path: str) -> None:
-        err(await call(ws, "read_file", file_path=path))
-
-    async def test_symlink_out_refused(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore, tmp_path: Path
-    ) -> None:
-        (tmp_path / "secret.txt").write_text("top secret")
-        fs_store.write_text(SID, "scratchpad/ok.txt", "ok")
-        (fs_store.root / SID / "scratchpad" / "leak.txt").symlink_to(tmp_path / "secret.txt")
-        assert "symlink" in err(await call(ws, "read_file", file_path="scratchpad/leak.txt"))
-
-    async def test_skill_symlink_out_refused(
-        self, ws: WorkspaceActivities, authoring: Path, tmp_path: Path
-    ) -> None:
-        (tmp_path / "secret.txt").write_text("top secret")
-        (authoring / "skills" / "pricing" / "leak.txt").symlink_to(tmp_path / "secret.txt")
-        message = err(await call(ws, "read_file", file_path="skills/pricing/leak.txt"))
-        assert "top secret" not in message
-        assert "leak.txt" not in ok(await call(ws, "ls", path="skills/pricing"))
-        assert "top secret" not in ok(await call(ws, "grep", pattern="secret"))
-
-    async def test_binary_refused(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-    ) -> None:
-        fs_store.write_bytes(SID, "scratchpad/pic.png", PNG)
-        fs_store.write_bytes(SID, "scratchpad/blob", b"abc\x00def")
-        message = err(await call(ws, "read_file", file_path="scratchpad/pic.png"))
-        assert message.startswith("Error: 'scratchpad/pic.png' is a binary file (image/png, ")
-        assert message.endswith("read_file returns text files only.")
-        assert "application/octet-stream" in err(
-            await call(ws, "read_file", file_path="scratchpad/blob")
-        )
-
-    async def test_missing_and_bad_arguments(self, ws: WorkspaceActivities) -> None:
-        assert "does not exist" in err(await call(ws, "read_file", file_path="scratchpad/x"))
-        assert "file_path" in err(await call(ws, "read_file"))
-        assert "offset" in err(await call(ws, "read_file", file_path="AGENTS.md", offset=-1))
-
-    async def test_truncation_marker(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-    ) -> None:
-        fs_store.write_text(SID, "scratchpad/big.txt", "x" * 500)
-        result = await call(ws, "read_file", max_chars=100, file_path="scratchpad/big.txt")
-        assert result.truncated
-        assert len(result.content.split("…")[0]) == 100
-        full = ok(await call(ws, "read_file", file_path="scratchpad/big.txt"))
-        assert result.content.endswith(f"…[truncated: {len(full) - 100} more chars]")
-
-
-class TestWriteAndEdit:
-    async def test_write_then_read(self, ws: WorkspaceActivities) -> None:
-        first = ok(await call(ws, "write_file", file_path="scratchpad/n/a.md", content="hi\n"))
-        assert first.startswith("Wrote 'scratchpad/n/a.md'")
-        second = ok(await call(ws, "write_file", file_path="scratchpad/n/a.md", content="yo\n"))
-        assert second.startswith("Updated")
-        assert ok(await call(ws, "read_file", file_path="scratchpad/n/a.md")) == "     1\tyo"
-
-    @pytest.mark.parametrize(
-        "path", ["skills/pricing/SKILL.md", "AGENTS.md", "trigger.json", "notes.md", ""]
-    )
-    async def test_write_outside_scratchpad_refused(
-        self, ws: WorkspaceActivities, authoring: Path, path: str
-    ) -> None:
-        assert "read-only" in err(await call(ws, "write_file", file_path=path, content="x"))
-        assert "Price it." in (authoring / "skills" / "pricing" / "SKILL.md").read_text()
-
-    async def test_write_escape_refused(self, ws: WorkspaceActivities, tmp_path: Path) -> None:
-        err(await call(ws, "write_file", file_path="scratchpad/../../../x.txt", content="x"))
-        assert not (tmp_path / "x.txt").exists()
-        err(await call(ws, "write_file", file_path="skills/secret/x", content="x"))
-
-    async def test_edit_unique(self, ws: WorkspaceActivities) -> None:
-        await call(ws, "write_file", file_path="scratchpad/a.txt", content="alpha beta gamma")
-        done = ok(
-            await call(
-                ws, "edit_file", file_path="scratchpad/a.txt", old_string="beta", new_string="B"
-            )
-        )
-        assert done == "Replaced 1 occurrence in 'scratchpad/a.txt'."
-        assert "alpha B gamma" in ok(await call(ws, "read_file", file_path="scratchpad/a.txt"))
-
-    async def test_edit_ambiguity_and_replace_all(self, ws: WorkspaceActivities) -> None:
-        await call(ws, "write_file", file_path="scratchpad/a.txt", content="x x x")
-        message = err(
-            await call(
-                ws, "edit_file", file_path="scratchpad/a.txt", old_string="x", new_string="y"
-            )
-        )
-        assert "occurs 3 times" in message and "replace_all" in message
-        assert ok(await call(ws, "read_file", file_path="scratchpad/a.txt")).endswith("x x x")
-        done = ok(
-            await call(
-                ws,
-                "edit_file",
-                file_path="scratchpad/a.txt",
-                old_string="x",
-                new_string="y",
-                replace_all=True,
-            )
-        )
-        assert "3 occurrences" in done
-        assert ok(await call(ws, "read_file", file_path="scratchpad/a.txt")).endswith("y y y")
-
-    async def test_edit_refusals(self, ws: WorkspaceActivities) -> None:
-        await call(ws, "write_file", file_path="scratchpad/a.txt", content="abc")
-        assert "not found" in err(
-            await call(ws, "edit_file", file_path="scratchpad/a.txt", old_string="z", new_string="")
-        )
-        assert "empty" in err(
-            await call(ws, "edit_file", file_path="scratchpad/a.txt", old_string="", new_string="")
-        )
-        assert "read-only" in err(
-            await call(ws, "edit_file", file_path="AGENTS.md", old_string="Be", new_string="Do")
-        )
-
-
-class TestGlob:
-    async def test_matches_dotfiles_and_depth(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-    ) -> None:
-        fs_store.write_text(SID, "scratchpad/.env", "A=1")
-        fs_store.write_text(SID, "scratchpad/a.md", "a")
-        fs_store.write_text(SID, "scratchpad/.hidden/b.md", "b")
-        fs_store.write_text(SID, "artifacts/x.md", "internal")
-        assert ok(await call(ws, "glob", pattern="*", path="scratchpad")).splitlines() == [
-            "scratchpad/.env",
-            "scratchpad/a.md",
-        ]
-        assert ok(await call(ws, "glob", pattern="**/*.md")).splitlines() == [
-            "AGENTS.md",
-            "scratchpad/.hidden/b.md",
-            "scratchpad/a.md",
-            "skills/pricing/SKILL.md",
-        ]
-        assert ok(await call(ws, "glob", pattern="scratchpad/.*")) == "scratchpad/.env"
-        assert ok(await call(ws, "glob", pattern="*.md")) == "AGENTS.md"
-
-    async def test_no_match_and_refusals(self, ws: WorkspaceActivities) -> None:
-        assert "No files match" in ok(await call(ws, "glob", pattern="*.zzz"))
-        err(await call(ws, "glob", pattern="../*"))
-        err(await call(ws, "glob", pattern="/etc/*"))
-        assert "not enabled" in err(await call(ws, "glob", pattern="*", path="skills/secret"))
-        assert "secret" not in ok(await call(ws, "glob", pattern="skills/**"))
-
-    @pytest.mark.parametrize(
-        ("pattern", "path", "hit"),
-        [
-            ("*.md", "a.md", True),
-            ("*.md", "d/a.md", False),
-            ("**/*.md", "a.md", True),
-            ("**/*.md", "d/e/a.md", True),
-            ("d/**", "d/e/a.md", True),
-            ("?.md", "a.md", True),
-            ("[ab].md", "b.md", True),
-            ("[!ab].md", "c.md", True),
-            ("[!ab].md", "a.md", False),
-            ("*.{md,txt}", "a.txt", True),
-            ("*", ".env", True),
-            ("a+b(1).md", "a+b(1).md", True),
-        ],
-    )
-    def test_glob_regex(self, pattern: str, path: str, hit: bool) -> None:
-        assert bool(glob_regex(pattern).match(path)) is hit
-
-
-class TestGrep:
-    async def test_results_and_filters(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-    ) -> None:
-        fs_store.write_text(SID, "scratchpad/a.md", "order 1\nnothing\norder 2\n")
-        fs_store.write_text(SID, "scratchpad/b.txt", "order 3\n")
-        fs_store.write_bytes(SID, "scratchpad/c.bin", b"order\x00\xff")
-        fs_store.write_text(SID, "artifacts/t.json", "order internal")
-        assert ok(await call(ws, "grep", pattern=r"order \d", path="scratchpad")).splitlines() == [
-            "scratchpad/a.md:1:order 1",
-            "scratchpad/a.md:3:order 2",
-            "scratchpad/b.txt:1:order 3",
-        ]
-        assert ok(await call(ws, "grep", pattern="order", glob="*.txt")) == (
-            "scratchpad/b.txt:1:order 3"
-        )
-        assert ok(await call(ws, "grep", pattern="order 3", path="scratchpad/b.txt")) == (
-            "scratchpad/b.txt:1:order 3"
-        )
-        assert "internal" not in ok(await call(ws, "grep", pattern="order"))
-        assert "Be kind" in ok(await call(ws, "grep", pattern="kind"))
-
-    async def test_max_count(
-        self, ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-    ) -> None:
-        fs_store.write_text(SID, "scratchpad/a.txt", "hit\n" * 10)
-        lines = ok(await call(ws, "grep", pattern="hit", max_count=3)).splitlines()
-        assert lines == [
-            "scratchpad/a.txt:1:hit",
-            "scratchpad/a.txt:2:hit",
-            "scratchpad/a.txt:3:hit",
-            "(stopped at max_count=3 matches)",
-        ]
-        exact = ok(await call(ws, "grep", pattern="hit", max_count=10)).splitlines()
-        assert len(exact) == 10
-
-    async def test_refusals(self, ws: WorkspaceActivities) -> None:
-        assert "invalid regular expression" in err(await call(ws, "grep", pattern="("))
-        assert "No matches" in ok(await call(ws, "grep", pattern="zzz"))
-        assert "does not exist" in err(await call(ws, "grep", pattern="x", path="scratchpad/no"))
-        assert "not enabled" in err(await call(ws, "grep", pattern="x", path="skills/secret"))
-        assert "No matches" in ok(await call(ws, "grep", pattern="Hidden"))
-
-
 class TestInfrastructure:
     async def test_tool_mismatch_is_an_error_result(self, ws: WorkspaceActivities) -> None:
         result = await ws.ls(WorkspaceToolInput(session_id=SID, tool="grep"))
@@ -406,323 +93,499 @@ class TestInfrastructure:
         result = await env.run(ws.ls, WorkspaceToolInput(session_id=SID, tool="ls"))
         assert result.status == "ok"
 
-    def test_truncate(self) -> None:
-        assert truncate("abc", 3) == ("abc", False)
-        assert truncate("abcdef", 2) == ("ab…[truncated: 4 more chars]", True)
 
+class TestSymlinks:
+    """A symlink inside the session (here to ``../artifacts``, the runtime's own files) is
+    refused by every tool that names it, and skipped by every listing."""
 
-class SlowStore(MemorySessionStore):
-    """A memory store whose writes take a while."""
-
-    def write_bytes(self, session_id: str, path: str, data: bytes) -> None:
-        time.sleep(0.05)
-        super().write_bytes(session_id, path, data)
-
-
-def placement(*files: tuple[str, str, bytes | str]) -> FilePlacementInput:
-    out: dict[str, PlacedFile] = {}
-    for var, name, content in files:
-        if isinstance(content, bytes):
-            out[var] = PlacedFile(
-                name=name, content=base64.b64encode(content).decode(), encoding="base64"
-            )
-        else:
-            out[var] = PlacedFile(name=name, content=content)
-    return FilePlacementInput(session_id=SID, files=out)
-
-
-class TestPlaceFiles:
-    @pytest.fixture(params=["fs", "memory"])
-    def store(self, request: pytest.FixtureRequest, tmp_path: Path) -> SessionStore:
-        if request.param == "fs":
-            return FilesystemSessionStore(tmp_path / "sessions")
-        return MemorySessionStore()
-
-    async def test_collisions(self, store: SessionStore, authoring: Path) -> None:
-        ws = WorkspaceActivities(store, authoring)
-        first = await ws.place_files(placement(("invoice", "report.pdf", PNG)))
-        assert first.paths == {"invoice": "scratchpad/attachments/report.pdf"}
-        second = await ws.place_files(
-            placement(
-                ("a", "report.pdf", b"second"),
-                ("b", "report.pdf", b"third"),
-                ("c", "../../notes", "text"),
-                ("d", "archive.tar.gz", b"gz"),
-            )
-        )
-        assert second.paths == {
-            "a": "scratchpad/attachments/report-1.pdf",
-            "b": "scratchpad/attachments/report-2.pdf",
-            "c": "scratchpad/attachments/notes",
-            "d": "scratchpad/attachments/archive.tar.gz",
-        }
-        assert store.read_bytes(SID, "scratchpad/attachments/report.pdf") == PNG
-        assert store.read_bytes(SID, "scratchpad/attachments/report-1.pdf") == b"second"
-        assert store.read_bytes(SID, "scratchpad/attachments/report-2.pdf") == b"third"
-        again = await ws.place_files(placement(("e", "archive.tar.gz", b"gz2")))
-        assert again.paths == {"e": "scratchpad/attachments/archive.tar-1.gz"}
-
-    async def test_concurrent_same_name_get_different_names(
-        self, store: SessionStore, authoring: Path
-    ) -> None:
-        ws = WorkspaceActivities(store, authoring)
-        results = await asyncio.gather(
-            *(ws.place_files(placement(("f", "out.csv", f"run {i}"))) for i in range(8))
-        )
-        paths = [r.paths["f"] for r in results]
-        assert len(set(paths)) == 8
-        assert sorted(paths) == sorted(
-            ["scratchpad/attachments/out.csv"]
-            + [f"scratchpad/attachments/out-{n}.csv" for n in range(1, 8)]
-        )
-        contents = {store.read_text(SID, p) for p in paths}
-        assert contents == {f"run {i}" for i in range(8)}
-
-    async def test_concurrent_placements_are_serialised(self, authoring: Path) -> None:
-        """A slow store widens the window between choosing a name and writing it: only the
-        per-session lock keeps two placements from choosing the same name."""
-        store = SlowStore()
-        ws = WorkspaceActivities(store, authoring)
-        results = await asyncio.gather(
-            *(ws.place_files(placement(("f", "out.csv", f"run {i}"))) for i in range(4))
-        )
-        paths = {r.paths["f"] for r in results}
-        assert len(paths) == 4
-        assert {store.read_text(SID, p) for p in paths} == {f"run {i}" for i in range(4)}
-
-    async def test_never_overwrites_a_file_written_elsewhere(
-        self, store: SessionStore, authoring: Path
-    ) -> None:
-        store.write_text(SID, "scratchpad/attachments/a.txt", "agent's")
-        ws = WorkspaceActivities(store, authoring)
-        result = await ws.place_files(placement(("x", "a.txt", "host's")))
-        assert result.paths["x"] == "scratchpad/attachments/a-1.txt"
-        assert store.read_text(SID, "scratchpad/attachments/a.txt") == "agent's"
-
-    async def test_placed_files_are_visible_to_tools(
-        self, store: SessionStore, authoring: Path
-    ) -> None:
-        ws = WorkspaceActivities(store, authoring)
-        await ws.place_files(placement(("x", "a.txt", "hello")))
-        assert ok(await call(ws, "read_file", file_path="scratchpad/attachments/a.txt")) == (
-            "     1\thello"
-        )
-
-    async def test_text_only_store_refuses_binary_writes_nothing(self, authoring: Path) -> None:
-        inner = MemorySessionStore()
-        ws = WorkspaceActivities(TextOnlyStore(inner), authoring)
-        with pytest.raises(ApplicationError) as caught:
-            await ws.place_files(
-                placement(("note", "a.txt", "text first"), ("scan", "scan.pdf", PNG))
-            )
-        assert caught.value.type == "StoreCapabilityError"
-        assert caught.value.non_retryable
-        assert "scratchpad/attachments/scan.pdf" in str(caught.value)
-        assert inner.walk(SID, "") == []
-
-    async def test_text_only_store_places_text(self, authoring: Path) -> None:
-        inner = MemorySessionStore()
-        ws = WorkspaceActivities(TextOnlyStore(inner), authoring)
-        result = await ws.place_files(placement(("a", "a.txt", "plain"), ("b", "b.csv", b"x,y\n")))
-        assert inner.read_text(SID, result.paths["b"]) == "x,y\n"
-
-    async def test_bad_base64_refused(self, authoring: Path) -> None:
-        ws = WorkspaceActivities(MemorySessionStore(), authoring)
-        bad = FilePlacementInput(
-            session_id=SID,
-            files={"x": PlacedFile(name="a.bin", content="***", encoding="base64")},
-        )
-        with pytest.raises(ApplicationError, match="base64"):
-            await ws.place_files(bad)
-
-
-class TestSeedFiles:
-    async def test_seed_paths(self, authoring: Path) -> None:
-        store = MemorySessionStore()
-        ws = WorkspaceActivities(store, authoring)
-        result = await ws.seed_files(
-            SeedFilesInput.model_validate(
-                {
-                    "session_id": SID,
-                    "files": {
-                        "trigger.json": {"content": '{"a": 1}'},
-                        "scratchpad/in/data.bin": {
-                            "content": base64.b64encode(PNG).decode(),
-                            "encoding": "base64",
-                        },
-                    },
-                }
-            )
-        )
-        assert result.paths == ["trigger.json", "scratchpad/in/data.bin"]
-        assert store.read_bytes(SID, "scratchpad/in/data.bin") == PNG
-        assert '{"a": 1}' in ok(await call(ws, "read_file", file_path="trigger.json"))
+    @pytest.fixture
+    def linked(self, fs_store: FilesystemSessionStore) -> Path:
+        fs_store.write_text(SID, "scratchpad/real.txt", "START END\n")
+        fs_store.write_text(SID, "artifacts/trail.json", '{"secret": "trail"}\n')
+        base = fs_store.root / SID
+        (base / "scratchpad" / "inside").symlink_to("../artifacts", target_is_directory=True)
+        (base / "scratchpad" / "alias.txt").symlink_to("../artifacts/trail.json")
+        return base
 
     @pytest.mark.parametrize(
-        "path",
-        ["skills/pricing/x.md", "AGENTS.md", "artifacts/trail.json", "../x", "/abs", "", "."],
+        ("tool", "arguments"),
+        [
+            ("read_file", {"file_path": "scratchpad/alias.txt"}),
+            ("read_file", {"file_path": "scratchpad/inside/trail.json"}),
+            ("write_file", {"file_path": "scratchpad/inside/new.txt", "content": "x"}),
+            ("write_file", {"file_path": "scratchpad/alias.txt", "content": "x"}),
+            (
+                "edit_file",
+                {"file_path": "scratchpad/alias.txt", "old_string": "s", "new_string": "t"},
+            ),
+            ("copy_file", {"source": "scratchpad/alias.txt", "destination": "scratchpad/c.txt"}),
+            ("copy_file", {"source": "scratchpad/real.txt", "destination": "scratchpad/inside/c"}),
+            (
+                "move_file",
+                {"source": "scratchpad/inside/trail.json", "destination": "scratchpad/m"},
+            ),
+            ("move_file", {"source": "scratchpad/real.txt", "destination": "scratchpad/inside/m"}),
+            ("remove_file", {"file_path": "scratchpad/inside/trail.json"}),
+            ("remove_file", {"file_path": "scratchpad/alias.txt"}),
+            ("ls", {"path": "scratchpad/inside"}),
+            ("grep", {"pattern": "secret", "path": "scratchpad/inside"}),
+        ],
     )
-    async def test_seed_refusals_write_nothing(self, authoring: Path, path: str) -> None:
-        store = MemorySessionStore()
-        ws = WorkspaceActivities(store, authoring)
-        seed = SeedFilesInput.model_validate(
-            {
-                "session_id": SID,
-                "files": {"scratchpad/ok.txt": {"content": "ok"}, path: {"content": "x"}},
-            }
-        )
-        with pytest.raises(ApplicationError):
-            await ws.seed_files(seed)
-        assert store.walk(SID, "") == []
-        assert "Price it." in (authoring / "skills" / "pricing" / "SKILL.md").read_text()
+    async def test_every_tool_refuses_a_path_through_a_symlink(
+        self, ws: WorkspaceActivities, linked: Path, tool: str, arguments: dict[str, Any]
+    ) -> None:
+        message = err(await call(ws, tool, **arguments))
+        assert "symlink" in message or "does not exist" in message
+        assert "trail" not in message.replace("trail.json", "")  # no content leaks
+        assert (linked / "artifacts" / "trail.json").read_text() == '{"secret": "trail"}\n'
+        assert sorted(p.name for p in (linked / "artifacts").iterdir()) == ["trail.json"]
+        assert (linked / "scratchpad" / "real.txt").read_text() == "START END\n"
 
-    async def test_seed_binary_into_text_only_refused(self, authoring: Path) -> None:
-        inner = MemorySessionStore()
-        ws = WorkspaceActivities(TextOnlyStore(inner), authoring)
-        seed = SeedFilesInput.model_validate(
+    async def test_listings_and_searches_skip_symlinks(
+        self, ws: WorkspaceActivities, linked: Path
+    ) -> None:
+        assert (await call(ws, "ls", path="scratchpad")).content == "scratchpad/real.txt"
+        assert (await call(ws, "glob", pattern="**", path="scratchpad")).content == (
+            "scratchpad/real.txt"
+        )
+        assert (await call(ws, "grep", pattern="secret")).content.startswith("No matches")
+
+    async def test_the_sandbox_bridge_refuses_them_too(
+        self, ws: WorkspaceActivities, linked: Path
+    ) -> None:
+        """``tools.readFile`` and ``tools.writeFile`` in a hook run the same refusal."""
+        sandbox = SandboxActivities(ws)
+        script = (
+            "export default async () => {"
+            " const r = await tools.readFile({file_path: 'scratchpad/inside/trail.json'})"
+            "   .then(t => 'read: ' + t, e => 'refused: ' + e);"
+            " const w = await tools.writeFile({file_path: 'scratchpad/alias.txt', content: 'x'})"
+            "   .then(t => 'wrote: ' + t, e => 'refused: ' + e);"
+            " return ok(r + ' | ' + w); }"
+        )
+        run = SandboxRunInput(
+            session_id=SID,
+            label="hooks/probe.js",
+            kind="hook",
+            source=script,
+            spec=parse_spec({"states": {"s": {"triggers": {"manual": None}}}}),
+            state="s",
+            limits=SandboxLimits(timeout_ms=5000),
+        )
+        result = await ActivityEnvironment().run(sandbox.run, run)
+        assert [c.status for c in result.calls] == ["error", "error"]
+        assert all("symlink" in c.content for c in result.calls)
+        assert (linked / "artifacts" / "trail.json").read_text() == '{"secret": "trail"}\n'
+
+
+class TestHostPaths:
+    @pytest.mark.parametrize(
+        ("tool", "arguments"),
+        [
+            ("write_file", {"file_path": f"scratchpad/{'n' * 300}.txt", "content": "x"}),
+            ("read_file", {"file_path": f"scratchpad/{'n' * 300}.txt"}),
+            ("edit_file", {"file_path": f"scratchpad/{'n' * 300}", "old_string": "a"}),
+            ("copy_file", {"source": "scratchpad/a.txt", "destination": f"scratchpad/{'n' * 300}"}),
+            ("ls", {"path": f"scratchpad/{'n' * 300}"}),
+        ],
+    )
+    async def test_a_name_over_the_file_systems_limit_is_a_clear_tool_error(
+        self,
+        ws: WorkspaceActivities,
+        fs_store: FilesystemSessionStore,
+        tool: str,
+        arguments: dict[str, Any],
+    ) -> None:
+        """A 300-character name is an error result (not an infrastructure failure retried
+        five times) in the agent's own paths, never the store's host path."""
+        fs_store.write_text(SID, "scratchpad/a.txt", "a")
+        arguments.setdefault("new_string", "b") if tool == "edit_file" else None
+        result = await ActivityEnvironment().run(
+            getattr(ws, tool), WorkspaceToolInput(session_id=SID, tool=tool, arguments=arguments)
+        )
+        message = err(result)
+        assert "longer than the file system allows" in message
+        assert "scratchpad/nnn" in message
+        assert str(fs_store.root) not in message and str(fs_store.root.resolve()) not in message
+        assert not list((fs_store.root / SID / "scratchpad").glob("n*"))
+
+    async def test_a_store_fault_fails_the_activity_retryably_without_host_paths(
+        self,
+        ws: WorkspaceActivities,
+        fs_store: FilesystemSessionStore,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """A full disk is retried by Temporal; what the history and the model get names the
+        session path and the errno, not the host path."""
+
+        def full(*_args: object) -> None:
+            raise OSError(28, "No space left on device", str(fs_store.root / SID / "x"))
+
+        monkeypatch.setattr(os, "fsync", full)
+        with pytest.raises(ApplicationError) as caught:
+            await call(ws, "write_file", file_path="scratchpad/a.txt", content="x")
+        assert caught.value.type == "StoreIOError" and not caught.value.non_retryable
+        assert "scratchpad/a.txt" in caught.value.message and "ENOSPC" in caught.value.message
+        assert str(fs_store.root) not in caught.value.message
+        assert caught.value.__cause__ is None
+
+    async def test_an_unexpected_error_names_no_host_path(
+        self,
+        ws: WorkspaceActivities,
+        fs_store: FilesystemSessionStore,
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:
+        """An error no boundary expected (a backend's own) still fails the activity without
+        the store's folder in its message."""
+
+        def broken(*_args: object) -> bytes:
+            raise RuntimeError(f"backend lost {fs_store.root / SID / 'scratchpad' / 'a.txt'}")
+
+        monkeypatch.setattr(FilesystemSessionStore, "read_bytes", broken)
+        with pytest.raises(ApplicationError) as caught:
+            await call(ws, "read_file", file_path="scratchpad/a.txt")
+        assert caught.value.type == "RuntimeError"
+        assert str(fs_store.root) not in caught.value.message
+        assert "a.txt" in caught.value.message
+
+
+LONG = "n" * 300
+
+Call = tuple[str, dict[str, Any]]
+
+SCRIPT: list[Call] = [
+    ("ls", {}),
+    ("ls", {"path": "scratchpad"}),
+    ("ls", {"path": "scratchpad/in"}),
+    ("ls", {"path": "scratchpad/in/logo.png"}),
+    ("ls", {"path": "scratchpad/none"}),
+    ("ls", {"path": "artifacts"}),
+    ("ls", {"path": "skills"}),
+    ("ls", {"path": "skills/pricing"}),
+    ("ls", {"path": "skills/secret"}),
+    ("ls", {"path": "../x"}),
+    ("read_file", {"file_path": "trigger.json"}),
+    ("read_file", {"file_path": "scratchpad/in/logo.png"}),
+    ("read_file", {"file_path": "scratchpad/in/data.bin"}),
+    ("read_file", {"file_path": "scratchpad/none.txt"}),
+    ("read_file", {"file_path": "scratchpad/in"}),
+    ("read_file", {"file_path": "scratchpad"}),
+    ("read_file", {"file_path": "scratchpad/in/logo.png/x"}),
+    ("read_file", {"file_path": "artifacts/trail.json"}),
+    ("read_file", {"file_path": "checkpoints/cp.json"}),
+    ("read_file", {"file_path": "skills/pricing/SKILL.md"}),
+    ("read_file", {"file_path": "AGENTS.md"}),
+    ("read_file", {"file_path": "/etc/passwd"}),
+    ("read_file", {"file_path": "scratchpad/../../x"}),
+    ("read_file", {"file_path": f"scratchpad/{LONG}"}),
+    ("write_file", {"file_path": "scratchpad/notes.md", "content": "one\ntwo needle\nthree\n"}),
+    ("write_file", {"file_path": "scratchpad/notes.md", "content": "a needle\nb\nneedle c\nd\n"}),
+    ("read_file", {"file_path": "scratchpad/notes.md", "offset": 1, "limit": 2}),
+    ("read_file", {"file_path": "scratchpad/notes.md", "offset": 9}),
+    ("write_file", {"file_path": "scratchpad/empty.txt", "content": ""}),
+    ("read_file", {"file_path": "scratchpad/empty.txt"}),
+    ("write_file", {"file_path": "scratchpad/deep/er/still.txt", "content": "deep needle"}),
+    # a folder emptied by a move or a removal stays on disk and not on S3: each keeps a file
+    ("write_file", {"file_path": "scratchpad/deep/er/keep.txt", "content": "kept"}),
+    ("write_file", {"file_path": "scratchpad/copy/keep.txt", "content": "kept"}),
+    ("write_file", {"file_path": "scratchpad/héllo wörld #1.md", "content": "ünïcode needle"}),
+    ("write_file", {"file_path": "AGENTS.md", "content": "x"}),
+    ("write_file", {"file_path": "trigger.json", "content": "x"}),
+    ("write_file", {"file_path": "skills/pricing/x.md", "content": "x"}),
+    ("write_file", {"file_path": "artifacts/x.json", "content": "x"}),
+    ("write_file", {"file_path": "../../etc/x", "content": "x"}),
+    ("write_file", {"file_path": "scratchpad", "content": "x"}),
+    ("write_file", {"file_path": "scratchpad/in", "content": "x"}),
+    ("write_file", {"file_path": "scratchpad/in/logo.png/child.txt", "content": "x"}),
+    ("write_file", {"file_path": f"scratchpad/{LONG}", "content": "x"}),
+    ("write_file", {"file_path": f"scratchpad/{LONG}/x.txt", "content": "x"}),
+    ("edit_file", {"file_path": "scratchpad/notes.md", "old_string": "b\n", "new_string": "B\n"}),
+    ("edit_file", {"file_path": "scratchpad/notes.md", "old_string": "needle", "new_string": "x"}),
+    (
+        "edit_file",
+        {
+            "file_path": "scratchpad/notes.md",
+            "old_string": "needle",
+            "new_string": "pin",
+            "replace_all": True,
+        },
+    ),
+    ("edit_file", {"file_path": "scratchpad/notes.md", "old_string": "absent", "new_string": "x"}),
+    ("edit_file", {"file_path": "scratchpad/notes.md", "old_string": "", "new_string": "x"}),
+    ("edit_file", {"file_path": "scratchpad/in/logo.png", "old_string": "P", "new_string": "Q"}),
+    ("edit_file", {"file_path": "scratchpad/none.md", "old_string": "a", "new_string": "b"}),
+    ("read_file", {"file_path": "scratchpad/notes.md"}),
+    ("glob", {"pattern": "**/*.md"}),
+    ("glob", {"pattern": "*", "path": "scratchpad"}),
+    ("glob", {"pattern": "**"}),
+    ("glob", {"pattern": "**/*.png", "path": "scratchpad/in"}),
+    ("glob", {"pattern": "*.nothing"}),
+    ("glob", {"pattern": "/abs/*"}),
+    ("grep", {"pattern": "needle"}),
+    ("grep", {"pattern": "needle|pin", "path": "scratchpad"}),
+    ("grep", {"pattern": "needle", "glob": "*.txt"}),
+    ("grep", {"pattern": "e", "max_count": 2}),
+    ("grep", {"pattern": "needle", "path": "scratchpad/none"}),
+    ("grep", {"pattern": "needle", "path": "artifacts"}),
+    ("grep", {"pattern": "("}),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "scratchpad/copy/notes.md"}),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "scratchpad/copy/notes.md"}),
+    (
+        "copy_file",
+        {
+            "source": "scratchpad/in/logo.png",
+            "destination": "scratchpad/copy/notes.md",
+            "overwrite": True,
+        },
+    ),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "scratchpad/notes.md"}),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "scratchpad/in"}),
+    ("copy_file", {"source": "scratchpad/notes.md", "destination": "AGENTS.md"}),
+    ("copy_file", {"source": "scratchpad/none.md", "destination": "scratchpad/x.md"}),
+    ("copy_file", {"source": "skills/pricing/scripts/calc.js", "destination": "scratchpad/c.js"}),
+    ("copy_file", {"source": "trigger.json", "destination": "scratchpad/in/logo.png/t.json"}),
+    ("move_file", {"source": "scratchpad/copy/notes.md", "destination": "scratchpad/moved.png"}),
+    ("move_file", {"source": "skills/pricing/SKILL.md", "destination": "scratchpad/s.md"}),
+    ("move_file", {"source": "scratchpad/none.md", "destination": "scratchpad/s.md"}),
+    ("move_file", {"source": "scratchpad/c.js", "destination": "scratchpad/moved.png"}),
+    ("remove_file", {"file_path": "scratchpad/deep/er/still.txt"}),
+    ("remove_file", {"file_path": "scratchpad/in"}),
+    ("remove_file", {"file_path": "scratchpad/none.txt"}),
+    ("remove_file", {"file_path": "scratchpad/in/logo.png/x"}),
+    ("remove_file", {"file_path": "AGENTS.md"}),
+    ("remove_file", {"file_path": "trigger.json"}),
+    ("remove_file", {"file_path": "scratchpad"}),
+    ("ls", {"path": "scratchpad"}),
+    ("ls", {}),
+    ("glob", {"pattern": "**"}),
+    ("read_file", {"file_path": "scratchpad/moved.png"}),
+    ("read_file", {"file_path": "scratchpad/héllo wörld #1.md"}),
+]
+"""Every workspace tool, on files, folders, mounts, runtime areas, and every refusal: escape,
+read-only, binary, missing, a folder as a file, a file as a folder, a name too long. No folder
+is emptied (see ``test_an_emptied_folder_is_where_the_stores_differ``)."""
+
+
+def tools_on(store: SessionStore, authoring: Path) -> WorkspaceActivities:
+    return WorkspaceActivities(store, authoring)
+
+
+@pytest.fixture
+def sid() -> str:
+    return f"contract-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> FilesystemSessionStore:
+    return FilesystemSessionStore(tmp_path / "sessions")
+
+
+@pytest.fixture
+def s3(s3_url: str) -> ObjectSessionStore:
+    store = open_store(s3_url)
+    assert isinstance(store, ObjectSessionStore)
+    return store
+
+
+async def seed(tools: WorkspaceActivities, sid: str) -> None:
+    """The same starting point in each store: a trigger, a PNG, bytes, runtime files."""
+    await tools.seed_files(
+        SeedFilesInput.model_validate(
             {
-                "session_id": SID,
+                "session_id": sid,
                 "files": {
-                    "scratchpad/ok.txt": {"content": "ok"},
-                    "scratchpad/x.png": {
+                    "trigger.json": {"content": '{"from": "ana@example.com"}'},
+                    "scratchpad/in/logo.png": {
                         "content": base64.b64encode(PNG).decode(),
+                        "encoding": "base64",
+                    },
+                    "scratchpad/in/data.bin": {
+                        "content": base64.b64encode(b"\x00\x01\x02").decode(),
                         "encoding": "base64",
                     },
                 },
             }
         )
-        with pytest.raises(ApplicationError, match=r"scratchpad/x\.png") as caught:
-            await ws.seed_files(seed)
-        assert caught.value.type == "StoreCapabilityError"
-        assert inner.walk(SID, "") == []
-
-
-# --- copy_file, move_file, remove_file (archmax 0.4) -----------------------------------------
-
-
-async def test_copy_is_byte_exact_and_creates_the_destinations_folders(
-    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-) -> None:
-    fs_store.write_bytes(SID, "scratchpad/in/logo.png", PNG)
-    result = await call(
-        ws, "copy_file", source="scratchpad/in/logo.png", destination="scratchpad/out/a/logo.png"
     )
-    assert result.status == "ok"
-    assert result.content.startswith("Copied 'scratchpad/in/logo.png' to 'scratchpad/out/a/")
-    assert fs_store.read_bytes(SID, "scratchpad/out/a/logo.png") == PNG
-    assert fs_store.read_bytes(SID, "scratchpad/in/logo.png") == PNG
+    tools.store.write_text(sid, "artifacts/trail.json", '{"needle": true}')
+    tools.store.write_text(sid, "checkpoints/cp.json", "{}")
 
 
-async def test_copy_reads_a_skill_asset_into_the_scratchpad(
-    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
+async def run_script(tools: WorkspaceActivities, sid: str) -> list[WorkspaceToolResult]:
+    results = []
+    for tool, arguments in SCRIPT:
+        request = WorkspaceToolInput(
+            session_id=sid, tool=tool, arguments=arguments, visible_skills=["pricing"]
+        )
+        results.append(await getattr(tools, tool)(request))
+    return results
+
+
+def files_of(store: SessionStore, sid: str) -> dict[str, bytes]:
+    """Every file the session holds outside the runtime's own areas, with its bytes."""
+    return {
+        path: store.read_bytes(sid, path)
+        for path in store.walk(sid, "")
+        if path.split("/")[0] not in RUNTIME_INTERNAL
+    }
+
+
+def assert_same_answers(
+    expected: list[WorkspaceToolResult], actual: list[WorkspaceToolResult]
 ) -> None:
-    result = await call(
-        ws, "copy_file", source="skills/pricing/scripts/calc.js", destination="scratchpad/calc.js"
-    )
-    assert result.status == "ok"
-    assert fs_store.read_text(SID, "scratchpad/calc.js") == "return 1;\n"
+    """Equal, call by call: a failure names the call and both answers."""
+    assert len(actual) == len(expected)
+    for (tool, arguments), want, got in zip(SCRIPT, expected, actual, strict=True):
+        assert got == want, f"{tool} {arguments}:\n  folder: {want!r}\n  s3:     {got!r}"
 
 
-async def test_an_existing_destination_needs_overwrite(
-    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-) -> None:
-    fs_store.write_text(SID, "scratchpad/a.txt", "new")
-    fs_store.write_text(SID, "scratchpad/b.txt", "old")
-    refused = await call(ws, "copy_file", source="scratchpad/a.txt", destination="scratchpad/b.txt")
-    assert refused.status == "error"
-    assert "'scratchpad/b.txt' exists; pass overwrite: true" in refused.content
-    assert fs_store.read_text(SID, "scratchpad/b.txt") == "old"
-    done = await call(
-        ws, "copy_file", source="scratchpad/a.txt", destination="scratchpad/b.txt", overwrite=True
-    )
-    assert done.status == "ok" and fs_store.read_text(SID, "scratchpad/b.txt") == "new"
+class TestToolsAnswerAlike:
+    """The store contract: one script of tool calls (every tool: reads, writes, refusals of
+    every kind) answers byte for byte the same over a folder and over S3 (moto in server
+    mode, ``s3_url``), and leaves the same files behind."""
 
+    @pytest.fixture
+    def authoring(self, tmp_path: Path) -> Path:
+        root = tmp_path / "authoring"
+        (root / "skills" / "pricing" / "scripts").mkdir(parents=True)
+        (root / "skills" / "pricing" / "SKILL.md").write_text("---\nname: pricing\n---\nneedle\n")
+        (root / "skills" / "pricing" / "scripts" / "calc.js").write_text("return 1;\n")
+        (root / "skills" / "secret").mkdir()
+        (root / "skills" / "secret" / "SKILL.md").write_text("---\nname: secret\n---\nHidden.\n")
+        (root / "AGENTS.md").write_text("# Agents\nBe kind.\n")
+        return root
 
-async def test_a_copy_onto_itself_and_into_a_read_only_area_are_refused(
-    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-) -> None:
-    fs_store.write_text(SID, "scratchpad/a.txt", "x")
-    same = await call(ws, "copy_file", source="scratchpad/a.txt", destination="scratchpad/a.txt")
-    assert same.status == "error" and "both source and destination" in same.content
-    mount = await call(ws, "copy_file", source="scratchpad/a.txt", destination="skills/pricing/a")
-    assert mount.status == "error" and "read-only" in mount.content
+    async def test_the_script_gives_the_same_answers_and_files(
+        self, folder: FilesystemSessionStore, s3: ObjectSessionStore, authoring: Path, sid: str
+    ) -> None:
+        """Every call answers byte for byte the same on a folder and on S3, refusals
+        included, and leaves the same files behind."""
+        answers = {}
+        for name, store in (("folder", folder), ("s3", s3)):
+            tools = tools_on(store, authoring)
+            await seed(tools, sid)
+            answers[name] = await run_script(tools, sid)
+        assert_same_answers(answers["folder"], answers["s3"])
+        errors = [r.content for r in answers["s3"] if r.status == "error"]
+        for refusal in (
+            "cannot climb out",
+            "is an absolute path",
+            "a parent folder is a file",
+            "read-only",
+            "binary file",
+            "longer than the file system allows",
+            "does not exist",
+            "is a folder",
+            "is a file, not a folder",
+            "runtime-internal",
+        ):
+            assert any(refusal in e for e in errors), refusal
+        assert files_of(s3, sid) == files_of(folder, sid)
+        assert files_of(s3, sid)["scratchpad/moved.png"] == PNG
 
+    async def test_an_emptied_folder_is_where_the_stores_differ(
+        self, folder: FilesystemSessionStore, s3: ObjectSessionStore, authoring: Path, sid: str
+    ) -> None:
+        """The one difference the agent can see: a folder whose last file was removed stays
+        on disk (empty) and is gone from an object store, where folders are implied by keys."""
+        listings = {}
+        for name, store in (("folder", folder), ("s3", s3)):
+            tools = tools_on(store, authoring)
+            store.write_text(sid, "scratchpad/tmp/a.txt", "x")
+            request = WorkspaceToolInput(
+                session_id=sid, tool="remove_file", arguments={"file_path": "scratchpad/tmp/a.txt"}
+            )
+            assert (await tools.remove_file(request)).status == "ok"
+            ls = WorkspaceToolInput(session_id=sid, tool="ls", arguments={"path": "scratchpad/tmp"})
+            listings[name] = await tools.ls(ls)
+        assert listings["folder"].content == "'scratchpad/tmp' is empty."
+        assert listings["s3"].status == "error"
+        assert listings["s3"].content == "Error: 'scratchpad/tmp' does not exist"
 
-async def test_move_writes_the_destination_then_removes_the_source(
-    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-) -> None:
-    fs_store.write_text(SID, "scratchpad/draft.md", "# Draft")
-    result = await call(
-        ws, "move_file", source="scratchpad/draft.md", destination="scratchpad/final/report.md"
-    )
-    assert result.status == "ok"
-    assert result.content.startswith("Moved 'scratchpad/draft.md' to 'scratchpad/final/report.md'")
-    assert fs_store.read_text(SID, "scratchpad/final/report.md") == "# Draft"
-    assert not fs_store.exists(SID, "scratchpad/draft.md")
+    async def test_journaled_calls_replay_alike(
+        self, folder: FilesystemSessionStore, s3: ObjectSessionStore, authoring: Path, sid: str
+    ) -> None:
+        """The sandbox's path (``run_tool`` with an idempotency key): the entry is recorded in
+        the store, a retry with the same key answers the recorded answer, on both stores."""
+        answers: dict[str, list[str]] = {}
+        for name, store in (("folder", folder), ("s3", s3)):
+            tools = tools_on(store, authoring)
+            got = []
+            for _attempt in range(2):
+                for n, (tool, arguments) in enumerate(
+                    [
+                        ("write_file", {"file_path": "scratchpad/j.md", "content": "v1"}),
+                        (
+                            "edit_file",
+                            {
+                                "file_path": "scratchpad/j.md",
+                                "old_string": "v1",
+                                "new_string": "v2",
+                            },
+                        ),
+                        (
+                            "move_file",
+                            {"source": "scratchpad/j.md", "destination": "scratchpad/k.md"},
+                        ),
+                    ]
+                ):
+                    request = WorkspaceToolInput(session_id=sid, tool=tool, arguments=arguments)
+                    result = tools.run_tool(request, key=f"run-1.{n}")
+                    got.append(f"{result.status}:{result.content}")
+            answers[name] = got
+            assert store.read_text(sid, "scratchpad/k.md") == "v2"
+            assert not store.exists(sid, "scratchpad/j.md")
+            effects = [e.name for e in store.list_dir(sid, "checkpoints/effects")]
+            assert effects == ["run-1.0.json", "run-1.1.json", "run-1.2.json"]
+            assert EffectJournal(store).prune(sid, "run-1") == 3
+        assert answers["s3"] == answers["folder"]
+        assert answers["s3"][:3] == answers["s3"][3:]  # the retry: the recorded answers
 
-
-async def test_a_move_out_of_a_read_only_area_is_refused_and_moves_nothing(
-    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-) -> None:
-    result = await call(
-        ws, "move_file", source="skills/pricing/SKILL.md", destination="scratchpad/SKILL.md"
-    )
-    assert result.status == "error" and "read-only" in result.content
-    assert not fs_store.exists(SID, "scratchpad/SKILL.md")
-
-
-async def test_remove_deletes_one_file_and_refuses_folders_and_mounts(
-    ws: WorkspaceActivities, fs_store: FilesystemSessionStore
-) -> None:
-    fs_store.write_text(SID, "scratchpad/tmp/a.txt", "x")
-    assert (await call(ws, "remove_file", file_path="scratchpad/tmp/a.txt")).status == "ok"
-    assert not fs_store.exists(SID, "scratchpad/tmp/a.txt")
-    fs_store.write_text(SID, "scratchpad/tmp/b.txt", "y")
-    folder = await call(ws, "remove_file", file_path="scratchpad/tmp")
-    assert folder.status == "error" and "is a folder" in folder.content
-    missing = await call(ws, "remove_file", file_path="scratchpad/none.txt")
-    assert missing.status == "error" and "does not exist" in missing.content
-    mount = await call(ws, "remove_file", file_path="AGENTS.md")
-    assert mount.status == "error" and "read-only" in mount.content
-
-
-@pytest.mark.parametrize("make", [MemorySessionStore, lambda: TextOnlyStore(MemorySessionStore())])
-async def test_every_bundled_store_can_delete(
-    authoring: Path, make: Callable[[], SessionStore]
-) -> None:
-    store = make()
-    store.write_text(SID, "scratchpad/a.txt", "x")
-    tools = WorkspaceActivities(store, authoring)
-    assert (await call(tools, "remove_file", file_path="scratchpad/a.txt")).status == "ok"
-    assert not store.exists(SID, "scratchpad/a.txt")
-
-
-async def test_a_store_without_delete_refuses_a_removal_by_name(authoring: Path) -> None:
-    class NoDelete:
-        """A store that implements the minimal protocol only."""
-
-        def __init__(self) -> None:
-            self._inner = MemorySessionStore()
-
-        def __getattr__(self, name: str) -> Any:
-            if name == "delete":
-                raise AttributeError(name)
-            return getattr(self._inner, name)
-
-    store = NoDelete()
-    store.write_text(SID, "scratchpad/a.txt", "x")
-    tools = WorkspaceActivities(store, authoring)
-    result = await call(tools, "remove_file", file_path="scratchpad/a.txt")
-    assert result.status == "error"
-    assert "this session store cannot delete files ('scratchpad/a.txt')" in result.content
-    assert store.exists(SID, "scratchpad/a.txt")
-
-
-async def test_a_text_only_store_refuses_a_binary_copy(authoring: Path) -> None:
-    store = TextOnlyStore(MemorySessionStore())
-    MemorySessionStore.write_bytes(store._inner, SID, "scratchpad/logo.png", PNG)  # type: ignore[arg-type]
-    tools = WorkspaceActivities(store, authoring)
-    result = await call(
-        tools, "copy_file", source="scratchpad/logo.png", destination="scratchpad/b.png"
-    )
-    assert result.status == "error" and "takes text only" in result.content
+    async def test_placements_and_seeds_alike(
+        self, folder: FilesystemSessionStore, s3: ObjectSessionStore, authoring: Path, sid: str
+    ) -> None:
+        """Files handed to a session (by content, by upload reference, copied from another
+        session) land under the same names; refused seeds are refused alike."""
+        outcomes: dict[str, list[object]] = {}
+        for name, store in (("folder", folder), ("s3", s3)):
+            tools = tools_on(store, authoring)
+            store.write_text("parent-1", "scratchpad/report.json", '{"ok": true}')
+            store.write_text(sid, "scratchpad/attachments/report.pdf", "written by the agent")
+            ref = write_upload(store, PNG)
+            got: list[object] = []
+            for files, copies in (
+                (
+                    {
+                        "a": PlacedFile(name="report.pdf", content="second"),
+                        "b": PlacedFile(name="report.pdf", content="third"),
+                        "c": PlacedFile(name="../../notes", content="text"),
+                        "d": PlacedFile(name="scan.png", ref=ref),
+                    },
+                    {"e": SessionFileRef(session_id="parent-1", path="scratchpad/report.json")},
+                ),
+                ({"f": PlacedFile(name="scan.png", ref=ref)}, {}),
+            ):
+                placed = await tools.place_files(
+                    FilePlacementInput(session_id=sid, files=files, copies=copies)
+                )
+                got.append(placed.paths)
+            for seeded in (
+                {"scratchpad/s/a.txt": {"content": "a"}},
+                {"AGENTS.md": {"content": "x"}},
+            ):
+                seed_input = SeedFilesInput.model_validate({"session_id": sid, "files": seeded})
+                try:
+                    got.append((await tools.seed_files(seed_input)).paths)
+                except ApplicationError as exc:
+                    got.append((exc.type, str(exc), exc.non_retryable))
+            missing = FilePlacementInput(
+                session_id=sid,
+                copies={"x": SessionFileRef(session_id="parent-1", path="scratchpad/none.json")},
+            )
+            with pytest.raises(ApplicationError) as refused:
+                await tools.place_files(missing)
+            got.append((refused.value.type, str(refused.value)))
+            outcomes[name] = got
+        assert outcomes["s3"] == outcomes["folder"]
+        assert files_of(s3, sid) == files_of(folder, sid)
+        assert files_of(s3, sid)["scratchpad/attachments/scan.png"] == PNG

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from archmax_temporal.activities.session_store import MemorySessionStore
+from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.transcript_log import COMPACT_EVERY
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 from bench.store import (

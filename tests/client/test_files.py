@@ -6,7 +6,8 @@ from __future__ import annotations
 import base64
 import hashlib
 
-from archmax_temporal.activities.session_store import MemorySessionStore, read_upload
+from archmax_temporal.activities.memory_store import MemorySessionStore
+from archmax_temporal.activities.session_store import read_upload
 from archmax_temporal.client.files import encoded, file_upload
 from archmax_temporal.workflows.limits import INLINE_FILE_BYTES
 

@@ -30,7 +30,7 @@ from temporalio.api.enums.v1 import EventType, ResetReapplyExcludeType, ResetRea
 from temporalio.api.workflowservice.v1 import ResetWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from archmax_temporal.activities.session_store import FilesystemSessionStore, session_folder
+from archmax_temporal.activities.folder_store import FilesystemSessionStore, session_folder
 from archmax_temporal.activities.transcript_log import (
     LOG_DIVERGED,
     PROMPTS_DIR,

@@ -13,7 +13,7 @@ from temporalio.api.workflowservice.v1 import DescribeWorkflowExecutionResponse
 from temporalio.client import WorkflowExecutionDescription
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.session_store import PathEscapeError
+from archmax_temporal.activities.store_errors import PathEscapeError
 from archmax_temporal.client.sessions_surface import _retrying, _store_wait, workspace_error
 from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.store_binding import MISMATCH

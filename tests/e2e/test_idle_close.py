@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
 
-from archmax_temporal.activities.session_store import FilesystemSessionStore, session_folder
+from archmax_temporal.activities.folder_store import FilesystemSessionStore, session_folder
 from archmax_temporal.activities.store import CHECKPOINT_FILE, read_checkpoint
 from archmax_temporal.client.config import RuntimeConfig, idle_close_from
 from archmax_temporal.client.events import SessionEvent

@@ -18,13 +18,10 @@ from temporalio.client import Client, WorkflowHistory
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.model import ModelActivities
 from archmax_temporal.activities.object_store import open_store
-from archmax_temporal.activities.session_store import (
-    FilesystemSessionStore,
-    SessionStore,
-    delete_file,
-)
+from archmax_temporal.activities.session_store import SessionStore, delete_file
 from archmax_temporal.activities.transcript_log import (
     KEEP_RESULT_BYTES,
     RESULTS_DIR,

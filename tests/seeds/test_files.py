@@ -7,7 +7,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from archmax_temporal.activities.session_store import ReadOnlyPathError
+from archmax_temporal.activities.store_errors import ReadOnlyPathError
 from archmax_temporal.workflows.errors import ArchmaxError
 from tests.support.agents import Scripted, running_agent, write_workflow
 

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from archmax_temporal.activities.session_store import PathEscapeError, ReadOnlyPathError
+from archmax_temporal.activities.store_errors import PathEscapeError, ReadOnlyPathError
 from archmax_temporal.client.cli.app import run_cli
 from archmax_temporal.client.cli.render import camel_json, summary_detail, summary_line
 from archmax_temporal.client.config import RuntimeConfig

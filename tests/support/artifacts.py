@@ -11,7 +11,7 @@ from typing import Any
 
 from temporalio.testing import ActivityEnvironment
 
-from archmax_temporal.activities.session_store import FilesystemSessionStore
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.store import StoreActivities
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.workflows.identity import folder_name

@@ -14,7 +14,8 @@ import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.session_store import FilesystemSessionStore, StoreIOError
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
+from archmax_temporal.activities.store_errors import StoreIOError
 from archmax_temporal.activities.stored_variables import resolve_variables, write_stored_texts
 from archmax_temporal.workflows import projections, prompt, runtime_calls, variables
 from archmax_temporal.workflows.errors import PayloadTooLargeError

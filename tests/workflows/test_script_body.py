@@ -15,8 +15,8 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.sandbox import SandboxActivities
-from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.workflows.sandbox import SandboxLimits, SandboxRunInput, SandboxRunResult
 from archmax_temporal.workflows.sandbox_source import prepare

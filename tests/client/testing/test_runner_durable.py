@@ -19,8 +19,8 @@ from pydantic import BaseModel
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.host_tools import ToolContext, host_tool
-from archmax_temporal.activities.session_store import FilesystemSessionStore
 from archmax_temporal.activities.store import read_checkpoint
 from archmax_temporal.client.devserver import TEST_SERVER_ENV
 from archmax_temporal.client.testing import runner

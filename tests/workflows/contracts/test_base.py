@@ -29,7 +29,7 @@ from temporalio.worker import Worker
 
 from archmax_temporal import worker as worker_module
 from archmax_temporal.activities import store_identity as identity
-from archmax_temporal.activities.session_store import FilesystemSessionStore
+from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import store_binding
 from archmax_temporal.workflows.contracts import base
