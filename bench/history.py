@@ -72,11 +72,8 @@ from temporalio.worker import Worker
 from archmax_temporal import Agent, create_agent
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.devserver import find_temporal_cli
-from archmax_temporal.client.testing.scripted_model import (
-    Playbook,
-    ScriptedModelServer,
-    _Handler,
-)
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer, _Handler
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import search_attributes as sa
 from bench.counters import bytes_written, fsyncs, install_fsync_counter, tree_bytes

@@ -52,7 +52,8 @@ from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.logs import configure_logging
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import search_attributes as sa
 

@@ -49,7 +49,8 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from archmax_temporal import create_agent
 from archmax_temporal.client.devserver import find_temporal_cli
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import ArchmaxError
 from bench.history import API_KEY, MODEL, quiet_logs, start_worker, vm_rss_kib

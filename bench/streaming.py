@@ -52,7 +52,8 @@ from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.logs import configure_logging
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.live import DELTA, LocalChannel
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows import search_attributes as sa

@@ -37,7 +37,8 @@ from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.logs import configure_logging
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.limits import SESSION_VARIABLES_CEILING, Limits

@@ -20,7 +20,8 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.client.devserver import find_temporal_cli
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows import search_attributes as sa
 from tests.support.agents import Scripted

@@ -18,7 +18,7 @@ import archmax_temporal
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import AgentOpener, create_agent
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.testing import assertions, cases
+from archmax_temporal.client.testing import assertions, steps
 from archmax_temporal.worker import build_worker
 from archmax_temporal.workflows import errors
 from tests.support.agents import Scripted, copy_example
@@ -248,19 +248,19 @@ class TestErrorTree:
 class TestStepKinds:
     def test_each_kind_is_one_class_carrying_its_key(self) -> None:
         """Keys are unique and each class's ``kind`` defaults to its key."""
-        keys = [cls.key for cls in cases.STEP_CLASSES]
+        keys = [cls.key for cls in steps.STEP_CLASSES]
         assert len(keys) == len(set(keys))
-        for cls in cases.STEP_CLASSES:
+        for cls in steps.STEP_CLASSES:
             assert cls.model_fields["kind"].default == cls.key
 
     def test_the_derived_lists_agree_with_the_classes(self) -> None:
         """Actions, assertions, structural kinds and shapes all come from the classes."""
-        assert cases.ACTION_KINDS == ("send", "decide", "deliver")
-        assert set(cases.ASSERTION_KINDS) | set(cases.ACTION_KINDS) == set(cases.STEP_KINDS)
-        assert set(cases.ASSERTION_KINDS) >= cases.STRUCTURAL_KINDS
-        assert "grade" not in cases.STRUCTURAL_KINDS and "succeeded" in cases.STRUCTURAL_KINDS
+        assert steps.ACTION_KINDS == ("send", "decide", "deliver")
+        assert set(steps.ASSERTION_KINDS) | set(steps.ACTION_KINDS) == set(steps.STEP_KINDS)
+        assert set(steps.ASSERTION_KINDS) >= steps.STRUCTURAL_KINDS
+        assert "grade" not in steps.STRUCTURAL_KINDS and "succeeded" in steps.STRUCTURAL_KINDS
 
     def test_every_assertion_but_grade_has_an_evaluator(self) -> None:
         """The assertion evaluators cover exactly the schema's assertion kinds (``grade``
         calls a model and is run by the runner)."""
-        assert set(assertions.EVALUATORS) == set(cases.ASSERTION_KINDS) - {"grade"}
+        assert set(assertions.EVALUATORS) == set(steps.ASSERTION_KINDS) - {"grade"}

@@ -20,7 +20,7 @@ from archmax_temporal.activities.store import PACKAGE_VERSION
 from archmax_temporal.activities.store_errors import FileNotFoundInWorkspaceError, ReadOnlyPathError
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client import events
-from archmax_temporal.client.testing import cases
+from archmax_temporal.client.testing import case_workspace
 from archmax_temporal.workflows import (
     contracts,
     governance,
@@ -188,13 +188,13 @@ class TestZones:
 
     def test_the_case_schema_reads_the_zones(self) -> None:
         """A case seeds what ``agent.sessions.seed`` seeds: the same mounts and areas."""
-        assert cases.MOUNT_AREAS == zones.MOUNTS
-        assert cases.RUNTIME_AREAS == zones.RUNTIME_AREAS
-        assert cases.WRITABLE_AREA == zones.SCRATCHPAD
+        assert case_workspace.MOUNT_AREAS == zones.MOUNTS
+        assert case_workspace.RUNTIME_AREAS == zones.RUNTIME_AREAS
+        assert case_workspace.WRITABLE_AREA == zones.SCRATCHPAD
         for area in zones.RUNTIME_AREAS:
-            assert "runtime area" in (cases.workspace_path_problem(f"{area}/x.json") or "")
+            assert "runtime area" in (case_workspace.workspace_path_problem(f"{area}/x.json") or "")
         for mount in zones.MOUNTS:
-            assert "mount" in (cases.workspace_path_problem(f"{mount}/x") or "")
+            assert "mount" in (case_workspace.workspace_path_problem(f"{mount}/x") or "")
 
     @pytest.mark.parametrize("area", sorted(zones.RUNTIME_AREAS | zones.MOUNTS))
     async def test_sessions_seed_refuses_what_a_case_refuses(self, area: str) -> None:

@@ -27,7 +27,8 @@ from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.host import Agent
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.identity import folder_name
 from archmax_temporal.workflows.models import PendingInput
 

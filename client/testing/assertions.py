@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from archmax_temporal.client.testing.cases import (
+from archmax_temporal.client.testing.results import AssertionRecord
+from archmax_temporal.client.testing.steps import (
     BlockedToolStep,
     CalledToolStep,
     CaseStep,
@@ -35,7 +36,6 @@ from archmax_temporal.client.testing.cases import (
     UsedNoToolsStep,
     VariablesStep,
 )
-from archmax_temporal.client.testing.results import AssertionRecord
 from archmax_temporal.workflows.matching import match_token, partial_match
 from archmax_temporal.workflows.models import Message, SessionView, ToolCall
 from archmax_temporal.workflows.paths import MISSING, InvalidPathError, resolve_path

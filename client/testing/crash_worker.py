@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from archmax_temporal.activities.host_tools import HostTool
     from archmax_temporal.activities.model import ModelConfig
     from archmax_temporal.client.config import RuntimeConfig
-    from archmax_temporal.client.testing.cases import CrashStep
+    from archmax_temporal.client.testing.steps import CrashStep
 
 MODULE: Final = "archmax_temporal.client.testing.crash_worker"
 """What the runner runs with ``python -m``."""

@@ -112,9 +112,10 @@ from archmax_temporal.activities.effects import (
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.runtime import Runtime as ArchmaxRuntime
 from archmax_temporal.client.runtime import worker_polling
-from archmax_temporal.client.testing.cases import CaseDocument, CrashKind, CrashStep
+from archmax_temporal.client.testing.case_model import CaseDocument
 from archmax_temporal.client.testing.crash_worker import MODULE as CHILD_MODULE
 from archmax_temporal.client.testing.crash_worker import ChildSpec, callable_label
+from archmax_temporal.client.testing.steps import CrashKind, CrashStep
 from archmax_temporal.connection import CORE_LOGGER, DATA_CONVERTER
 from archmax_temporal.workflows.contracts import sandbox, store, workspace
 from archmax_temporal.workflows.contracts.host_tools import HOST_TOOL_ACTIVITY

@@ -30,8 +30,8 @@ from typing import Any, Final, Literal
 import openai
 
 from archmax_temporal.activities.model import ModelConfig, openai_client
-from archmax_temporal.client.testing.cases import GradeStep
 from archmax_temporal.client.testing.results import AssertionRecord
+from archmax_temporal.client.testing.steps import GradeStep
 from archmax_temporal.workflows.models import Message
 from archmax_temporal.workflows.spec import JudgeSpec
 from archmax_temporal.workflows.tools import handler_of

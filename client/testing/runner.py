@@ -44,22 +44,12 @@ from archmax_temporal.client.host import Agent
 from archmax_temporal.client.loader import load_workflow
 from archmax_temporal.client.testing import assertions
 from archmax_temporal.client.testing.assertions import TurnView
-from archmax_temporal.client.testing.cases import (
-    AdvanceStep,
-    CaseDocument,
-    CaseSchemaError,
-    CaseStep,
-    CrashStep,
-    DecideStep,
-    DeliverStep,
-    DiscoveredCase,
-    GradeStep,
-    RedeliverStep,
-    SendStep,
-    load_case,
-    workspace_seeds,
-)
-from archmax_temporal.client.testing.cases import discover_cases as _discover
+from archmax_temporal.client.testing.case_issues import CaseSchemaError
+from archmax_temporal.client.testing.case_model import CaseDocument
+from archmax_temporal.client.testing.case_workspace import workspace_seeds
+from archmax_temporal.client.testing.cases import load_case
+from archmax_temporal.client.testing.discovery import DiscoveredCase
+from archmax_temporal.client.testing.discovery import discover_cases as _discover
 from archmax_temporal.client.testing.durable import (
     CrashReport,
     DurableCase,
@@ -77,6 +67,16 @@ from archmax_temporal.client.testing.results import (
     Verdict,
     exit_code_for,
     reduce_verdict,
+)
+from archmax_temporal.client.testing.steps import (
+    AdvanceStep,
+    CaseStep,
+    CrashStep,
+    DecideStep,
+    DeliverStep,
+    GradeStep,
+    RedeliverStep,
+    SendStep,
 )
 from archmax_temporal.workflows.errors import (
     ArchmaxError,

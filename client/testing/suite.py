@@ -18,10 +18,11 @@ from typing import TextIO
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.events import SessionEvent
+from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.report import TestView
 from archmax_temporal.client.testing.results import CaseResult
 from archmax_temporal.client.testing.runner import run_tests
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.client.usage import configured_pricing
 from archmax_temporal.workflows.models import TrailStep
 

@@ -43,17 +43,17 @@ from archmax_temporal.client.loader import (
     workflow_slug_problem,
     workflow_slugs,
 )
-from archmax_temporal.client.testing.cases import (
-    CaseDocument,
-    CaseSchemaError,
+from archmax_temporal.client.testing.case_issues import CaseSchemaError
+from archmax_temporal.client.testing.case_model import CaseDocument
+from archmax_temporal.client.testing.cases import load_case
+from archmax_temporal.client.testing.discovery import discover_cases
+from archmax_temporal.client.testing.steps import (
     CrashStep,
     DecideStep,
     GradeStep,
     ParkedStep,
     ReachedStateStep,
     TrailAssertionStep,
-    discover_cases,
-    load_case,
 )
 from archmax_temporal.workflows import governance
 from archmax_temporal.workflows.delegation import MAX_DEPTH, PREFIX, granted_targets, manual_of

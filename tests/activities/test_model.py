@@ -12,7 +12,8 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from archmax_temporal.activities.model import ModelActivities, ModelConfig
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.models import Message, ModelCallInput, ModelCallResult
 from archmax_temporal.workflows.text import REPLACEMENT
 

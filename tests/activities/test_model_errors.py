@@ -28,7 +28,8 @@ from archmax_temporal.activities.model import (
     to_openai_message,
     translate_error,
 )
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows import errors
 from archmax_temporal.workflows.models import Message, ToolCall, ToolSchema
 from tests.support.agents import Scripted, running_agent, write_workflow

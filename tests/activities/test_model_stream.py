@@ -20,7 +20,8 @@ from archmax_temporal.activities.model import (
     streaming_from,
 )
 from archmax_temporal.activities.transcript_log import TranscriptLogs
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.live import DELTA, RESET, LiveEvent
 from archmax_temporal.workflows.models import (
     Message,

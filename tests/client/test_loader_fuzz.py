@@ -32,16 +32,16 @@ from archmax_temporal.client.loader import (
     read_yaml,
     session_start_sizes,
 )
+from archmax_temporal.client.testing.case_issues import CaseSchemaError
+from archmax_temporal.client.testing.case_model import CaseDocument
 from archmax_temporal.client.testing.cases import (
     CASE_MAX_BYTES,
     CASE_PAYLOAD_MAX_BYTES,
-    CaseDocument,
-    CaseSchemaError,
-    DiscoveredCase,
     load_case,
     parse_case,
     payload_problems,
 )
+from archmax_temporal.client.testing.discovery import DiscoveredCase
 from archmax_temporal.client.testing.validate import validate_workflow
 from archmax_temporal.workflows.errors import SpecValidationError, UnknownWorkflowError
 from archmax_temporal.workflows.models import DelegateSpec, SessionInput

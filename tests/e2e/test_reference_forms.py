@@ -22,7 +22,8 @@ import pytest
 from temporalio.client import Client
 
 from archmax_temporal.client.events import SessionEvent
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from tests.support.agents import running_agent
 from tests.support.http_harness import http_api, read_events
 from tests.support.paths import FIXTURES

@@ -24,7 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.devserver import find_test_server
 from archmax_temporal.client.loader import load_workflow
-from archmax_temporal.client.testing.scripted_model import Playbook
+from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows.context import CLEANED_ARGUMENTS
 from archmax_temporal.workflows.errors import (

@@ -22,10 +22,12 @@ from archmax_temporal.client.host import Agent
 from archmax_temporal.client.sessions_surface import SessionsSurface
 from archmax_temporal.client.testing import runner
 from archmax_temporal.client.testing.assertions import TurnView
-from archmax_temporal.client.testing.cases import DiscoveredCase, GradeStep, parse_case
+from archmax_temporal.client.testing.cases import parse_case
+from archmax_temporal.client.testing.discovery import DiscoveredCase
 from archmax_temporal.client.testing.report import TestView
 from archmax_temporal.client.testing.results import AssertionRecord, CaseResult
 from archmax_temporal.client.testing.runner import run_case
+from archmax_temporal.client.testing.steps import GradeStep
 from archmax_temporal.client.testing.validate import validate_workflow
 from archmax_temporal.workflows import runtime_calls
 from archmax_temporal.workflows.context import SessionContext

@@ -36,8 +36,9 @@ from temporalio.worker import Replayer
 
 from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.host import Agent
+from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.runner import run_tests
-from archmax_temporal.client.testing.scripted_model import Playbook, ScriptedModelServer
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, workflow_interceptors, workflow_runner
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.session import ArchmaxSession

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from archmax_temporal.client.testing import cases
+from archmax_temporal.client.testing import case_model, steps
 from archmax_temporal.workflows import models, spec
 from archmax_temporal.workflows.contracts import host_tools, sandbox, workspace
 from archmax_temporal.workflows.models import (
@@ -148,7 +148,7 @@ class TestStrictness:
         strict = [m.__name__ for m in _models(module) if m.model_config.get("extra") != "ignore"]
         assert _models(module) and strict == []
 
-    @pytest.mark.parametrize("module", [spec, cases], ids=lambda m: m.__name__)
+    @pytest.mark.parametrize("module", [spec, case_model, steps], ids=lambda m: m.__name__)
     def test_authored_models_stay_strict(self, module: ModuleType) -> None:
         """The workflow.yaml spec and case files never silently drop a misspelt key."""
         lax = [m.__name__ for m in _models(module) if m.model_config.get("extra") == "ignore"]

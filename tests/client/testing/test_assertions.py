@@ -11,8 +11,9 @@ import pytest
 
 from archmax_temporal.client.testing import assertions
 from archmax_temporal.client.testing.assertions import TurnView
-from archmax_temporal.client.testing.cases import CaseStep, parse_case
+from archmax_temporal.client.testing.cases import parse_case
 from archmax_temporal.client.testing.results import AssertionRecord
+from archmax_temporal.client.testing.steps import CaseStep
 from archmax_temporal.workflows.models import (
     Message,
     PendingDecision,

@@ -1,12 +1,10 @@
-"""This runtime's extension of the case format, statically: the schema of ``advance``,
-``crash``, ``redeliver``, ``repeat`` and ``passRate`` (each rule with its negative case), what
-``archmax validate`` says of them, how the verdict and ``--json`` show them, and the crash
-harness's pure parts (which activities a crash counts, what counts as applied twice)."""
+"""This runtime's extension of the case format, statically (its schema is tested in
+``test_step_parser.py`` and ``test_cases.py``): what ``archmax validate`` says of it, how the
+verdict and ``--json`` show it, and the crash harness's pure parts (which activities a crash
+counts, what counts as applied twice)."""
 
 from __future__ import annotations
 
-import textwrap
-from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Literal
@@ -16,18 +14,7 @@ import pytest
 from archmax_temporal.activities.effects import EffectEvent
 from archmax_temporal.activities.host_tools import host_tool
 from archmax_temporal.client.testing import durable
-from archmax_temporal.client.testing.cases import (
-    EXTENSION_STEP_KINDS,
-    EXTENSION_TOP_LEVEL_KEYS,
-    STEP_KINDS,
-    TOP_LEVEL_KEYS,
-    AdvanceStep,
-    CaseDocument,
-    CaseSchemaError,
-    CrashStep,
-    RedeliverStep,
-    parse_case,
-)
+from archmax_temporal.client.testing.case_model import EXTENSION_TOP_LEVEL_KEYS
 from archmax_temporal.client.testing.report import json_document, verdict_line, verdict_lines
 from archmax_temporal.client.testing.results import (
     AssertionRecord,
@@ -37,204 +24,14 @@ from archmax_temporal.client.testing.results import (
     RunTestsResult,
     Verdict,
 )
+from archmax_temporal.client.testing.steps import EXTENSION_STEP_KINDS
 from archmax_temporal.client.testing.validate import validate_workflow
 from archmax_temporal.workflows import contracts
 from archmax_temporal.workflows.contracts.sandbox import SANDBOX_ACTIVITY
 from tests.support import crash_tools
 from tests.support.agents import copy_example
+from tests.support.case_docs import steps_doc
 from tests.support.paths import EXAMPLES, REPO
-
-HEAD = "title: A case\ndescription: What it drives and asserts.\n"
-
-
-def parse(text: str) -> CaseDocument:
-    return parse_case("case.test.yaml", textwrap.dedent(text))
-
-
-def issues(text: str) -> list[str]:
-    with pytest.raises(CaseSchemaError) as caught:
-        parse(text)
-    return caught.value.issues
-
-
-def steps_doc(steps: str, head: str = HEAD) -> str:
-    return head + "steps:\n" + textwrap.indent(textwrap.dedent(steps), "  ")
-
-
-# --- the schema -------------------------------------------------------------------------------
-
-
-class TestRegistry:
-    def test_the_seeds_vocabulary_stays_the_seeds(self) -> None:
-        """The extension keys are listed apart from the seed's, never mixed into them."""
-        assert EXTENSION_STEP_KINDS == ("advance", "crash", "redeliver")
-        assert not set(EXTENSION_STEP_KINDS) & set(STEP_KINDS)
-        assert EXTENSION_TOP_LEVEL_KEYS == ("repeat", "passRate")
-        assert TOP_LEVEL_KEYS[-2:] == EXTENSION_TOP_LEVEL_KEYS
-
-    def test_a_case_without_them_parses_as_before(self) -> None:
-        document = parse(steps_doc("- send: hi\n- succeeded: true\n"))
-        assert (document.repeat, document.pass_rate) == (1, 1.0)
-        assert not document.advances and not document.crashes
-        assert document.recorded == document.assertions
-
-
-class TestAdvance:
-    def test_a_duration_in_untils_syntax(self) -> None:
-        document = parse(steps_doc("- send: hi\n- advance: 3d\n- parked: true\n"))
-        step = document.steps[1]
-        assert isinstance(step, AdvanceStep)
-        assert (step.by, step.duration) == ("3d", timedelta(days=3))
-        assert document.advances and step.is_action and not step.checked
-
-    @pytest.mark.parametrize(
-        ("value", "problem"),
-        [
-            ("3y", "steps[1].advance: cannot read duration '3y': use a relative duration such as"),
-            ("0", "steps[1].advance: must be a duration in until's relative syntax"),
-            ('"0"', "steps[1].advance: must be a duration above zero"),
-            ("{ by: 3d }", "steps[1].advance: must be a duration in until's relative syntax"),
-            ("9999d", "steps[1].advance: moves the clock at most 3650d at once"),
-        ],
-    )
-    def test_a_bad_duration_names_the_step(self, value: str, problem: str) -> None:
-        (found,) = issues(steps_doc(f"- send: hi\n- advance: {value}\n"))
-        assert found.startswith(problem)
-
-    def test_it_needs_a_session_first(self) -> None:
-        assert issues(steps_doc("- advance: 1d\n- send: hi\n")) == [
-            "steps[0].advance: advance moves the clock of the case's session: a send must "
-            "come before it"
-        ]
-
-
-class TestCrash:
-    def test_defaults_and_the_full_form(self) -> None:
-        document = parse(
-            steps_doc(
-                "- crash: { during: model }\n- send: hi\n"
-                "- crash: { during: hook, nth: 2, at: complete }\n- advance: 1h\n"
-            )
-        )
-        first, second = document.steps[0], document.steps[2]
-        assert isinstance(first, CrashStep) and isinstance(second, CrashStep)
-        assert (first.during, first.nth, first.at) == ("model", 1, "start")
-        assert (second.during, second.nth, second.at) == ("hook", 2, "complete")
-        assert document.crashes and first.checked
-        assert [s.index for s in document.recorded] == [0, 2]
-
-    def test_bad_values_and_unknown_keys_name_the_step(self) -> None:
-        found = issues(
-            steps_doc(
-                "- send: hi\n- crash: { during: modle, nth: 0, at: end }\n- send: again\n"
-                "- crash: { during: tool, when: now }\n- send: more\n- crash: model\n"
-                "- send: last\n"
-            )
-        )
-        assert found == [
-            "steps[1].crash.during: must be one of 'hook', 'model', 'store' or 'tool'",
-            "steps[1].crash.nth: Input should be greater than or equal to 1",
-            "steps[1].crash.at: must be one of 'complete' or 'start'",
-            "steps[3].crash.when: unknown key; known keys: during, nth, at",
-            "steps[5].crash: must be a mapping { during, nth?, at? }",
-        ]
-
-    @pytest.mark.parametrize(
-        ("steps", "got"),
-        [
-            ("- send: hi\n- crash: { during: model }\n", "nothing follows it"),
-            ("- send: hi\n- crash: { during: model }\n- succeeded: true\n", "got succeeded"),
-            ("- send: hi\n- crash: { during: model }\n- redeliver: {}\n", "got redeliver"),
-        ],
-    )
-    def test_it_arms_the_action_right_after_it(self, steps: str, got: str) -> None:
-        found = issues(steps_doc(steps))
-        assert (
-            "steps[1].crash: a crash arms the action right after it, which must be send, "
-            f"decide, deliver or advance ({got})"
-        ) in found
-
-
-class TestRedeliver:
-    def test_it_takes_nothing_and_follows_a_firing(self) -> None:
-        document = parse(
-            steps_doc("- send: hi\n- parked: true\n- redeliver: {}\n- redeliver: {}\n")
-        )
-        assert all(isinstance(s, RedeliverStep) for s in document.steps[2:])
-        assert [s.index for s in document.recorded] == [1, 2, 3]
-
-    def test_a_value_or_a_wrong_place_is_an_error(self) -> None:
-        assert issues(steps_doc("- send: hi\n- redeliver: true\n")) == [
-            "steps[1].redeliver: takes nothing: write redeliver: {}"
-        ]
-        assert issues(steps_doc("- redeliver: {}\n")) == [
-            "steps[0].redeliver: redeliver sends the previous send, decide or deliver again "
-            "(none came)"
-        ]
-
-    @pytest.mark.parametrize(
-        "steps",
-        [
-            "- send: hi\n- advance: 1d\n- redeliver: {}\n",
-            "- send: hi\n- advance: 1d\n- parked: input\n- redeliver: {}\n",
-            "- send: hi\n- crash: { during: model }\n- advance: 1d\n- redeliver: {}\n",
-        ],
-    )
-    def test_a_redeliver_after_an_advance_is_refused_naming_the_step(self, steps: str) -> None:
-        """What it would send again was delivered before the clock moved: the run that
-        knew its key may have closed idle, so the schema refuses it, and says why."""
-        index = steps.count("\n- ")
-        assert issues(steps_doc(steps)) == [
-            f"steps[{index}].redeliver: redeliver cannot follow an advance: once the clock "
-            "moved on the session may have closed idle and reopened in a new run, which no "
-            "longer knows the first delivery's idempotency key (Temporal answers an update id "
-            "within its run only); put the redeliver right after the send, decide or deliver "
-            "it repeats"
-        ]
-
-    def test_a_redeliver_after_an_advance_and_a_new_send_repeats_that_send(self) -> None:
-        document = parse(HEAD + "steps:\n  - send: hi\n  - advance: 1d\n  - send: again\n"
-                         "  - redeliver: {}\n")  # fmt: skip
-        assert [s.kind for s in document.steps] == ["send", "advance", "send", "redeliver"]
-
-
-class TestRepeat:
-    def test_runs_and_a_rate(self) -> None:
-        document = parse(HEAD + "repeat: 5\npassRate: 0.8\nsteps:\n  - send: hi\n")
-        assert (document.repeat, document.pass_rate) == (5, 0.8)
-        assert parse(HEAD + "repeat: 3\n").pass_rate == 1.0
-
-    @pytest.mark.parametrize(
-        ("fields", "problem"),
-        [
-            ("repeat: 0\n", "repeat: must be 1 to 100 runs (got 0)"),
-            ("repeat: 101\n", "repeat: must be 1 to 100 runs (got 101)"),
-            ("repeat: true\n", "repeat: must be a whole number of runs, 1 to 100"),
-            ("repeat: 2.5\n", "repeat: must be a whole number of runs, 1 to 100"),
-            ("repeat: 3\npassRate: 0\n", "passRate: must be above 0 and at most 1 (got 0)"),
-            ("repeat: 3\npassRate: 1.5\n", "passRate: must be above 0 and at most 1 (got 1.5)"),
-            ("repeat: 3\npassRate: high\n", "passRate: must be a number above 0 and at most 1"),
-            ("passRate: 0.8\n", "passRate: needs repeat: N beside it"),
-        ],
-    )
-    def test_bad_values_are_errors(self, fields: str, problem: str) -> None:
-        (found,) = issues(HEAD + fields)
-        assert found.startswith(problem)
-
-    def test_an_unknown_key_lists_them(self) -> None:
-        (found,) = issues(HEAD + "repeats: 3\n")
-        assert found == (
-            f"repeats: unknown key; known keys: {', '.join(TOP_LEVEL_KEYS)} "
-            '(did you mean "repeat"?)'
-        )
-
-
-def test_an_unknown_step_key_near_no_other_names_the_extensions_too() -> None:
-    (typo,) = issues(steps_doc("- send: hi\n- advanse: 1d\n"))
-    assert typo.endswith('(did you mean "advance"?)')
-    (unknown,) = issues(steps_doc("- send: hi\n- wait: 1d\n"))
-    assert unknown.endswith("; this runtime's extensions: advance, crash, redeliver")
-
 
 # --- archmax validate -------------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from archmax_temporal.activities.model import ModelConfig
-from archmax_temporal.client.testing.cases import GradeStep
 from archmax_temporal.client.testing.grader import (
     NO_JUDGE_HINT,
     NO_VERDICT_REASON,
@@ -30,6 +29,7 @@ from archmax_temporal.client.testing.grader import (
 )
 from archmax_temporal.client.testing.results import reduce_verdict
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
+from archmax_temporal.client.testing.steps import GradeStep
 from archmax_temporal.workflows.models import Message, ToolCall
 from archmax_temporal.workflows.spec import JudgeSpec
 

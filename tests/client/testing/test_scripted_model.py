@@ -1,4 +1,5 @@
-"""Tests for client/scripted_model.py, driven through the real ``openai`` client.
+"""The scripted model's server (``client/testing/scripted_model.py``), driven through the real
+``openai`` client.
 
 Every server binds a free port on 127.0.0.1 and is stopped when its ``with`` block ends.
 """
@@ -21,13 +22,8 @@ from typing import Any
 import openai
 import pytest
 
-from archmax_temporal.client.testing.scripted_model import (
-    ConversationView,
-    Playbook,
-    PlaybookError,
-    ScriptedModelServer,
-    fill_template,
-)
+from archmax_temporal.client.testing.playbook import Playbook
+from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from tests.support.paths import REPO
 
 ROOT = REPO
@@ -377,65 +373,6 @@ async def test_streaming_yields_the_same_answer() -> None:
     assert json.loads(deltas[0].tool_calls[0].function.arguments) == {"a": 1}
     assert [c.choices[0].finish_reason for c in chunks if c.choices] == [None, "tool_calls"]
     assert chunks[-1].usage is not None and chunks[-1].usage.total_tokens > 0
-
-
-@pytest.mark.parametrize(
-    ("playbook", "expected"),
-    [
-        (
-            'rules: [{when: {last_user: "/(unclosed/"}, reply: {content: x}}]',
-            "rules[0].when.last_user",
-        ),
-        ('rules: [{when: {last_user: "/a/x"}, reply: {content: x}}]', "unknown flag 'x'"),
-        (
-            'rules: [{reply: {content: x}}, {when: {any_message: "/[/"}, reply: {content: x}}]',
-            "rules[1].when.any_message: invalid regex",
-        ),
-        (
-            "rules: [{when: {stat: clarify}, reply: {content: x}}]",
-            "rules[0].when.stat: unknown key",
-        ),
-        (
-            "rules: [{reply: {content: x}, color: red}]",
-            "rules[0].color: unknown key (allowed: name,",
-        ),
-        (
-            "rules: [{reply: {tool_calls: [{nme: t}]}}]",
-            "rules[0].reply.tool_calls[0].nme: unknown key "
-            "(allowed: name, arguments, raw_arguments)",
-        ),
-        (
-            "rules: [{reply: {content: x}, error: {status: 500}}]",
-            "exactly one of 'reply' or 'error'",
-        ),
-        ("rules: [{}]", "rules[0]: a rule needs exactly one of 'reply' or 'error' (got neither)"),
-        ("rules: [{reply: {}}]", "rules[0].reply: a reply needs 'content' or 'tool_calls'"),
-        ("rules: [{error: {status: 200}}]", "rules[0].error"),
-        ("default: {content: x}\nextra: 1", "extra: unknown key"),
-        ("rules: [", "not valid YAML"),
-        ("", "got nothing"),
-    ],
-)
-def test_bad_playbooks_raise_playbook_error_naming_the_place(playbook: str, expected: str) -> None:
-    with pytest.raises(PlaybookError) as caught:
-        Playbook.from_yaml(playbook)
-    assert expected in str(caught.value)
-    assert isinstance(caught.value, ValueError)
-
-
-def test_load_names_the_file_and_substring_tokens_are_literal(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("rules: [{when: {last_tool_result: '/(?P<x/'}, reply: {content: x}}]")
-    with pytest.raises(PlaybookError, match=r"bad\.yaml: rules\[0\]\.when\.last_tool_result"):
-        Playbook.load(bad)
-    with pytest.raises(PlaybookError, match="cannot read"):
-        Playbook.load(tmp_path / "missing.yaml")
-    good = tmp_path / "good.yaml"
-    good.write_text("rules: [{when: {last_user: 'a.b'}, reply: {content: x}}]")
-    when = Playbook.load(good).rules[0].when
-    assert fill_template("{{a}} {a} {b}", {"a": "1"}) == "{a} 1 {b}"
-    assert when.match(ConversationView.from_body({"messages": [user("xa.by")]})) == {}
-    assert when.match(ConversationView.from_body({"messages": [user("axb")]})) is None
 
 
 def test_command_line_prints_the_url_and_serves(tmp_path: Path) -> None:
