@@ -97,9 +97,9 @@ def telemetry_interceptors() -> list[Interceptor]:
 
 
 def workflow_interceptors() -> list[Interceptor]:
-    """The interceptors that decide commands of the session workflow, so every worker and
-    every replayer runs them: a session's store in its activities' headers, and an activity
-    that workers of another store refused scheduled again (:mod:`workflows.store_binding`)."""
+    """The interceptors that decide commands of the session workflow, so every worker and every
+    replayer runs them: a session's store in its activities' headers, and an activity that workers
+    of another store refused scheduled again (:mod:`archmax_temporal.workflows.store_binding`)."""
     return [StoreBindingInterceptor()]
 
 
@@ -171,10 +171,10 @@ def build_worker(
 ) -> Worker:
     """A worker for ``task_queue`` with the session workflow and its activities.
 
-    With ``deployment`` the worker uses Worker Versioning as that version: a session's run is
-    pinned to the version it started on, and a parked session that wakes when another
-    version is current continues as new onto it (:data:`workflows.session.UPGRADE_PATCH`).
-    Without one, the worker reports ``build_id`` (default: :func:`code_build_id`).
+    With ``deployment`` the worker uses Worker Versioning as that version: a session's run is pinned
+    to the version it started on, and a parked session that wakes when another version is current
+    continues as new onto it (:data:`archmax_temporal.workflows.session.UPGRADE_PATCH`). Without
+    one, the worker reports ``build_id`` (default: :func:`code_build_id`).
 
     ``authoring_root`` serves the read-only mounts (``skills/``, ``AGENTS.md``) of the
     workspace tools; sessions' own files live in ``store`` (any session store: an object
@@ -185,17 +185,17 @@ def build_worker(
     ``ARCHMAX_NOTIFY_URL`` and ``ARCHMAX_NOTIFY_SECRET``); None: the worker sends none.
     ``live`` is where the model calls' text goes while it is written (``agent-text-delta``:
     :func:`archmax_temporal.live.live_channel` reads ``ARCHMAX_STREAM_URL``, else the local
-    sockets of the root); None: nowhere (followers get the whole messages only).
-    ``sandbox_runtime`` is the command line that starts a hook's or script's sandbox process
-    (default: this Python running ``activities/sandbox_child.py``); it speaks that child's
-    protocol on stdin and stdout, so a host can wrap it (a container, a jail).
-    The worker registers exactly the activities :mod:`workflows.contracts` records (a
-    missing, extra or doubled one is a ``ValueError``). It reads (or creates) its store's
-    identity first and refuses the activities of sessions created in another store
-    (:mod:`activities.store_identity`). ``interceptors`` run after the store's and the
-    telemetry ones every worker has (:func:`telemetry_interceptors`; ``telemetry=False``
-    leaves them out: no session fields on activity log lines, and of archmax's metrics only
-    those workflow code records itself, as ``bench/telemetry.py`` compares).
+    sockets of the root); None: nowhere (followers get the whole messages only). ``sandbox_runtime``
+    is the command line that starts a hook's or script's sandbox process (default: this Python
+    running ``activities/sandbox_child.py``); it speaks that child's protocol on stdin and stdout,
+    so a host can wrap it (a container, a jail). The worker registers exactly the activities
+    :mod:`archmax_temporal.workflows.contracts` records (a missing, extra or doubled one is a
+    ``ValueError``). It reads (or creates) its store's identity first and refuses the activities of
+    sessions created in another store (:mod:`archmax_temporal.activities.store_identity`).
+    ``interceptors`` run after the store's and the telemetry ones every worker has
+    (:func:`telemetry_interceptors`; ``telemetry=False`` leaves them out: no session fields on
+    activity log lines, and of archmax's metrics only those workflow code records itself, as
+    ``bench/telemetry.py`` compares).
     """
     from archmax_temporal.workflows import contracts
 

@@ -87,10 +87,10 @@ def held_prefix(data: bytes, start: str, items: list[str]) -> tuple[int, int]:
 
 
 def parse_items(text: str, key: str) -> list[Any]:
-    """The items of the document's list ``key``; of a document cut short (a reader that
-    raced an append in place, a write killed half-way: see
-    :meth:`~activities.folder_store.FilesystemSessionStore.append_at`), the whole items
-    before the cut. ``[]`` when none can be read."""
+    """The items of the document's list ``key``; of a document cut short (a reader that raced an
+    append in place, a write killed half-way: see
+    :meth:`~archmax_temporal.activities.folder_store.FilesystemSessionStore.append_at`), the whole
+    items before the cut. ``[]`` when none can be read."""
     try:
         whole = json.loads(text)[key]
         return list(whole) if isinstance(whole, list) else []

@@ -5,8 +5,8 @@ Seeding writes at the paths a host (``sessions.seed``) or a case chooses, mounts
 areas refused.
 
 A host hands files inline (text or base64), by upload reference
-(:func:`~activities.session_store.write_upload`) or as a copy of another session's file; a
-store that takes no raw bytes refuses a non-text file by name and nothing is written."""
+(:func:`~archmax_temporal.activities.session_store.write_upload`) or as a copy of another session's
+file; a store that takes no raw bytes refuses a non-text file by name and nothing is written."""
 
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ from archmax_temporal.workflows.zones import (
 
 
 def checked_session(session_id: str) -> str:
-    """``session_id`` checked (:func:`~workflows.identity.check_session_id`), or the
-    non-retryable ``ApplicationError`` an activity fails with when it is no session id."""
+    """``session_id`` checked (:func:`~archmax_temporal.workflows.identity.check_session_id`), or
+    the non-retryable ``ApplicationError`` an activity fails with when it is no session id."""
     try:
         return check_session_id(session_id)
     except InvalidSessionIdError as exc:

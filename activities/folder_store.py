@@ -1,8 +1,8 @@
 """The session store in a folder: :class:`FilesystemSessionStore`, ``<root>/<sessionId>/<path>``
 on disk, written atomically and never reached through a symlink.
 
-A disk store refuses any path through a symlink (:class:`SymlinkPathError`), wherever it
-points; its writes go through :func:`~activities.disk_files.atomic_write`, their temporaries in
+A disk store refuses any path through a symlink (:class:`SymlinkPathError`), wherever it points; its
+writes go through :func:`~archmax_temporal.activities.disk_files.atomic_write`, their temporaries in
 :data:`TEMPORARIES`.
 """
 
@@ -285,7 +285,7 @@ class FilesystemSessionStore:
         Not atomic for a reader: one that races the write, or a write killed half-way, may
         find the bytes before ``offset`` followed by a part of ``data``. Only for documents
         whose every reader takes a cut-short copy by the whole items it holds (the growing
-        artifacts, :func:`~activities.artifact_cache.parse_items`)."""
+        artifacts, :func:`~archmax_temporal.activities.artifact_cache.parse_items`)."""
         with os_errors(path):
             target, rel = self._resolve(session_id, path)
             with self._locked(session_id):

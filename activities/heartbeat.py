@@ -1,11 +1,11 @@
 """Heartbeating while an activity works, so a worker that dies mid-call is noticed.
 
 Temporal learns that an attempt is lost only when its heartbeat stops (or when the whole
-start-to-close budget has run out). Each long activity (workspace tools, placements, the
-sandbox, host tools, hook executors) awaits its work through :func:`heartbeating`, which
-heartbeats every :data:`HEARTBEAT_EVERY` while the work runs; its contract sets a
-``heartbeat_timeout`` (:data:`workflows.contracts.base.HEARTBEAT_TIMEOUT`), so a SIGKILLed
-worker's call is retried elsewhere within that timeout.
+start-to-close budget has run out). Each long activity (workspace tools, placements, the sandbox,
+host tools, hook executors) awaits its work through :func:`heartbeating`, which heartbeats every
+:data:`HEARTBEAT_EVERY` while the work runs; its contract sets a ``heartbeat_timeout``
+(:data:`archmax_temporal.workflows.contracts.base.HEARTBEAT_TIMEOUT`), so a SIGKILLed worker's call
+is retried elsewhere within that timeout.
 """
 
 from __future__ import annotations

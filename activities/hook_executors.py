@@ -1,14 +1,15 @@
 """Custom hook kinds: host callables registered with ``create_agent(hook_executors=...)``,
 run on the worker as one activity, dispatched by kind.
 
-An executor is ``executor(config, args)`` or ``executor(config, args, context)``, sync or
-async: ``config`` is the hook's declared value (``{webhook: https://…}`` → the URL), ``args``
-the object a script hook receives, ``context`` a :class:`~activities.host_tools.ToolContext`
-whose ``idempotency_key`` is the same on every retry of one call (so a webhook can be sent
-with an idempotency key). What it returns is read by :func:`workflows.hooks.custom_verdict`.
-An executor that raises vetoes (fail closed) with its error, host paths hidden; a kind with
-no executor vetoes too. The activity heartbeats while the executor runs, and with a store its
-result is journaled once known, so a retry after that does not call it again.
+An executor is ``executor(config, args)`` or ``executor(config, args, context)``, sync or async:
+``config`` is the hook's declared value (``{webhook: https://…}`` → the URL), ``args`` the object a
+script hook receives, ``context`` a :class:`~archmax_temporal.activities.host_tools.ToolContext`
+whose ``idempotency_key`` is the same on every retry of one call (so a webhook can be sent with an
+idempotency key). What it returns is read by
+:func:`archmax_temporal.workflows.hooks.custom_verdict`. An executor that raises vetoes (fail
+closed) with its error, host paths hidden; a kind with no executor vetoes too. The activity
+heartbeats while the executor runs, and with a store its result is journaled once known, so a retry
+after that does not call it again.
 """
 
 from __future__ import annotations

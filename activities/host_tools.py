@@ -6,12 +6,12 @@ the callable runs. What it returns is answered to the model (a string as it is, 
 as JSON). A tool that raises is an error result the model reads, never a turn failure; its
 message reaches the model with host paths hidden (:func:`hide_host_paths`).
 
-A tool may take a second parameter, a :class:`ToolContext`: its ``idempotency_key`` is the
-same on every retry of one call and different for every other call, so a tool that changes
-something (sends a mail, books a refund) can make a retry after a crashed worker harmless.
-Once a tool has returned, its answer is recorded in the session's effect journal
-(:mod:`activities.effects`): a retry after that answers from the journal without calling the
-tool again. The activity heartbeats while the tool runs.
+A tool may take a second parameter, a :class:`ToolContext`: its ``idempotency_key`` is the same on
+every retry of one call and different for every other call, so a tool that changes something (sends
+a mail, books a refund) can make a retry after a crashed worker harmless. Once a tool has returned,
+its answer is recorded in the session's effect journal (:mod:`archmax_temporal.activities.effects`):
+a retry after that answers from the journal without calling the tool again. The activity heartbeats
+while the tool runs.
 """
 
 from __future__ import annotations

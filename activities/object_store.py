@@ -1,18 +1,19 @@
 """The session store on object storage (S3, GCS, Azure Blob, or in memory), and
 :func:`open_store`, which opens a store from its location (a folder or a URL).
 
-:class:`ObjectSessionStore` keeps the same layout as the folder store, as keys: a session's
-file ``scratchpad/notes.md`` is ``<prefix>/<folder_name(session id)>/scratchpad/notes.md``, a
-shared object ``_specs/<hash>.json`` is ``<prefix>/_specs/<hash>.json``, an upload
+:class:`ObjectSessionStore` keeps the same layout as the folder store, as keys: a session's file
+``scratchpad/notes.md`` is ``<prefix>/<folder_name(session id)>/scratchpad/notes.md``, a shared
+object ``_specs/<hash>.json`` is ``<prefix>/_specs/<hash>.json``, an upload
 ``<prefix>/_uploads/<sha256>``. Folders are implied by the keys below them (as in
-:class:`~activities.memory_store.MemorySessionStore`): a folder exists while a file is in it.
+:class:`~archmax_temporal.activities.memory_store.MemorySessionStore`): a folder exists while a file
+is in it.
 
-It answers every operation of :class:`~activities.session_store.SessionStore` as the folder
-store does, with the same error classes and messages: a missing file, a folder read as a file,
-a write under a file, a name over 255 bytes. Writes are single atomic puts (readers see the
-old object or the new, never half), so nothing is swept. Conditional writes are the store's
-own: ``put`` if absent (``If-None-Match: *``) and ``put`` if still at the version read
-(``If-Match: <etag>``); the loser gets :class:`StoreConflictError` and nothing is written.
+It answers every operation of :class:`~archmax_temporal.activities.session_store.SessionStore` as
+the folder store does, with the same error classes and messages: a missing file, a folder read as a
+file, a write under a file, a name over 255 bytes. Writes are single atomic puts (readers see the
+old object or the new, never half), so nothing is swept. Conditional writes are the store's own:
+``put`` if absent (``If-None-Match: *``) and ``put`` if still at the version read (``If-Match:
+<etag>``); the loser gets :class:`StoreConflictError` and nothing is written.
 
 Errors are translated at one boundary (:func:`_translated`): a missing object is
 :class:`FileNotFoundInWorkspaceError`; every other failure of the store or the network
@@ -102,8 +103,9 @@ owns retries: a store that stays down fails the activity (:class:`StoreIOError`)
 Temporal retries with its own backoff, never the client for minutes inside one attempt."""
 
 OBJECT_SCHEMES: Final = frozenset({"s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "memory"})
-"""URL schemes :func:`open_store` opens as an :class:`ObjectSessionStore` (``client.config``'s
-``STORE_SCHEMES`` names the same, for ``ARCHMAX_STORE``; a test holds them equal)."""
+"""URL schemes :func:`open_store` opens as an :class:`ObjectSessionStore`
+(``archmax_temporal.client.config``'s ``STORE_SCHEMES`` names the same, for ``ARCHMAX_STORE``; a
+test holds them equal)."""
 
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
 _URL: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")

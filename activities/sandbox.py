@@ -1,11 +1,11 @@
 """The sandbox activity: one hook or ``archmax_run`` script evaluated in QuickJS.
 
-Each run gets a fresh QuickJS process (:mod:`activities.sandbox_child`, ~75 ms to start)
-bounded by the wall clock of ``settings.timeoutMs`` (killed on overrun) and by QuickJS's heap
-quota of ``settings.memoryLimitBytes``. The binding cannot bound time in-thread while the
-script calls back into Python, and its clock is the whole process's CPU time, so the process
-is the unit that can be stopped; an endless loop, a memory bomb or an engine crash ends that
-run with a typed error and never takes the worker down.
+Each run gets a fresh QuickJS process (:mod:`archmax_temporal.activities.sandbox_child`, ~75 ms to
+start) bounded by the wall clock of ``settings.timeoutMs`` (killed on overrun) and by QuickJS's heap
+quota of ``settings.memoryLimitBytes``. The binding cannot bound time in-thread while the script
+calls back into Python, and its clock is the whole process's CPU time, so the process is the unit
+that can be stopped; an endless loop, a memory bomb or an engine crash ends that run with a typed
+error and never takes the worker down.
 
 The run's ``tools.*`` calls come back to this activity and are served here, in order: the
 one decision (``governance.govern``: the kernel, on runtime authority for a hook, then the

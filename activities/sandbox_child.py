@@ -1,7 +1,7 @@
 """The sandbox process: evaluates one prepared hook or script in QuickJS and talks JSON lines.
 
-Run as ``python -I sandbox_child.py`` by :mod:`activities.sandbox`; it imports nothing of the
-project, only ``quickjs`` and the standard library.
+Run as ``python -I sandbox_child.py`` by :mod:`archmax_temporal.activities.sandbox`; it imports
+nothing of the project, only ``quickjs`` and the standard library.
 
 Protocol (one JSON object per line):
 

@@ -4,17 +4,18 @@ alike (text, uploads, deletes, temporaries).
 The :class:`SessionStore` protocol is **synchronous**: activities call it, typically from a
 worker thread (``asyncio.to_thread``), so a backend may block. Implementations:
 
-- :class:`~activities.folder_store.FilesystemSessionStore`: ``<root>/<sessionId>/<path>`` on
-  disk, atomic writes.
-- :class:`~activities.object_store.ObjectSessionStore`: S3, GCS, Azure Blob, or in memory.
-- :class:`~activities.memory_store.MemorySessionStore`: a dict, for tests.
-- :class:`~activities.text_only_store.TextOnlyStore`: wraps another store and takes text only
-  (``supports_bytes`` is false), like a backend without ``uploadFiles``: non-text content is
-  refused, nothing written.
+- :class:`~archmax_temporal.activities.folder_store.FilesystemSessionStore`:
+  ``<root>/<sessionId>/<path>`` on disk, atomic writes.
+- :class:`~archmax_temporal.activities.object_store.ObjectSessionStore`: S3, GCS, Azure Blob, or in
+  memory.
+- :class:`~archmax_temporal.activities.memory_store.MemorySessionStore`: a dict, for tests.
+- :class:`~archmax_temporal.activities.text_only_store.TextOnlyStore`: wraps another store and takes
+  text only (``supports_bytes`` is false), like a backend without ``uploadFiles``: non-text content
+  is refused, nothing written.
 
-Paths are session-relative (:mod:`activities.session_paths`); what a refused or failed
-operation raises is in :mod:`activities.store_errors`, whose classes this module also names
-for the hosts that import them from here.
+Paths are session-relative (:mod:`archmax_temporal.activities.session_paths`); what a refused or
+failed operation raises is in :mod:`archmax_temporal.activities.store_errors`, whose classes this
+module also names for the hosts that import them from here.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ class SessionStore(Protocol):
     """Files of sessions, addressed by ``(session_id, session-relative path)``.
 
     Synchronous by design: activities call it (off the event loop). Every method validates the
-    session id (:func:`~workflows.identity.check_session_id`) and the path
+    session id (:func:`~archmax_temporal.workflows.identity.check_session_id`) and the path
     (:func:`normalize_path`), raising :class:`PathEscapeError` for a path leaving the session.
     """
 

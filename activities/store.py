@@ -10,26 +10,25 @@ Layout (the seed's, under ``ARCHMAX_STORE``, default ``<root>/sessions``)::
     <sessionId>/checkpoints/variables/<sha256>.json   a large variable's value (by reference)
 
 Checkpoints are Temporal's history; the store holds files, through the
-:class:`~activities.session_store.SessionStore` protocol (a folder or an object store). Every
-write is atomic (a folder store writes a temporary file and renames it; an object put is
-whole), so a killed worker never leaves a half-written artifact, except the two artifacts that
-grow with the session on a store that writes in place (a folder store): a turn appends what is
-new to ``trail.json`` and ``trajectory.json`` over the document's old end, so what it writes
-does not grow with the session, and a reader that meets one cut short (it raced the append, or
-the append was killed) reads the whole items before the cut
-(:func:`~activities.artifact_cache.parse_items`); the next turn makes it whole again. On a
-folder store a turn fsyncs once: ``trail.json``, whose older steps live nowhere else. What is
-rebuilt from durable state at the next turn (the trajectory: the conversation log and the
-workflow; the small artifacts; the persist claim) is replaced atomically without an fsync,
-and a small artifact this worker wrote with the same content is not written again.
+:class:`~archmax_temporal.activities.session_store.SessionStore` protocol (a folder or an object
+store). Every write is atomic (a folder store writes a temporary file and renames it; an object put
+is whole), so a killed worker never leaves a half-written artifact, except the two artifacts that
+grow with the session on a store that writes in place (a folder store): a turn appends what is new
+to ``trail.json`` and ``trajectory.json`` over the document's old end, so what it writes does not
+grow with the session, and a reader that meets one cut short (it raced the append, or the append was
+killed) reads the whole items before the cut
+(:func:`~archmax_temporal.activities.artifact_cache.parse_items`); the next turn makes it whole
+again. On a folder store a turn fsyncs once: ``trail.json``, whose older steps live nowhere else.
+What is rebuilt from durable state at the next turn (the trajectory: the conversation log and the
+workflow; the small artifacts; the persist claim) is replaced atomically without an fsync, and a
+small artifact this worker wrote with the same content is not written again.
 
-A document that changes is replaced (or appended to) only if it is still the version this
-attempt found (a conditional write), after the attempt claimed the session's
-``checkpoints/persisted.json`` for its place in the session's order: a zombie attempt whose
-activity timed out finds a newer claim or a newer version and writes nothing
-(:class:`Superseded`). The end of a turn is also when the session's runtime records are
-tidied: the effect journal's entries of the turn's run (:mod:`activities.effects`) and
-temporary files older than ``TEMPORARY_MAX_AGE``.
+A document that changes is replaced (or appended to) only if it is still the version this attempt
+found (a conditional write), after the attempt claimed the session's ``checkpoints/persisted.json``
+for its place in the session's order: a zombie attempt whose activity timed out finds a newer claim
+or a newer version and writes nothing (:class:`Superseded`). The end of a turn is also when the
+session's runtime records are tidied: the effect journal's entries of the turn's run
+(:mod:`archmax_temporal.activities.effects`) and temporary files older than ``TEMPORARY_MAX_AGE``.
 """
 
 from __future__ import annotations

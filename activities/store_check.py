@@ -1,12 +1,12 @@
 """A worker's check that it serves only the sessions of its own store.
 
 Every activity of a session that recorded its store carries it
-(:data:`~workflows.store_binding.STORE_HEADER`); :class:`StoreCheckInterceptor` compares it
-with the worker's own store (:mod:`activities.store_identity`) before the activity runs. On a
-difference nothing runs: the attempt fails with a retryable ``StoreMismatchError`` naming the
-session and both stores, which Temporal shows as the pending activity's last failure and
-``archmax sessions <id>`` as what the session waits on. The session waits for a worker of its
-store and loses nothing (:mod:`workflows.store_binding`).
+(:data:`~archmax_temporal.workflows.store_binding.STORE_HEADER`); :class:`StoreCheckInterceptor`
+compares it with the worker's own store (:mod:`archmax_temporal.activities.store_identity`) before
+the activity runs. On a difference nothing runs: the attempt fails with a retryable
+``StoreMismatchError`` naming the session and both stores, which Temporal shows as the pending
+activity's last failure and ``archmax sessions <id>`` as what the session waits on. The session
+waits for a worker of its store and loses nothing (:mod:`archmax_temporal.workflows.store_binding`).
 """
 
 from __future__ import annotations
@@ -70,11 +70,11 @@ class _StoreCheck(ActivityInboundInterceptor):
 
 
 class StoreCheckInterceptor(Interceptor):
-    """A worker's refusal of the activities of sessions created in another store: an
-    activity whose :data:`~workflows.store_binding.STORE_HEADER` names another store than
-    ``own`` runs nothing and fails its attempt with a retryable ``StoreMismatchError`` (the
-    pending activity's last failure); one without the header (a session of an older
-    version) runs as before."""
+    """A worker's refusal of the activities of sessions created in another store: an activity whose
+    :data:`~archmax_temporal.workflows.store_binding.STORE_HEADER` names another store than ``own``
+    runs nothing and fails its attempt with a retryable ``StoreMismatchError`` (the pending
+    activity's last failure); one without the header (a session of an older version) runs as
+    before."""
 
     def __init__(self, own: StoreRef) -> None:
         self._own = own

@@ -17,12 +17,12 @@ Errors (all :class:`WorkspaceError`) carry the offending ``path``, always sessio
         ├── StoreConflictError         a conditional write lost to another writer: retried
         └── StoreIOError               the store itself failed (disk full, I/O): retried
 
-An ``OSError`` never leaves a store: :func:`os_error` translates it, at this one boundary, into
-one of these in the session's own path vocabulary (its message carries neither the store's
-host path nor the errno text's file name; :func:`~activities.session_paths.os_errors` around a
-block). What the runtime does not own (a host tool's exception, a crashed process's stderr, an
-error no boundary expected) passes through :func:`hide_host_paths` before it reaches a model or
-a history (:func:`unexpected`).
+An ``OSError`` never leaves a store: :func:`os_error` translates it, at this one boundary, into one
+of these in the session's own path vocabulary (its message carries neither the store's host path nor
+the errno text's file name; :func:`~archmax_temporal.activities.session_paths.os_errors` around a
+block). What the runtime does not own (a host tool's exception, a crashed process's stderr, an error
+no boundary expected) passes through :func:`hide_host_paths` before it reaches a model or a history
+(:func:`unexpected`).
 """
 
 from __future__ import annotations

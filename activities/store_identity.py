@@ -11,12 +11,12 @@ processes that race to create it, both end with the one that won), and never rew
 copying a whole store keeps its identity; pointing at another folder or bucket is another
 store. :func:`store_identity` reads it (creating it when absent) and caches it per process.
 
-A host records the identity in every session it creates
-(:attr:`SessionInput.store_id <workflows.models.SessionInput.store_id>`); the session's
-activities carry it (:mod:`workflows.store_binding`), and a worker runs none whose store is not
-its own (:mod:`activities.store_check`): it fails the attempt with a retryable
-``StoreMismatchError`` naming both stores, and the session waits for a worker of its store,
-losing nothing.
+A host records the identity in every session it creates (:attr:`SessionInput.store_id
+<archmax_temporal.workflows.models.SessionInput.store_id>`); the session's activities carry it
+(:mod:`archmax_temporal.workflows.store_binding`), and a worker runs none whose store is not its own
+(:mod:`archmax_temporal.activities.store_check`): it fails the attempt with a retryable
+``StoreMismatchError`` naming both stores, and the session waits for a worker of its store, losing
+nothing.
 """
 
 from __future__ import annotations

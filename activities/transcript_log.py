@@ -42,10 +42,10 @@ when calls carried the text, and the history holds each result once: as the tool
 A result that is not in the store, or whose bytes do not hash to its name, is the final
 ``ToolResultMissing``: the workflow sends the call again with the text.
 
-Everything here is synchronous store I/O (:class:`~activities.session_store.SessionStore`):
-callers run it in a thread. A per-process cache keeps the last chain of each hot
-conversation, so a model call on the worker that made the last one reads nothing and writes
-one segment.
+Everything here is synchronous store I/O
+(:class:`~archmax_temporal.activities.session_store.SessionStore`): callers run it in a thread. A
+per-process cache keeps the last chain of each hot conversation, so a model call on the worker that
+made the last one reads nothing and writes one segment.
 """
 
 from __future__ import annotations

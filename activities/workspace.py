@@ -4,9 +4,10 @@ activity over one session store and authoring root.
 The tools are ``ls``, ``read_file``, ``write_file``, ``edit_file``, ``glob``, ``grep``,
 ``copy_file``, ``move_file`` and ``remove_file`` (``archmax.workspace.<tool>``).
 
-What a call sees is :mod:`activities.workspace_view`; the tools are in
-:mod:`activities.workspace_reads` and :mod:`activities.workspace_writes`, placement and
-seeding in :mod:`activities.file_placement`.
+What a call sees is :mod:`archmax_temporal.activities.workspace_view`; the tools are in
+:mod:`archmax_temporal.activities.workspace_reads` and
+:mod:`archmax_temporal.activities.workspace_writes`, placement and seeding in
+:mod:`archmax_temporal.activities.file_placement`.
 
 A refused call (a bad path, a write outside ``scratchpad/``, a binary read, a missing file, a
 symlink, a name too long for the disk) is answered as a ``status="error"`` result the model
@@ -15,9 +16,10 @@ activity. Only infrastructure errors (:class:`StoreIOError`: the disk, the store
 and Temporal retries them.
 
 Every call that changes files (``write_file``, ``edit_file``, ``copy_file``, ``move_file``,
-``remove_file``, placements) goes through the effect journal (:mod:`activities.effects`):
-its outcome is recorded before it is applied, so a retry after a crash applies the same change
-and gives the same answer. Calls heartbeat while they run (:mod:`activities.heartbeat`).
+``remove_file``, placements) goes through the effect journal
+(:mod:`archmax_temporal.activities.effects`): its outcome is recorded before it is applied, so a
+retry after a crash applies the same change and gives the same answer. Calls heartbeat while they
+run (:mod:`archmax_temporal.activities.heartbeat`).
 """
 
 from __future__ import annotations

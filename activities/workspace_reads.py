@@ -1,8 +1,8 @@
 """The workspace tools that read: ``ls``, ``read_file``, ``glob`` and ``grep``, each
 answering one call with the text the model reads.
 
-``grep`` and ``glob`` run the model's patterns on RE2 (:mod:`activities.regex`), in linear
-time, and ``grep`` reads at most :data:`GREP_MAX_BYTES` per call."""
+``grep`` and ``glob`` run the model's patterns on RE2 (:mod:`archmax_temporal.activities.regex`), in
+linear time, and ``grep`` reads at most :data:`GREP_MAX_BYTES` per call."""
 
 from __future__ import annotations
 

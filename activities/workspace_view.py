@@ -10,7 +10,7 @@ What the agent sees (harness §4.3, seed "Files handed to a session")::
 
 ``artifacts/``, ``checkpoints/`` and ``_specs/`` are runtime-internal: hidden from listings,
 searches and reads. A skill not in ``visible_skills`` is hidden the same way. The zones are
-defined in :mod:`workflows.zones`.
+defined in :mod:`archmax_temporal.workflows.zones`.
 
 Symlinks inside the session are never followed (the store refuses any path through one;
 listings, globs and greps skip them). The mounts (``skills/``, ``AGENTS.md``) are the author's

@@ -1,11 +1,11 @@
 """The workspace tools that change files: ``write_file``, ``edit_file``, ``copy_file``,
 ``move_file`` and ``remove_file``, each planning an effect.
 
-Each returns the :class:`~activities.effects.Effect` the effect journal applies.
+Each returns the :class:`~archmax_temporal.activities.effects.Effect` the effect journal applies.
 
 A plan reads and checks everything first and writes nothing: the journal records its outcome
 before applying it, so a retry after a crash applies the same change and gives the same
-answer (:mod:`activities.effects`). Only ``scratchpad/`` is writable."""
+answer (:mod:`archmax_temporal.activities.effects`). Only ``scratchpad/`` is writable."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ def is_store_url(location: str) -> bool:
 @lru_cache(maxsize=8)
 def _open_store(location: str) -> SessionStore:
     """The store at ``location`` (a folder, ``file://``, or an object store's URL: see
-    :func:`~activities.object_store.open_store`); one per location and process."""
+    :func:`~archmax_temporal.activities.object_store.open_store`); one per location and process."""
     from archmax_temporal.activities.object_store import open_store
 
     try:

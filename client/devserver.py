@@ -8,7 +8,7 @@ address, or — only for a local address — starts the dev server shipped by th
 package in the background. The server is detached from the command that started it, so a later
 ``archmax deliver`` finds it (and the session parked in it). Its SQLite database, log, pid file
 and start lock live under ``<root>/.archmax/``; the custom search attributes of
-:mod:`workflows.search_attributes` are registered; the UI is at http://localhost:8233.
+:mod:`archmax_temporal.workflows.search_attributes` are registered; the UI is at http://localhost:8233.
 
 ``archmax dev`` wants the opposite lifetime: a server that lives exactly as long as the
 command. :class:`ForegroundDevServer` is that, as an async context manager.

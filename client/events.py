@@ -110,7 +110,7 @@ history (``agent-text-delta``, ``agent-text-reset``); the docs' Events page name
 _WORKSPACE = {activity: tool for tool, activity in TOOL_ACTIVITIES.items()}
 LOCAL_ACTIVITY_MARKER: Final = "core_local_activity"
 """The marker a local activity's outcome is recorded as (a short workspace tool, the turn's
-save: ``workflows.contracts.base.local_first``): its result, not its input."""
+save: ``archmax_temporal.workflows.contracts.base.local_first``): its result, not its input."""
 _TURN_EVENTS = {"send": "turn-start", "deliver": "delivered", "decide": "decided"}
 
 

@@ -2,9 +2,10 @@
 runtime, with its ``workflow`` (write) and ``sessions`` (read) surfaces, and
 :func:`open_agent`, which assembles it.
 
-``agent.workflow`` fires into sessions (:mod:`client.workflow_surface`), ``agent.sessions``
-reads them (:mod:`client.sessions_surface`); which session a firing belongs to is
-:mod:`client.session_ids`.
+``agent.workflow`` fires into sessions (:mod:`archmax_temporal.client.workflow_surface`),
+``agent.sessions`` reads them (:mod:`archmax_temporal.client.sessions_surface`); which session a
+firing belongs to is
+:mod:`archmax_temporal.client.session_ids`.
 """
 
 from __future__ import annotations

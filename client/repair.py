@@ -1,12 +1,13 @@
 """``archmax repair``: rebuild a session's conversation log from its workflow history.
 
-The store's log (segments under ``checkpoints/transcript/``, :mod:`activities.transcript_log`)
-holds each message once, and so does the workflow history: every message reaches the log as part
-of exactly one model call's input (``ModelCallInput.messages``, after ``log.base`` messages
-ending in ``log.base_hash``); continue-as-new carries only where the log stood
-(``SessionState.logged``, ``logged_hash``) and the messages no call carried yet, which the
-next run's first call carries. A session that closed idle and reopened from its checkpoint is
-a new workflow run of the same id, starting where the last one stood.
+The store's log (segments under ``checkpoints/transcript/``,
+:mod:`archmax_temporal.activities.transcript_log`) holds each message once, and so does the workflow
+history: every message reaches the log as part of exactly one model call's input
+(``ModelCallInput.messages``, after ``log.base`` messages ending in ``log.base_hash``);
+continue-as-new carries only where the log stood (``SessionState.logged``, ``logged_hash``) and the
+messages no call carried yet, which the next run's first call carries. A session that closed idle
+and reopened from its checkpoint is a new workflow run of the same id, starting where the last one
+stood.
 
 So the log is rebuilt by reading every run of the session's id, oldest first, and applying
 each model call's input with the rules the model activity applies (:func:`transcript_log.

@@ -129,9 +129,9 @@ def embedded(config: RuntimeConfig) -> bool:
 
 @dataclass(frozen=True)
 class WorkerRecipe:
-    """What this runtime's in-process worker is built from, beside its client and queue:
-    kept (whether or not a worker was started here) so that ``archmax test`` can build more
-    workers like it, on queues and servers of their own (client.testing.durable)."""
+    """What this runtime's in-process worker is built from, beside its client and queue: kept
+    (whether or not a worker was started here) so that ``archmax test`` can build more workers like
+    it, on queues and servers of their own (:mod:`archmax_temporal.client.testing.durable`)."""
 
     model: ModelConfig | None = None
     """The model endpoint (None: the environment's, read when a worker is built)."""

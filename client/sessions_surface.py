@@ -1,10 +1,10 @@
 """The read side of the host API, ``agent.sessions``: a session's summary, its whole record,
 its events and the listing of sessions, with or without a worker to answer.
 
-A summary comes from the session itself (a query) when a worker answers, else from what
-Temporal's visibility holds (:mod:`client.visibility`); a session whose run closed idle, from
-its checkpoint. Values, messages and trail steps kept in the store by reference are read back
-whole from this host's store, which the workers share.
+A summary comes from the session itself (a query) when a worker answers, else from what Temporal's
+visibility holds (:mod:`archmax_temporal.client.visibility`); a session whose run closed idle, from
+its checkpoint. Values, messages and trail steps kept in the store by reference are read back whole
+from this host's store, which the workers share.
 """
 
 from __future__ import annotations
@@ -250,10 +250,10 @@ class SessionsSurface:
         return unavailable(session_id, described.task_queue)
 
     async def repair(self, session_id: str) -> RepairReport:
-        """Rebuild the session's conversation log (and the prompts its model calls name) in
-        this host's store from the workflow history, where every message is once
-        (:mod:`client.repair`): what a ``TranscriptLogDiverged`` turn failure (a truncated,
-        corrupted or deleted ``checkpoints/transcript.jsonl``) asks for. A healthy log is
+        """Rebuild the session's conversation log (and the prompts its model calls name) in this
+        host's store from the workflow history, where every message is once
+        (:mod:`archmax_temporal.client.repair`): what a ``TranscriptLogDiverged`` turn failure (a
+        truncated, corrupted or deleted ``checkpoints/transcript.jsonl``) asks for. A healthy log is
         left as it is (``log="fine"``); a history that cannot vouch for the log is
         :class:`TranscriptLogUnrecoverableError` and nothing is written.
 
@@ -292,7 +292,7 @@ class SessionsSurface:
         """The session's events in archmax's vocabulary (``tool-called``, ``hook-verdict``,
         ``parked``, …), read from its Temporal history after event ``after``; with
         ``follow``, as they happen, and the model's text as it is written
-        (``agent-text-delta``; see :mod:`client.events`)."""
+        (``agent-text-delta``; see :mod:`archmax_temporal.client.events`)."""
         return session_events(
             self._agent.client,
             session_id,

@@ -5,7 +5,7 @@ A host hands a firing to ``agent.workflow.send``: one call, whatever the session
 starts the session's workflow when the id is new (update-with-start) or sends the update to the
 one that exists, and returns the :class:`Outcome` when the turn settles. ``deliver`` resumes a
 session parked by ``archmax_wait``. Refusals come back as the typed errors of
-``workflows.errors``, raised before the session is touched.
+``archmax_temporal.workflows.errors``, raised before the session is touched.
 """
 
 from __future__ import annotations
@@ -149,9 +149,9 @@ class WorkflowSurface:
     ) -> Outcome:
         """Start or continue a session; returns the Outcome when the turn settles.
 
-        ``idempotency_key`` (generated when not given) is the firing's Temporal update id: a
-        retried call with the same key applies nothing twice and returns the first call's
-        outcome (:mod:`client.firing`). A keyed firing that would mint a session mints the
+        ``idempotency_key`` (generated when not given) is the firing's Temporal update id: a retried
+        call with the same key applies nothing twice and returns the first call's outcome
+        (:mod:`archmax_temporal.client.firing`). A keyed firing that would mint a session mints the
         same id on every retry (:func:`minted_for_key`).
 
         ``mocks`` (a test case's) answer matching governed tool calls of the turns this firing
@@ -165,8 +165,8 @@ class WorkflowSurface:
         takes its next turn; one parked by ``archmax_wait`` has the firing delivered into it.
 
         ``on_event`` (also on ``deliver``, ``decide`` and ``reply``) is called with each of the
-        turn's events as it happens (:mod:`client.events`); the call returns once the turn
-        settled and its end event was delivered.
+        turn's events as it happens (:mod:`archmax_temporal.client.events`); the call returns once
+        the turn settled and its end event was delivered.
         """
         agent = self._agent
         seeds = dict(variables or {})
@@ -397,7 +397,7 @@ class WorkflowSurface:
         idempotency_key: str | None,
     ) -> Outcome:
         """One update of a running session (by its contract name), as a
-        :func:`client.firing.fire` firing."""
+        :func:`archmax_temporal.client.firing.fire` firing."""
         handle = self._agent.handle(session_id)
         key = idempotency_key or new_key()
         closed = await self._agent.sessions.closed(session_id)

@@ -93,7 +93,8 @@ class TestLazyImports:
         assert not loaded & {"temporalio", "pydantic", "openai", "yaml", "structlog"}
 
     def test_the_host_api_does_not_import_the_case_runner(self) -> None:
-        """Opening the host API (``client.host``) leaves the ``testing`` wing unloaded."""
+        """Opening the host API (``archmax_temporal.client.host``) leaves the ``testing`` wing
+        unloaded."""
         loaded = _loaded_after("import archmax_temporal.client.host")
         assert "temporalio" in loaded  # the probe does load the host
         assert not {m for m in loaded if m.startswith("archmax_temporal.client.testing")}

@@ -329,8 +329,8 @@ class TestActivityContracts:
 
 
 class TestEventTypes:
-    """The stream's event types are listed once (``client.events.EVENT_TYPES``): the reader
-    emits exactly those, and the docs' Events page names each."""
+    """The stream's event types are listed once (``archmax_temporal.client.events.EVENT_TYPES``):
+    the reader emits exactly those, and the docs' Events page names each."""
 
     @staticmethod
     def _emitted() -> set[str]:

@@ -1,11 +1,11 @@
 """``SessionContext``: what the turn engine, the hook runner and the sub-workflow dispatcher
 may touch of a session.
 
-The session workflow (:mod:`workflows.session`) owns one context per run and lends it to its
-collaborators; none of them reaches into the workflow itself. The context holds the durable
-session state (:attr:`SessionContext.session`, what continue-as-new carries), the run's
-input and spec, and the record-keeping every collaborator shares: trail steps, runtime notes,
-tool answers, new visits. Deterministic: the only clock is ``workflow.now()``.
+The session workflow (:mod:`archmax_temporal.workflows.session`) owns one context per run and lends
+it to its collaborators; none of them reaches into the workflow itself. The context holds the
+durable session state (:attr:`SessionContext.session`, what continue-as-new carries), the run's
+input and spec, and the record-keeping every collaborator shares: trail steps, runtime notes, tool
+answers, new visits. Deterministic: the only clock is ``workflow.now()``.
 """
 
 from __future__ import annotations

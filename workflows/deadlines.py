@@ -1,9 +1,9 @@
 """Deadlines on human decisions: this runtime's extension of archmax's format.
 
 A human state may declare ``deadline: {after: 48h, warn: 24h, onTimeout: refund-closed}``
-(:class:`~workflows.spec.DeadlineSpec`). At the park the due time is fixed once, absolute, in
-the pending record (:attr:`PendingDecision.due_at`), so it survives continue-as-new and an idle
-checkpoint unchanged, and every reader (the summary, the memo's listing, the CLI, the HTTP
+(:class:`~archmax_temporal.workflows.spec.DeadlineSpec`). At the park the due time is fixed once,
+absolute, in the pending record (:attr:`PendingDecision.due_at`), so it survives continue-as-new and
+an idle checkpoint unchanged, and every reader (the summary, the memo's listing, the CLI, the HTTP
 API) shows it. While the session waits, its one durable timer runs to the next instant due:
 
 - ``warn`` before the deadline, the session sends ``approval.expiring`` (once per decision:
@@ -12,9 +12,9 @@ API) shows it. While the session waits, its one durable timer runs to the next i
   ``deadline``: the same path as a person's ``decide`` (a ``human`` trail step, now with
   ``by: deadline``; a ``[decision]`` note; the turn goes on in the target state).
 
-A person deciding first ends the wait, and with it the timer (cancelled). Notifications are
-the worker's ``archmax.notify.send`` activity (:mod:`workflows.contracts.notify`), with a
-``webhook-id`` derived from the session, the event and the decision's ``seq``.
+A person deciding first ends the wait, and with it the timer (cancelled). Notifications are the
+worker's ``archmax.notify.send`` activity (:mod:`archmax_temporal.workflows.contracts.notify`), with
+a ``webhook-id`` derived from the session, the event and the decision's ``seq``.
 
 Pure: the clock is passed in (``workflow.now()``).
 """

@@ -47,8 +47,8 @@ type back to the class (:func:`error_from_type`). Renaming a class is a breaking
         ├── UnsupportedConcurrencyError    tests.maxConcurrency above 1
         └── InvalidTargetError         create_target gave no governed agent of the workflow
 
-The workspace's refusals (``WorkspaceError``: ``ReadOnlyPathError``, ``PathEscapeError``, …)
-derive from ``ArchmaxError`` too; they live with the store in ``activities.store_errors``,
+The workspace's refusals (``WorkspaceError``: ``ReadOnlyPathError``, ``PathEscapeError``, …) derive
+from ``ArchmaxError`` too; they live with the store in ``archmax_temporal.activities.store_errors``,
 carry the refused path, and the client maps their wire type back there.
 
 This module is pure (no I/O) so workflow code, activities and the client all import it.
@@ -203,7 +203,7 @@ class StoreMismatchError(ConfigurationError):
     """A worker was handed an activity of a session created in another session store (its
     ``ARCHMAX_STORE`` names another store): it runs nothing and fails the attempt, naming
     both stores. Retryable: the session waits, losing nothing, until a worker of its own
-    store takes the activity (:mod:`workflows.store_binding`)."""
+    store takes the activity (:mod:`archmax_temporal.workflows.store_binding`)."""
 
     retryable: ClassVar[bool] = True
 

@@ -15,7 +15,7 @@ signal, the timer, a deadline and a child's report, which nobody waits on).
 
 The checks run in the update validators (a refusal writes nothing to the history) and again
 in the handlers, over a read-only :class:`Admission` view of the session. They raise the typed
-errors of :mod:`workflows.errors` as ``ApplicationError`` s. Pure.
+errors of :mod:`archmax_temporal.workflows.errors` as ``ApplicationError`` s. Pure.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Running lifecycle hooks and ``archmax_run`` scripts from the session workflow.
 
 Workflow code (deterministic): every hook runs as an activity — a script in the sandbox
-(``archmax.sandbox.run``), a rubric on the model activity, a custom kind on the host's
-executor — and its answer is read by :mod:`workflows.hooks`. The session calls three gates
-and one tool:
+(``archmax.sandbox.run``), a rubric on the model activity, a custom kind on the host's executor —
+and its answer is read by :mod:`archmax_temporal.workflows.hooks`. The session calls three gates and
+one tool:
 
 - :meth:`HookRunner.gate_advance`: the leaving state's after hooks, then the target's before
   hooks, during an ``archmax_advance`` (before it commits);

@@ -2,7 +2,7 @@
 
 The workflow knows them only by their schema (carried in the session input); they run on the
 worker as one activity, ``archmax.tool.host``, dispatched by name (its contract:
-:mod:`workflows.contracts.host_tools`, re-exported here). Like every tool that is
+:mod:`archmax_temporal.workflows.contracts.host_tools`, re-exported here). Like every tool that is
 not a runtime control, they are closed by default: a state needs a grant to call one. Pure.
 """
 

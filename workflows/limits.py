@@ -1,12 +1,12 @@
 """How big a firing may be, checked before it is accepted.
 
 Everything a firing carries ends up in the workflow's history (the update's payload, then the
-transcript and the activity inputs that carry it), and Temporal refuses any payload over
-2 MB, failing every workflow task that would write one. So a firing is bounded *before* its
-update is accepted: over a limit, the validator refuses it with
-:class:`~workflows.errors.PayloadTooLargeError` naming the field, its size and the limit, and
-nothing is written. Files are different: they travel by reference through the session store
-(the host writes the bytes, the firing carries their digest), so only their own limit applies.
+transcript and the activity inputs that carry it), and Temporal refuses any payload over 2 MB,
+failing every workflow task that would write one. So a firing is bounded *before* its update is
+accepted: over a limit, the validator refuses it with
+:class:`~archmax_temporal.workflows.errors.PayloadTooLargeError` naming the field, its size and the
+limit, and nothing is written. Files are different: they travel by reference through the session
+store (the host writes the bytes, the firing carries their digest), so only their own limit applies.
 
 The defaults, and why:
 
@@ -23,9 +23,9 @@ continue-as-new input, the checkpoint, every turn's save step, the hooks' input)
 - all its variables together, as the session carries them: 512 KiB
   (``ARCHMAX_MAX_SESSION_VARIABLE_BYTES``, at most 640 KiB).
 
-A firing (or an agent's ``archmax_set_variables``) that would take a session past either is
-refused whole, with :class:`~workflows.errors.PayloadTooLargeError` naming the limit and its
-environment variable; the session is untouched and takes the next firing that fits.
+A firing (or an agent's ``archmax_set_variables``) that would take a session past either is refused
+whole, with :class:`~archmax_temporal.workflows.errors.PayloadTooLargeError` naming the limit and
+its environment variable; the session is untouched and takes the next firing that fits.
 
 Hosts set them with ``ARCHMAX_MAX_MESSAGE_BYTES``, ``ARCHMAX_MAX_VARIABLE_BYTES``,
 ``ARCHMAX_MAX_FIRING_BYTES``, ``ARCHMAX_MAX_FILE_BYTES``, ``ARCHMAX_MAX_VARIABLES`` and

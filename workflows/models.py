@@ -90,13 +90,13 @@ class _Model(BaseModel):
 class Variable(_Model):
     """One session variable: its value and who set it (locked = the host).
 
-    A value whose JSON is over :data:`~workflows.limits.INLINE_VARIABLE_BYTES` lives in the
-    session store by reference (``ref``: ``<id>/checkpoints/variables/<ref>.json``, the
+    A value whose JSON is over :data:`~archmax_temporal.workflows.limits.INLINE_VARIABLE_BYTES`
+    lives in the session store by reference (``ref``: ``<id>/checkpoints/variables/<ref>.json``, the
     SHA-256 of its JSON): it travels as ``{"value": null, "locked": …, "ref": …, "size": …,
-    "preview": …}``, so no history carries it beyond the firing that brought it. The workflow
-    holds the value while it has it (and loads it when it needs it); a host reads it back
-    from the store (``sessions.get``, ``sessions.view`` and every outcome do), so every
-    reader sees the value whole.
+    "preview": …}``, so no history carries it beyond the firing that brought it. The workflow holds
+    the value while it has it (and loads it when it needs it); a host reads it back from the store
+    (``sessions.get``, ``sessions.view`` and every outcome do), so every reader sees the value
+    whole.
     """
 
     value: Any = None
@@ -334,8 +334,8 @@ class SessionState(_Model):
     trigger: str | None = None
     variables: dict[str, Variable] = Field(default_factory=dict)
     transcript: list[Message] = Field(default_factory=list)
-    """The newest messages of the conversation (:mod:`workflows.transcript`): those not yet
-    in the store's log, and a window of the latest before them; the whole conversation is
+    """The newest messages of the conversation (:mod:`archmax_temporal.workflows.transcript`): those
+    not yet in the store's log, and a window of the latest before them; the whole conversation is
     the log (``checkpoints/transcript.jsonl``) followed by the unlogged ones."""
     transcript_offset: int = 0
     """The conversation index of ``transcript[0]``."""
@@ -507,7 +507,8 @@ class SessionInput(_Model):
     """Continue as new mid-turn after this many model calls in a run (None: only when
     Temporal suggests it); for tests and for keeping runs short."""
     limits: Limits = Field(default_factory=Limits)
-    """How big a firing may be (:mod:`workflows.limits`), fixed when the session starts."""
+    """How big a firing may be (:mod:`archmax_temporal.workflows.limits`), fixed when the session
+    starts."""
     idle_close_s: float | None = None
     """Seconds a finished session waits for its next firing before it checkpoints its state
     to the store and its run ends (the next firing starts a new run from the checkpoint);
@@ -517,11 +518,11 @@ class SessionInput(_Model):
     are (None: a session started by a version that did not send one). A turn that opens
     under another revision replaces them; continue-as-new carries the current ones."""
     store_id: str | None = None
-    """The identity of the session store the session was created in (``_store.json``'s
-    ``id``): every activity it schedules carries it, and a worker of another store refuses
-    them (:mod:`workflows.store_binding`). Kept across continue-as-new, idle close and
-    reopening, and handed to its sub-workflows. None: a session started by a version that
-    did not record one (any worker serves it, as before)."""
+    """The identity of the session store the session was created in (``_store.json``'s ``id``):
+    every activity it schedules carries it, and a worker of another store refuses them
+    (:mod:`archmax_temporal.workflows.store_binding`). Kept across continue-as-new, idle close and
+    reopening, and handed to its sub-workflows. None: a session started by a version that did not
+    record one (any worker serves it, as before)."""
     store_description: str | None = None
     """Where that store was, as the host that created the session named it (a folder, or a
     URL without credentials): for the message of a worker that refuses its activities."""

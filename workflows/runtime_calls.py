@@ -1,10 +1,10 @@
 """The answers of the runtime tools: ``archmax_advance``, ``archmax_wait``, ``archmax_raise``,
 ``archmax_reset``, ``archmax_set_variables`` and ``archmax_get_variables``.
 
-Each checks one call against the session (through its :class:`SessionContext`), commits what
-it may and says what the agent reads. They run inside the workflow and cost no activity;
-only an advance runs hooks (the leaving state's after hooks, the target's before hooks). The
-turn engine (:mod:`workflows.turn`) decides what a refusal or a failure does to the turn.
+Each checks one call against the session (through its :class:`SessionContext`), commits what it may
+and says what the agent reads. They run inside the workflow and cost no activity; only an advance
+runs hooks (the leaving state's after hooks, the target's before hooks). The turn engine
+(:mod:`archmax_temporal.workflows.turn`) decides what a refusal or a failure does to the turn.
 """
 
 from __future__ import annotations

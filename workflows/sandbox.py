@@ -1,7 +1,7 @@
 """The sandbox as the model is told about it: the ``archmax_run`` and ``archmax_eval``
 schemas.
 
-One activity (``archmax.sandbox.run``, :mod:`workflows.contracts.sandbox`) runs a
+One activity (``archmax.sandbox.run``, :mod:`archmax_temporal.workflows.contracts.sandbox`) runs a
 hand-written file in a QuickJS process of its own, with the run's ``tools.*`` calls served
 inside the same activity: governed by the same kernel as the agent's calls (on runtime
 authority for a hook), answered by the case's mocks, or run against the workspace. Its

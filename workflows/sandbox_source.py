@@ -11,8 +11,8 @@ QuickJS runs the file as a plain script (there is no module loader in the sandbo
   keywords are dropped. A file with no default export is a plain script: its completion value
   is the entry (a function is called with ``args``, anything else is the result);
 - a script that awaits (or returns) at its top level runs as an async function body instead
-  (:mod:`workflows.script_body` prepares it, :data:`ASYNC_LOAD` compiles it): its entry is the
-  awaited value of its last expression statement, or what it returns.
+  (:mod:`archmax_temporal.workflows.script_body` prepares it, :data:`ASYNC_LOAD` compiles it): its
+  entry is the awaited value of its last expression statement, or what it returns.
 
 Pure text processing (no I/O): the workflow side, ``validate`` and the sandbox activity share it.
 """
@@ -130,9 +130,9 @@ RUNNER: Final = r"""
       : `Uncaught ${String(error)}` }; },
 );
 """
-"""Calls the entry and records its settled outcome in ``__archmax_outcome``. A script run as
-an async function body (top-level ``await``, :mod:`workflows.script_body`) is awaited first:
-its ``export default`` may be assigned after an ``await``."""
+"""Calls the entry and records its settled outcome in ``__archmax_outcome``. A script run as an
+async function body (top-level ``await``, :mod:`archmax_temporal.workflows.script_body`) is awaited
+first: its ``export default`` may be assigned after an ``await``."""
 
 PLAIN_LOAD: Final = "globalThis.__archmax_completion = (0, eval)(globalThis.__archmax_source);"
 """Evaluates a plain script: its completion value is the entry."""
@@ -164,10 +164,10 @@ globalThis.__archmax_completion = (() => {
   throw refused;
 })();
 """
-"""Evaluates a script with top-level ``await`` or ``return``: compiles each candidate async
-function body (:func:`workflows.script_body.async_candidates`) in turn, calls the first that
-parses, and keeps its promise as the completion. When none parses, the last one's
-SyntaxError (the script's own text, unrewritten) is raised, at the script's own line.
+"""Evaluates a script with top-level ``await`` or ``return``: compiles each candidate async function
+body (:func:`archmax_temporal.workflows.script_body.async_candidates`) in turn, calls the first that
+parses, and keeps its promise as the completion. When none parses, the last one's SyntaxError (the
+script's own text, unrewritten) is raised, at the script's own line.
 
 With ``__archmax_probe`` (a script the tokenizer could not read through, a syntax error most
 likely), a script that compiles as a plain one runs as one, and only one that does not is

@@ -13,12 +13,13 @@ position, variables and trail simply carry forward.
   the session delivers itself trigger ``timer`` with variable ``now``.
 - A human state's ``deadline`` parks on the same kind of timer: at ``warn`` the session sends
   ``approval.expiring``, at the deadline ``approval.expired``, and takes ``onTimeout`` as the
-  decision, by ``deadline`` (:mod:`workflows.deadlines`).
+  decision, by ``deadline`` (:mod:`archmax_temporal.workflows.deadlines`).
 
-This module is the shell: handlers, validators, queries, the run loop and continue-as-new.
-What a firing may be and whether it is admitted is :mod:`workflows.firing`; what it does, the
-turn engine (:mod:`workflows.turn`); what the session shows, :mod:`workflows.projections`.
-They share the session through one :class:`SessionContext` (:mod:`workflows.context`).
+This module is the shell: handlers, validators, queries, the run loop and continue-as-new. What a
+firing may be and whether it is admitted is :mod:`archmax_temporal.workflows.firing`; what it does,
+the turn engine (:mod:`archmax_temporal.workflows.turn`); what the session shows,
+:mod:`archmax_temporal.workflows.projections`. They share the session through one
+:class:`SessionContext` (:mod:`archmax_temporal.workflows.context`).
 
 Workflow code does no I/O and reads no clock but ``workflow.now()``.
 """
@@ -144,8 +145,9 @@ class ArchmaxSession:
 
     @property
     def store(self) -> store_binding.StoreRef | None:
-        """The session store this session was created in: every activity it schedules
-        carries it, and workers of another store refuse them (:mod:`workflows.store_binding`)."""
+        """The session store this session was created in: every activity it schedules carries it,
+        and workers of another store refuse them
+        (:mod:`archmax_temporal.workflows.store_binding`)."""
         return store_binding.session_store(self._ctx.input)
 
     # --- run loop -------------------------------------------------------------------------

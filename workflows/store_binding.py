@@ -1,13 +1,13 @@
 """A session's activities carry its store: what keeps a worker from serving a session whose
 store it lacks.
 
-A session records the identity of the session store it was created in
-(:attr:`SessionInput.store_id <workflows.models.SessionInput.store_id>`, from the store's
-``_store.json``: :mod:`activities.store_identity`). The workflow interceptor here puts it in
-the :data:`STORE_HEADER` header of every activity the session schedules; the worker's activity
+A session records the identity of the session store it was created in (:attr:`SessionInput.store_id
+<archmax_temporal.workflows.models.SessionInput.store_id>`, from the store's ``_store.json``:
+:mod:`archmax_temporal.activities.store_identity`). The workflow interceptor here puts it in the
+:data:`STORE_HEADER` header of every activity the session schedules; the worker's activity
 interceptor compares it with its own store's and, on a difference, runs nothing and fails the
-attempt with a retryable ``StoreMismatchError`` naming both stores (the pending activity's
-last failure in the Temporal UI, and ``waiting on …`` in ``archmax sessions <id>``).
+attempt with a retryable ``StoreMismatchError`` naming both stores (the pending activity's last
+failure in the Temporal UI, and ``waiting on …`` in ``archmax sessions <id>``).
 
 A local activity (a short tool, the turn's save: :func:`contracts.base.local_first`) carries
 the header too; refused by its own worker, it goes on as the regular activity, which waits
@@ -193,9 +193,9 @@ class _Inbound(WorkflowInboundInterceptor):
 
 
 class StoreBindingInterceptor(Interceptor):
-    """Puts the session's store in the header of every activity it schedules, and schedules
-    again an activity workers of another store refused (the workflow half; the worker's
-    check is :class:`activities.store_check.StoreCheckInterceptor`). Workers and replayers
+    """Puts the session's store in the header of every activity it schedules, and schedules again an
+    activity workers of another store refused (the workflow half; the worker's check is
+    :class:`archmax_temporal.activities.store_check.StoreCheckInterceptor`). Workers and replayers
     both run it: it decides commands."""
 
     def workflow_interceptor_class(

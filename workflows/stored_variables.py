@@ -1,14 +1,14 @@
 """Large variable values by reference: kept in the session store, loaded when needed.
 
-A value whose JSON is over :data:`~workflows.limits.INLINE_VARIABLE_BYTES` is written to the
-store (``archmax.store.put_variables``) as soon as it arrives (a host's seed, an agent's
-``archmax_set_variables``), and from then on the session carries its digest and a preview
-(:class:`~workflows.models.Variable`): the continue-as-new input, the checkpoint, outcomes,
-every turn's save step and the hooks' input never carry it. The run that received it keeps
-holding it; a later run loads it (``archmax.store.load_variables``) only when its workflow
-code needs the value: a ``${{…}}`` reference in a tool call or a guard, an
-``archmax_get_variables`` by name, a sub-workflow's returns. Activities (hooks, scripts,
-the artifacts) and hosts read stored values from the store themselves.
+A value whose JSON is over :data:`~archmax_temporal.workflows.limits.INLINE_VARIABLE_BYTES` is
+written to the store (``archmax.store.put_variables``) as soon as it arrives (a host's seed, an
+agent's ``archmax_set_variables``), and from then on the session carries its digest and a preview
+(:class:`~archmax_temporal.workflows.models.Variable`): the continue-as-new input, the checkpoint,
+outcomes, every turn's save step and the hooks' input never carry it. The run that received it keeps
+holding it; a later run loads it (``archmax.store.load_variables``) only when its workflow code
+needs the value: a ``${{…}}`` reference in a tool call or a guard, an ``archmax_get_variables`` by
+name, a sub-workflow's returns. Activities (hooks, scripts, the artifacts) and hosts read stored
+values from the store themselves.
 
 Sessions whose history predates this keep their values inline (``workflow.patched``).
 """

@@ -3,12 +3,13 @@
 =====================  ==========  ==============================================
 tool                   handler     served by
 =====================  ==========  ==============================================
-archmax_advance, ...   runtime     the workflow itself (:mod:`workflows.runtime_calls`)
-ls, read_file, ...     workspace   one activity each, ``archmax.workspace.<tool>``
-write_todos            todos       the workflow itself (:mod:`workflows.todos`)
-archmax_eval/_run      sandbox     the sandbox activity (:mod:`workflows.hook_runner`)
-archmax_workflow_<s>   delegation  a child workflow (:mod:`workflows.delegation`)
-a host's own tools     host        the host tool activity (``create_agent(tools=...)``)
+archmax_advance, ...   runtime     the workflow itself
+(:mod:`archmax_temporal.workflows.runtime_calls`) ls, read_file, ...     workspace   one activity
+each, ``archmax.workspace.<tool>`` write_todos            todos       the workflow itself
+(:mod:`archmax_temporal.workflows.todos`) archmax_eval/_run      sandbox     the sandbox activity
+(:mod:`archmax_temporal.workflows.hook_runner`) archmax_workflow_<s>   delegation  a child workflow
+(:mod:`archmax_temporal.workflows.delegation`) a host's own tools     host        the host tool
+activity (``create_agent(tools=...)``)
 =====================  ==========  ==============================================
 
 Everything else that lists tools derives from :data:`BUILTINS`: the runtime and workspace

@@ -5,14 +5,14 @@ A turn opens (``open_turn``), a parked session resumes (``resume``), a reviewer 
 and answers its tool calls until the turn settles: completed, rejected, raised, or parked
 (awaiting input, a decision, or a sub-workflow).
 
-Each tool call is served by the handler the registry (:mod:`workflows.tools`) names: the
-runtime tools here (their answers in :mod:`workflows.runtime_calls`), a sub-workflow through
-the dispatcher (:mod:`workflows.delegation`), everything else governed first and then run:
-``write_todos`` in the workflow, ``archmax_eval`` / ``archmax_run`` in the sandbox, a host
-tool or a workspace tool as its activity.
+Each tool call is served by the handler the registry (:mod:`archmax_temporal.workflows.tools`)
+names: the runtime tools here (their answers in :mod:`archmax_temporal.workflows.runtime_calls`), a
+sub-workflow through the dispatcher (:mod:`archmax_temporal.workflows.delegation`), everything else
+governed first and then run: ``write_todos`` in the workflow, ``archmax_eval`` / ``archmax_run`` in
+the sandbox, a host tool or a workspace tool as its activity.
 
-The engine works through the session's :class:`SessionContext` and schedules activities only
-through :mod:`workflows.contracts`. Deterministic: the only clock is ``workflow.now()``.
+The engine works through the session's :class:`SessionContext` and schedules activities only through
+:mod:`archmax_temporal.workflows.contracts`. Deterministic: the only clock is ``workflow.now()``.
 """
 
 from __future__ import annotations

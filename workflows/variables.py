@@ -104,8 +104,8 @@ def _check(
 def check_seed_growth(
     bounds: Limits, variables: Mapping[str, Variable], seeds: Mapping[str, Any], trigger: str
 ) -> None:
-    """Raise :class:`~workflows.errors.PayloadTooLargeError` when seeding ``seeds`` (and the
-    built-in ``trigger``) would take the session past its variable limits."""
+    """Raise :class:`~archmax_temporal.workflows.errors.PayloadTooLargeError` when seeding ``seeds``
+    (and the built-in ``trigger``) would take the session past its variable limits."""
     writes = {name: (value, name != TITLE) for name, value in seeds.items()}
     writes[TRIGGER] = (trigger, True)
     _check(bounds, variables, writes)
@@ -114,8 +114,8 @@ def check_seed_growth(
 def check_agent_growth(
     bounds: Limits, variables: Mapping[str, Variable], writes: Mapping[str, Any], lock: bool
 ) -> None:
-    """Raise :class:`~workflows.errors.PayloadTooLargeError` when an agent's (otherwise
-    admissible) ``writes`` would take the session past its limits, one of them alone
+    """Raise :class:`~archmax_temporal.workflows.errors.PayloadTooLargeError` when an agent's
+    (otherwise admissible) ``writes`` would take the session past its limits, one of them alone
     included."""
     for name, value in writes.items():
         size = limits.size_of(value)

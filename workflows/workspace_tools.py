@@ -13,8 +13,8 @@ The workspace an agent sees (harness §4.3)::
 Paths are workspace-relative (``scratchpad/notes.md``), never absolute, never with ``..``.
 
 The activities that run them (names, wire types, timeouts, retries) are contracts in
-:mod:`workflows.contracts.workspace`, re-exported here. Pure: no I/O, so the workflow imports
-it.
+:mod:`archmax_temporal.workflows.contracts.workspace`, re-exported here. Pure: no I/O, so the
+workflow imports it.
 """
 
 from __future__ import annotations

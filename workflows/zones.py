@@ -15,9 +15,10 @@ What an agent sees, by the first segment of a workspace-relative path (harness Â
     large_tool_results/, conversation_history/, workflows/
                            archmax's other runtime areas: a host or a case never seeds them
 
-Governance (:mod:`workflows.governance`), the workspace activities
-(:mod:`activities.workspace`), the store (:mod:`activities.store`) and the case schema read
-these names from here; ``tests/test_registries.py`` fails when a copy drifts. Pure.
+Governance (:mod:`archmax_temporal.workflows.governance`), the workspace activities
+(:mod:`archmax_temporal.activities.workspace`), the store (:mod:`archmax_temporal.activities.store`)
+and the case schema read these names from here; ``tests/test_registries.py`` fails when a copy
+drifts. Pure.
 """
 
 from __future__ import annotations

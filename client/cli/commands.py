@@ -271,8 +271,8 @@ async def _sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
 
 
 async def _list_sessions(args: argparse.Namespace, config: RuntimeConfig) -> int:
-    """``archmax sessions`` (no id, not ``--outdated``): the listing alone, read from
-    visibility (:mod:`client.visibility`) over a bare connection, so the command loads neither
+    """``archmax sessions`` (no id, not ``--outdated``): the listing alone, read from visibility
+    (:mod:`archmax_temporal.client.visibility`) over a bare connection, so the command loads neither
     the host nor the worker; ``agent.sessions.list`` reads the same page."""
     from archmax_temporal.client import visibility
     from archmax_temporal.client.runtime import connect_client

@@ -2,8 +2,9 @@
 keys and budgets it is held to.
 
 The seed's eight top-level keys (:data:`SEED_TOP_LEVEL_KEYS`) and this runtime's ``repeat`` and
-``passRate`` (:data:`EXTENSION_TOP_LEVEL_KEYS`); its steps are :mod:`client.testing.steps`'.
-:func:`client.testing.cases.parse_case` builds it, fail closed.
+``passRate`` (:data:`EXTENSION_TOP_LEVEL_KEYS`); its steps are
+:mod:`archmax_temporal.client.testing.steps`'.
+:func:`archmax_temporal.client.testing.cases.parse_case` builds it, fail closed.
 """
 
 from __future__ import annotations

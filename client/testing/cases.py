@@ -2,11 +2,12 @@
 
 One YAML document is one case: one conversation on one session, read like a script. This
 module reads and validates a case document into its typed model (:func:`parse_case`, a
-:class:`client.testing.case_model.CaseDocument`), a discovered case included
-(:func:`load_case`); the document's steps are read by :mod:`client.testing.step_parser`, its
-workspace seeds checked by :mod:`client.testing.case_workspace`, and every problem is
-collected and reported at once (:mod:`client.testing.case_issues`). Nothing here talks to
-Temporal or a model.
+:class:`archmax_temporal.client.testing.case_model.CaseDocument`), a discovered case included
+(:func:`load_case`); the document's steps are read by
+:mod:`archmax_temporal.client.testing.step_parser`, its workspace seeds checked by
+:mod:`archmax_temporal.client.testing.case_workspace`, and every problem is collected and reported
+at once (:mod:`archmax_temporal.client.testing.case_issues`). Nothing here talks to Temporal or a
+model.
 
 Beside the seed's eight keys, this runtime reads its case fields ``repeat`` and ``passRate``
 (docs/authoring/testing.md, "Cases that wait, crash and retry"). A case that uses none of this

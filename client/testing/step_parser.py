@@ -1,11 +1,12 @@
 """Reading a case's ``steps:``: each entry's key and shorthand interpreted into its typed step,
 and where this runtime's steps may stand.
 
-A step is a single-key mapping; its key picks the class (:data:`client.testing.steps.STEP_MODELS`,
-``judge`` read as ``grade``), its value is the step's mapping or one of its shorthands
-(``parked: decision``, ``raised: <code>``, ``send: "<message>"``). An assertion needs an action
-above it; a ``crash`` arms the action right after it, an ``advance`` needs a session, a
-``redeliver`` repeats the ``send``, ``decide`` or ``deliver`` before it.
+A step is a single-key mapping; its key picks the class
+(:data:`archmax_temporal.client.testing.steps.STEP_MODELS`, ``judge`` read as ``grade``), its value
+is the step's mapping or one of its shorthands (``parked: decision``, ``raised: <code>``, ``send:
+"<message>"``). An assertion needs an action above it; a ``crash`` arms the action right after it,
+an ``advance`` needs a session, a ``redeliver`` repeats the ``send``, ``decide`` or ``deliver``
+before it.
 """
 
 from __future__ import annotations

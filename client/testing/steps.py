@@ -274,7 +274,8 @@ class AdvanceStep(CaseStep):
 
 
 CrashKind = Literal["model", "tool", "hook", "store"]
-"""Which activities a ``crash`` counts (client.testing.durable.CRASH_KINDS maps them)."""
+"""Which activities a ``crash`` counts (:data:`archmax_temporal.client.testing.durable.CRASH_KINDS`
+maps them)."""
 
 CRASH_KINDS: Final[tuple[CrashKind, ...]] = ("model", "tool", "hook", "store")
 """What ``crash.during`` may name, in the order the errors list them."""

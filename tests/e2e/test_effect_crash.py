@@ -1,14 +1,14 @@
 """The fault suite: a reference session, its worker SIGKILLed at each activity boundary.
 
-The session writes a note (``write_file``), edits a draft (``edit_file``), files it
-(``move_file``), parks for approval (``archmax_wait``; the park's artifacts are written by
-``persist_turn``), is delivered the approval and advances. It is run once without a fault,
-then once with a worker killed right after each of those activities applied its effect and
-before it reported back (the test hook ``ARCHMAX_TEST_PAUSE_AFTER_EFFECT``, see
-:mod:`activities.effects`: the worker marks the moment and waits there to be killed), a new
-worker started each time. Both runs must end with the same trail, the same files byte for
-byte, the same tool answers and activities, no effect applied twice, and each retry started
-within 30 s of its kill. (A kill in the middle of a model call: tests/e2e/test_worker_crash.py.)
+The session writes a note (``write_file``), edits a draft (``edit_file``), files it (``move_file``),
+parks for approval (``archmax_wait``; the park's artifacts are written by ``persist_turn``), is
+delivered the approval and advances. It is run once without a fault, then once with a worker killed
+right after each of those activities applied its effect and before it reported back (the test hook
+``ARCHMAX_TEST_PAUSE_AFTER_EFFECT``, see :mod:`archmax_temporal.activities.effects`: the worker
+marks the moment and waits there to be killed), a new worker started each time. Both runs must end
+with the same trail, the same files byte for byte, the same tool answers and activities, no effect
+applied twice, and each retry started within 30 s of its kill. (A kill in the middle of a model
+call: tests/e2e/test_worker_crash.py.)
 
 The note is larger than a local activity takes, so its write is a regular activity (retried
 as its attempt 2 once its heartbeat stops); the edit, the move and the save are local

@@ -1,5 +1,5 @@
-"""The activities a session's history records: regular ones by their scheduled events, local
-ones (a short workspace tool, the turn's save: ``workflows.contracts.base.local_first``) by
+"""The activities a session's history records: regular ones by their scheduled events, local ones (a
+short workspace tool, the turn's save: ``archmax_temporal.workflows.contracts.base.local_first``) by
 their markers, which hold the result and the activity's type and id but not its input."""
 
 from __future__ import annotations

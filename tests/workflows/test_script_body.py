@@ -2,8 +2,8 @@
 body, its value is its last expression (awaited) or what it returns, and a syntax error names
 the script's own line. A script with no top-level ``await`` runs as a plain script, as before.
 
-The tokenizer (:mod:`workflows.script_body`) on its own, then each form through the sandbox
-activity and the real QuickJS process.
+The tokenizer (:mod:`archmax_temporal.workflows.script_body`) on its own, then each form through the
+sandbox activity and the real QuickJS process.
 """
 
 from __future__ import annotations

@@ -94,11 +94,12 @@ async def local_first(
     ``heartbeat_timeout``, ``retry_policy``), which fails as it always did (an
     ``ActivityError``) if it fails too. Only a cancellation is raised as it is.
 
-    Both carry the same activity id (unique in the run, from the workflow's deterministic
-    random), so both have the same idempotency key (:func:`activities.effects.idempotency_key`):
-    a local attempt that applied its change before it timed out, or whose worker died before
-    the workflow task completed (the next worker runs it again, the same id, on replay), is
-    answered from the effect journal, never applied twice.
+    Both carry the same activity id (unique in the run, from the workflow's deterministic random),
+    so both have the same idempotency key
+    (:func:`archmax_temporal.activities.effects.idempotency_key`): a local attempt that applied its
+    change before it timed out, or whose worker died before the workflow task completed (the next
+    worker runs it again, the same id, on replay), is answered from the effect journal, never
+    applied twice.
     """
     activity_id = f"local-{workflow.uuid4().hex}"
     try:

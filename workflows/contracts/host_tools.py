@@ -50,7 +50,7 @@ class HostToolResult(BaseModel):
     status: Literal["ok", "error"] = "ok"
     kept: bool = Field(default=False, exclude_if=lambda value: not value)
     """Whether the activity kept ``content`` in the store under its digest (see
-    :class:`~workflows.contracts.workspace.WorkspaceToolResult`)."""
+    :class:`~archmax_temporal.workflows.contracts.workspace.WorkspaceToolResult`)."""
 
 
 CONTRACT: Final = ActivityContract(

@@ -70,7 +70,8 @@ SANDBOX_ERRORS: Final = [
     "SandboxResultTooLargeError",
     "SandboxCrashError",
 ]
-"""The typed errors (:mod:`workflows.errors`) a run can end in: the script's own failure."""
+"""The typed errors (:mod:`archmax_temporal.workflows.errors`) a run can end in: the script's own
+failure."""
 
 SANDBOX_RETRY: Final = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -201,7 +202,8 @@ class CustomHookInput(_Model):
 
 
 class CustomHookResult(_Model):
-    """What the host's executor returned (read by :func:`workflows.hooks.custom_verdict`)."""
+    """What the host's executor returned (read by
+    :func:`archmax_temporal.workflows.hooks.custom_verdict`)."""
 
     value: Any = None
     error: str | None = None

@@ -1,7 +1,7 @@
 """``archmax.store.persist_turn``: the session's artifacts rewritten at the end of a turn;
 ``archmax.store.checkpoint``: an idle finished session's state written before its run ends;
 ``archmax.store.put_variables`` / ``archmax.store.load_variables``: values by reference
-written to and read from the store (:mod:`workflows.variables`)."""
+written to and read from the store (:mod:`archmax_temporal.workflows.variables`)."""
 
 from __future__ import annotations
 
