@@ -1,4 +1,5 @@
-"""The session store on disk: spec snapshots and per-session artifacts.
+"""The store activities: what a turn's save, a checkpoint and values by reference write to the
+session store (its artifacts, the spec snapshots).
 
 Layout (the seed's, under ``ARCHMAX_STORE``, default ``<root>/sessions``)::
 

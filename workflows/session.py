@@ -6,9 +6,10 @@ position, variables and trail simply carry forward.
 
 - ``send`` (update) opens a turn, or, on a session parked by ``archmax_wait``, delivers into
   it; it returns the :class:`Outcome` when the turn settles.
-- ``deliver`` (update, typed rejection; and signal, for external systems) resumes a session
-  parked awaiting input. Validators run before anything is written: a refused delivery leaves
-  no event in the history.
+- ``deliver`` (update, typed rejection; and signal ``deliver_signal``, for external systems)
+  resumes a session parked awaiting input; both queue the same ``DeliverFiring`` for the run loop.
+  Validators run before anything is written: a refused delivery leaves no event in the history
+  (a refused signal, which cannot be refused to its sender, is dropped and recorded in the memo).
 - ``archmax_wait({until})`` parks on ``wait_condition`` with a durable timer; when it fires
   the session delivers itself trigger ``timer`` with variable ``now``.
 - A human state's ``deadline`` parks on the same kind of timer: at ``warn`` the session sends
