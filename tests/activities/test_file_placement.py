@@ -20,22 +20,7 @@ from archmax_temporal.workflows.workspace_tools import (
     PlacedFile,
     SeedFilesInput,
 )
-from tests.support.workspace import PNG, SID, call, make_authoring, ok
-
-
-@pytest.fixture
-def authoring(tmp_path: Path) -> Path:
-    return make_authoring(tmp_path)
-
-
-@pytest.fixture
-def fs_store(tmp_path: Path) -> FilesystemSessionStore:
-    return FilesystemSessionStore(tmp_path / "sessions")
-
-
-@pytest.fixture
-def ws(fs_store: FilesystemSessionStore, authoring: Path) -> WorkspaceActivities:
-    return WorkspaceActivities(fs_store, authoring)
+from tests.support.workspace import PNG, SID, call, ok
 
 
 class SlowStore(MemorySessionStore):

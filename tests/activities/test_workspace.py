@@ -39,22 +39,7 @@ from archmax_temporal.workflows.workspace_tools import (
     workspace_tool_schemas,
 )
 from archmax_temporal.workflows.zones import RUNTIME_INTERNAL
-from tests.support.workspace import PNG, SID, call, err, make_authoring
-
-
-@pytest.fixture
-def authoring(tmp_path: Path) -> Path:
-    return make_authoring(tmp_path)
-
-
-@pytest.fixture
-def fs_store(tmp_path: Path) -> FilesystemSessionStore:
-    return FilesystemSessionStore(tmp_path / "sessions")
-
-
-@pytest.fixture
-def ws(fs_store: FilesystemSessionStore, authoring: Path) -> WorkspaceActivities:
-    return WorkspaceActivities(fs_store, authoring)
+from tests.support.workspace import PNG, SID, call, err
 
 
 class TestContracts:

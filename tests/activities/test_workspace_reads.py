@@ -14,22 +14,7 @@ from archmax_temporal.activities import workspace_reads
 from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.activities.workspace_reads import glob_regex
-from tests.support.workspace import PNG, SID, call, err, make_authoring, ok
-
-
-@pytest.fixture
-def authoring(tmp_path: Path) -> Path:
-    return make_authoring(tmp_path)
-
-
-@pytest.fixture
-def fs_store(tmp_path: Path) -> FilesystemSessionStore:
-    return FilesystemSessionStore(tmp_path / "sessions")
-
-
-@pytest.fixture
-def ws(fs_store: FilesystemSessionStore, authoring: Path) -> WorkspaceActivities:
-    return WorkspaceActivities(fs_store, authoring)
+from tests.support.workspace import PNG, SID, call, err, ok
 
 
 class TestLs:
