@@ -4,8 +4,7 @@ runtime, with its ``workflow`` (write) and ``sessions`` (read) surfaces, and
 
 ``agent.workflow`` fires into sessions (:mod:`archmax_temporal.client.workflow_surface`),
 ``agent.sessions`` reads them (:mod:`archmax_temporal.client.sessions_surface`); which session a
-firing belongs to is
-:mod:`archmax_temporal.client.session_ids`.
+firing belongs to is :mod:`archmax_temporal.client.session_ids`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,18 @@
 """The built-in tools: every name once, and what serves it.
 
-=====================  ==========  ==============================================
+=====================  ==========  ===============================================================
 tool                   handler     served by
-=====================  ==========  ==============================================
+=====================  ==========  ===============================================================
 archmax_advance, ...   runtime     the workflow itself
-(:mod:`archmax_temporal.workflows.runtime_calls`) ls, read_file, ...     workspace   one activity
-each, ``archmax.workspace.<tool>`` write_todos            todos       the workflow itself
-(:mod:`archmax_temporal.workflows.todos`) archmax_eval/_run      sandbox     the sandbox activity
-(:mod:`archmax_temporal.workflows.hook_runner`) archmax_workflow_<s>   delegation  a child workflow
-(:mod:`archmax_temporal.workflows.delegation`) a host's own tools     host        the host tool
-activity (``create_agent(tools=...)``)
-=====================  ==========  ==============================================
+                                   (:mod:`archmax_temporal.workflows.runtime_calls`)
+ls, read_file, ...     workspace   one activity each, ``archmax.workspace.<tool>``
+write_todos            todos       the workflow itself (:mod:`archmax_temporal.workflows.todos`)
+archmax_eval/_run      sandbox     the sandbox activity
+                                   (:mod:`archmax_temporal.workflows.hook_runner`)
+archmax_workflow_<s>   delegation  a child workflow
+                                   (:mod:`archmax_temporal.workflows.delegation`)
+a host's own tools     host        the host tool activity (``create_agent(tools=...)``)
+=====================  ==========  ===============================================================
 
 Everything else that lists tools derives from :data:`BUILTINS`: the runtime and workspace
 tool sets, governance's always-on tools and path arguments, the sandbox bridge, the workspace
