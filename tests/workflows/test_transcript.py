@@ -228,3 +228,29 @@ async def test_what_a_run_carries_on_stays_small_however_large_the_messages(
     assert largest < 128 * 1024, largest  # one message whole, the window's shortened
     said = [m.content for m in view.transcript if m.role == "user"]
     assert said == big
+
+
+def test_the_schema_text_is_each_schemas_fields_as_json_with_keys_sorted() -> None:
+    """Its digest names stored schemas and every model call's ``tools_digest``: the text built
+    from the fields equals the schemas' JSON dump, for every built-in schema and a host's,
+    and a schema model that gains a field fails here first."""
+    from archmax_temporal.workflows import sandbox, todos, workspace_tools
+    from archmax_temporal.workflows.models import ToolSchema
+    from archmax_temporal.workflows.transcript import schemas_text
+
+    host = ToolSchema(
+        name="charge",
+        description="Charge an order.",
+        parameters={"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]},
+    )
+    tools = [
+        *workspace_tools.workspace_tool_schemas(),
+        todos.write_todos_schema(),
+        sandbox.archmax_eval_schema(),
+        sandbox.archmax_run_schema(),
+        host,
+    ]
+    dumped = json.dumps([t.model_dump(mode="json") for t in tools], sort_keys=True)
+    assert schemas_text(tools) == dumped
+    assert schemas_text([]) == "[]"
+    assert set(ToolSchema.model_fields) == {"name", "description", "parameters"}
