@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
 import signal
@@ -78,6 +79,8 @@ __all__ = [
     "stop_dev_server",
 ]
 
+_log = logging.getLogger("archmax.devserver")
+
 DEFAULT_ADDRESS: Final = "localhost:7233"
 """Where a Temporal client looks by default (``TEMPORAL_ADDRESS`` overrides it)."""
 
@@ -113,6 +116,14 @@ LOCK_EXTRA_TIMEOUT: Final = 10.0
 
 LOG_TAIL_LINES: Final = 20
 """How many lines of the server log a start error quotes."""
+
+START_ATTEMPTS: Final = 3
+"""Launches of the dev server before a start gives up on one that exits before answering:
+its own start can fail for a moment (a port it picked for an internal service taken by
+another process before it bound it, on a busy machine), and a second launch then works."""
+
+_CAUSE_PREFIXES: Final = ("panic:", "fatal error:", "Error:", "error:")
+"""How a Go program's log states why it stopped, above its stack trace."""
 
 LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 """Hosts we may start a dev server for; for any other address we only connect."""
@@ -447,13 +458,20 @@ def _describe_root_server(
 
 
 def _log_tail(log_file: Path, offset: int) -> str:
+    """The log's last lines from ``offset``, after the line that says why the server stopped
+    when there is one (a Go panic's reason sits above a stack trace longer than the tail)."""
     try:
         with log_file.open("rb") as log:
             log.seek(offset)
-            lines = deque(log.read().decode(errors="replace").splitlines(), LOG_TAIL_LINES)
+            lines = log.read().decode(errors="replace").splitlines()
     except OSError:
         return "(no log)"
-    return "\n".join(lines) if lines else "(the log is empty)"
+    if not lines:
+        return "(the log is empty)"
+    tail = list(deque(lines, LOG_TAIL_LINES))
+    causes = [line for line in lines if line.lstrip().startswith(_CAUSE_PREFIXES)][:3]
+    shown = [cause for cause in causes if cause not in tail]
+    return "\n".join([*shown, "…", *tail] if shown else tail)
 
 
 def _signal_and_wait(pid: int, timeout: float) -> None:
@@ -524,6 +542,56 @@ async def _await_root_server(
     return None
 
 
+def _launch(
+    args: list[str], paths: DevServerPaths, address: str, detached: bool, stream_output: bool
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the dev server process, its output appended to the root's log; the process and
+    where in the log its output begins."""
+    with paths.log_file.open("ab") as log_file:
+        log_offset = log_file.tell()
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+        log_file.write(f"--- archmax: starting the dev server at {address} ({stamp})\n".encode())
+        log_file.flush()
+        output: int = 2 if stream_output else log_file.fileno()
+        proc = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
+            start_new_session=detached,
+            close_fds=True,
+            cwd=paths.state_dir,
+        )
+    if detached:
+        _DETACHED[proc.pid] = proc
+    _write_pid(paths.pid_file, proc.pid)
+    return proc, log_offset
+
+
+async def _await_launched(
+    proc: subprocess.Popen[bytes],
+    address: str,
+    namespace: str,
+    deadline: float,
+    log_file: Path,
+    log_offset: int,
+) -> temporalio.client.Client | None:
+    """A client once the launched server answers; None if the process exits first. Past
+    ``deadline`` without an answer, :class:`DevServerStartError`."""
+    while True:
+        if proc.poll() is not None:
+            return None
+        client = await _connect(address, namespace, REACHABILITY_TIMEOUT)
+        if client is not None:
+            return client
+        if time.monotonic() >= deadline:
+            raise DevServerStartError(
+                f"the Temporal dev server did not answer at {address} in time. Last lines of "
+                f"{log_file}:\n{_log_tail(log_file, log_offset)}"
+            )
+        await asyncio.sleep(POLL_INTERVAL)
+
+
 async def _start(
     root: Path,
     address: str,
@@ -583,48 +651,36 @@ async def _start(
             ui_port=ui_port,
             namespace=namespace,
         )
-        with paths.log_file.open("ab") as log:
-            log_offset = log.tell()
-            stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-            log.write(f"--- archmax: starting the dev server at {address} ({stamp})\n".encode())
-            log.flush()
-            output: int = 2 if stream_output else log.fileno()
-            proc = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=output,
-                start_new_session=detached,
-                close_fds=True,
-                cwd=paths.state_dir,
-            )
-        if detached:
-            _DETACHED[proc.pid] = proc
-        _write_pid(paths.pid_file, proc.pid)
-        try:
-            while True:
-                if proc.poll() is not None:
-                    raise DevServerStartError(
+        for attempt in range(1, START_ATTEMPTS + 1):
+            proc, log_offset = _launch(args, paths, address, detached, stream_output)
+            try:
+                client = await _await_launched(
+                    proc, address, namespace, deadline, paths.log_file, log_offset
+                )
+                if client is None:  # it exited before answering
+                    failure = (
                         f"the Temporal dev server ({cli}) exited with code {proc.returncode} "
-                        f"before answering at {address}. Last lines of {paths.log_file}:\n"
-                        f"{_log_tail(paths.log_file, log_offset)}"
+                        f"before answering at {address}"
                     )
-                client = await _connect(address, namespace, REACHABILITY_TIMEOUT)
-                if client is not None:
-                    break
-                if time.monotonic() >= deadline:
+                    if attempt < START_ATTEMPTS and time.monotonic() < deadline:
+                        _log.warning(
+                            "%s; starting it again (%d of %d)", failure, attempt + 1, START_ATTEMPTS
+                        )
+                        _remove_pid_file(paths.pid_file, proc.pid)
+                        _DETACHED.pop(proc.pid, None)
+                        continue
                     raise DevServerStartError(
-                        f"the Temporal dev server did not answer at {address} within "
-                        f"{startup_timeout:.0f}s. Last lines of {paths.log_file}:\n"
+                        f"{failure} (launched {attempt} time{'s' if attempt > 1 else ''}). "
+                        f"Last lines of {paths.log_file}:\n"
                         f"{_log_tail(paths.log_file, log_offset)}"
                     )
-                await asyncio.sleep(POLL_INTERVAL)
-            await register_search_attributes(client, namespace)
-        except BaseException:
-            _DETACHED.pop(proc.pid, None)
-            await _terminate_child(proc, STOP_TIMEOUT)
-            _remove_pid_file(paths.pid_file, proc.pid)
-            raise
+                await register_search_attributes(client, namespace)
+                break
+            except BaseException:
+                _DETACHED.pop(proc.pid, None)
+                await _terminate_child(proc, STOP_TIMEOUT)
+                _remove_pid_file(paths.pid_file, proc.pid)
+                raise
     ui_url = f"http://{_url_host(host)}:{ui_port}" if ui_port is not None else None
     server = DevServer(address, namespace, ui_url, True, proc.pid, paths.db_file, paths.log_file)
     return server, proc

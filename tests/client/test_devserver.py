@@ -335,6 +335,51 @@ class TestEnsureDevServer:
         assert "exited with code" in str(raised.value)
         assert not dev_server_paths(root).pid_file.exists()
 
+    async def test_a_server_that_crashes_at_its_start_is_launched_again(
+        self, root: Path, address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The dev server's first launch panics before answering (as a port it picked for an
+        internal service can be taken before it binds it, on a busy machine); the next launch
+        answers, and the start succeeds."""
+        crashes = tmp_path / "crashes"
+        cli = tmp_path / "temporal"
+        cli.write_text(
+            "#!/bin/sh\n"
+            f'if [ ! -e "{crashes}" ]; then\n'
+            f'  touch "{crashes}"\n'
+            '  echo "panic: listen tcp 127.0.0.1:40001: bind: address already in use"\n'
+            "  exit 2\n"
+            "fi\n"
+            f'exec "{find_temporal_cli()}" "$@"\n'
+        )
+        cli.chmod(0o755)
+        monkeypatch.setenv(devserver.TEMPORAL_CLI_ENV, str(cli))
+        server = await ensure_dev_server(root, address, ui_port=None)
+        assert server.started is True and crashes.exists()
+        log = dev_server_paths(root).log_file.read_text()
+        assert log.count("--- archmax: starting the dev server") == 2
+        assert "address already in use" in log
+
+    async def test_a_server_that_always_crashes_is_named_with_its_panic(
+        self, root: Path, address: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """After the last launch the error says why the server stopped (the panic's line, above
+        a stack trace longer than the quoted tail) and how many launches were made."""
+        cli = tmp_path / "temporal"
+        frames = "".join(f'echo "  main.frame{i}()"\n' for i in range(40))
+        cli.write_text(
+            '#!/bin/sh\necho "panic: failed assigning ephemeral port"\n' + frames + "exit 2\n"
+        )
+        cli.chmod(0o755)
+        monkeypatch.setenv(devserver.TEMPORAL_CLI_ENV, str(cli))
+        with pytest.raises(DevServerStartError) as raised:
+            await ensure_dev_server(root, address, ui_port=None, startup_timeout=30)
+        message = str(raised.value)
+        assert "panic: failed assigning ephemeral port" in message
+        assert f"launched {devserver.START_ATTEMPTS} times" in message
+        assert "main.frame39()" in message and "main.frame0()" not in message
+        assert not dev_server_paths(root).pid_file.exists()
+
     async def test_stop_without_a_server_is_false(self, root: Path) -> None:
         """stop_dev_server on a root that never started one reports nothing stopped."""
         assert stop_dev_server(root) is False
