@@ -62,17 +62,14 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from temporalio.testing import WorkflowEnvironment
-
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.client.visibility import listing_query
 from archmax_temporal.worker import DATA_CONVERTER
-from archmax_temporal.workflows import search_attributes as sa
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "support-inbox"
 SLUG = "support-inbox"
@@ -438,12 +435,7 @@ async def main() -> None:
         parser.error("--cases must be at least 2")
     if args.baseline is not None:
         SIDES[:] = [("before: ", args.baseline.resolve()), ("after: ", None)]
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-    )
+    env = await start_local_environment(DATA_CONVERTER)
     address = env.client.service_client.config.target_host
     lines = [
         f"archmax CLI bench: dev server at {address}, {args.runs} runs of each command, "

@@ -54,7 +54,6 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from http.server import BaseHTTPRequestHandler
 from importlib import metadata
 from pathlib import Path
@@ -66,16 +65,14 @@ from temporalio.api.workflowservice.v1 import DeleteWorkflowExecutionRequest
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import RPCError, RPCStatusCode
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from archmax_temporal import Agent, create_agent
 from archmax_temporal.activities.model import ModelConfig
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import find_temporal_cli, start_local_environment
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer, _Handler
 from archmax_temporal.worker import build_worker
-from archmax_temporal.workflows import search_attributes as sa
 from bench.counters import bytes_written, fsyncs, install_fsync_counter, tree_bytes
 from bench.history_bare import (
     BareModelToolSteps,
@@ -1368,16 +1365,7 @@ def save_partial(report: Report) -> None:
 async def run(args: argparse.Namespace) -> Report:
     """Start a dev server, measure on it, stop it."""
     quiet_logs()
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=pydantic_data_converter,
-        dev_server_log_level="error",
-        dev_server_startup_timeout=timedelta(seconds=60),  # two loaded cores: 5 s is short
-        dev_server_extra_args=[
-            arg for item in args.dynamic_config for arg in ("--dynamic-config-value", item)
-        ],
-    )
+    env = await start_local_environment(pydantic_data_converter, dynamic_config=args.dynamic_config)
     try:
         return await measure(env.client, args)
     finally:

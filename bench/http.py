@@ -39,23 +39,20 @@ import traceback
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.logs import configure_logging
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import build_worker
-from archmax_temporal.workflows import search_attributes as sa
 
 STARTUP_S = 120.0
 """How long ``archmax serve`` may take to answer /healthz (its imports, on loaded cores)."""
@@ -163,13 +160,7 @@ class _Server:
 async def run(args: argparse.Namespace) -> str:
     """Start a dev server, measure on it, stop it; the table."""
     configure_logging(verbose=False)
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=pydantic_data_converter,
-        dev_server_log_level="error",
-        dev_server_startup_timeout=timedelta(seconds=60),  # two loaded cores: 5 s is short
-    )
+    env = await start_local_environment(pydantic_data_converter)
     try:
         return await measure(env.client, args)
     finally:

@@ -30,18 +30,16 @@ from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.logs import configure_logging
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
-from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.durations import relative_duration
 
 DESK = """
@@ -95,12 +93,7 @@ def _ms(samples: list[float]) -> str:
 
 async def main(sessions: int, idle: timedelta, n: int) -> None:
     configure_logging(verbose=False)
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-    )
+    env = await start_local_environment(DATA_CONVERTER)
     server = ScriptedModelServer(Playbook.from_yaml(PLAYBOOK)).start()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-idle-") as tmp:

@@ -43,15 +43,13 @@ from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from archmax_temporal import create_agent
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
-from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import ArchmaxError
 from bench.history import API_KEY, MODEL, quiet_logs, start_worker, vm_rss_kib
 from bench.history_bare import PASSTHROUGH_MODULES, BareLoad, bare_load_step
@@ -155,12 +153,7 @@ async def run(args: argparse.Namespace) -> list[Phase]:
     (root / "workflows" / SLUG).mkdir(parents=True)
     (root / "workflows" / SLUG / "workflow.yaml").write_text(WORKFLOW, encoding="utf-8")
     store = scratch / "store"
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=pydantic_data_converter,
-        dev_server_log_level="error",
-    )
+    env = await start_local_environment(pydantic_data_converter)
     model = ScriptedModelServer(Playbook.from_yaml(PLAYBOOK))
     model.start()
     client: Client = env.client

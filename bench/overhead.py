@@ -56,7 +56,6 @@ with workflow.unsafe.imports_passed_through():
     from temporalio.api.history.v1 import HistoryEvent
     from temporalio.client import Client
     from temporalio.client import Interceptor as ClientInterceptor
-    from temporalio.testing import WorkflowEnvironment
     from temporalio.worker import (
         ActivityInboundInterceptor,
         ExecuteActivityInput,
@@ -67,13 +66,12 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.activities.model import ModelConfig
     from archmax_temporal.client.agent import create_agent
     from archmax_temporal.client.config import RuntimeConfig
-    from archmax_temporal.client.devserver import find_temporal_cli
+    from archmax_temporal.client.devserver import start_local_environment
     from archmax_temporal.client.host import Agent
     from archmax_temporal.client.logs import configure_logging
     from archmax_temporal.client.testing.playbook import Playbook
     from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
     from archmax_temporal.worker import DATA_CONVERTER, build_worker, workflow_runner
-    from archmax_temporal.workflows import search_attributes as sa
     from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
     from bench.counters import bytes_written, fsyncs, install_fsync_counter
     from bench.history_bare import chain_file, chain_name, numbered
@@ -829,13 +827,7 @@ def _minus(a: float | None, b: float | None) -> str:
 async def run(args: argparse.Namespace) -> str:
     """Start a dev server, measure on it, stop it; the table."""
     configure_logging(verbose=False)
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-        dev_server_startup_timeout=timedelta(seconds=60),  # two loaded cores: 5 s is short
-    )
+    env = await start_local_environment(DATA_CONVERTER)
     try:
         return await measure(env.client, args)
     finally:

@@ -64,7 +64,6 @@ from typing import Any, Final, TypeVar
 
 from temporalio import activity
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.activities.object_store import open_store
@@ -72,13 +71,12 @@ from archmax_temporal.activities.session_store import Entry, SessionStore
 from archmax_temporal.activities.transcript_log import SEGMENTS_DIR
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.logs import configure_logging
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
-from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.store import PERSIST_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import (
@@ -1047,12 +1045,7 @@ async def main(options: Options) -> Report:
             for name in [n for n in os.environ if n.startswith("AWS_")]:
                 del os.environ[name]
             os.environ.update(s3.environment())
-            env = await WorkflowEnvironment.start_local(
-                dev_server_existing_path=str(find_temporal_cli()),
-                search_attributes=list(sa.ALL),
-                data_converter=DATA_CONVERTER,
-                dev_server_log_level="error",
-            )
+            env = await start_local_environment(DATA_CONVERTER)
             try:
                 url = f"s3://{BUCKET}/bench-{uuid.uuid4().hex[:8]}"
                 return await measure(env.client, s3, url, options, workdir)

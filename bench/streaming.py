@@ -43,12 +43,11 @@ from typing import Final
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
-from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.events import SessionEvent
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.logs import configure_logging
@@ -56,7 +55,6 @@ from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.live import DELTA, LocalChannel
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
-from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 
 WRITER = """
@@ -308,12 +306,7 @@ def equal(report: Report) -> bool:
 async def main(options: Options) -> Report:
     configure_logging(verbose=False)
     with tempfile.TemporaryDirectory(prefix="bench-stream-") as tmp:
-        env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=str(find_temporal_cli()),
-            search_attributes=list(sa.ALL),
-            data_converter=DATA_CONVERTER,
-            dev_server_log_level="error",
-        )
+        env = await start_local_environment(DATA_CONVERTER)
         try:
             return await measure(env.client, options, Path(tmp))
         finally:

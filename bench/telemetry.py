@@ -43,12 +43,11 @@ with workflow.unsafe.imports_passed_through():
     from pathlib import Path
 
     from temporalio.client import Client
-    from temporalio.testing import WorkflowEnvironment
 
     from archmax_temporal.activities.model import ModelConfig
     from archmax_temporal.client.agent import create_agent
     from archmax_temporal.client.config import RuntimeConfig
-    from archmax_temporal.client.devserver import find_temporal_cli
+    from archmax_temporal.client.devserver import start_local_environment
     from archmax_temporal.client.host import Agent
     from archmax_temporal.client.logs import configure_logging
     from archmax_temporal.client.testing.playbook import Playbook
@@ -59,7 +58,6 @@ with workflow.unsafe.imports_passed_through():
         connect,
         metrics_runtime,
     )
-    from archmax_temporal.workflows import search_attributes as sa
     from bench.overhead import (
         STEPS_PLAYBOOK,
         STEPS_SLUG,
@@ -148,12 +146,7 @@ async def run(args: argparse.Namespace) -> str:
     root = scratch / "root"
     (root / "workflows" / STEPS_SLUG).mkdir(parents=True)
     (root / "workflows" / STEPS_SLUG / "workflow.yaml").write_text(STEPS_WORKFLOW)
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-    )
+    env = await start_local_environment(DATA_CONVERTER)
     server = StampedModelServer(Playbook.from_yaml(STEPS_PLAYBOOK)).start()
     model = ModelConfig(
         base_url=server.url, api_key="sk-bench-not-a-secret", default_model="scripted"

@@ -30,17 +30,15 @@ from pathlib import Path
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 
 from archmax_temporal.activities.model import ModelConfig
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.logs import configure_logging
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
-from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.limits import SESSION_VARIABLES_CEILING, Limits
 
 DESK = """
@@ -89,12 +87,7 @@ async def main(
     variables: int, firings: int, large: int, per_run: int, report_every: int = 0
 ) -> None:
     configure_logging(verbose=False)
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-    )
+    env = await start_local_environment(DATA_CONVERTER)
     server = ScriptedModelServer(Playbook.from_yaml(PLAYBOOK)).start()
     try:
         with tempfile.TemporaryDirectory(prefix="bench-variables-") as tmp:

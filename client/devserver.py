@@ -40,13 +40,15 @@ import sys
 import sysconfig
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Self
+from typing import TYPE_CHECKING, Final, Self
 
 import temporalio.client
+import temporalio.converter
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import (
     AddSearchAttributesRequest,
@@ -56,6 +58,9 @@ from temporalio.common import SearchAttributeIndexedValueType
 from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.workflows.search_attributes import ALL
+
+if TYPE_CHECKING:
+    from temporalio.testing import WorkflowEnvironment
 
 __all__ = [
     "DEFAULT_ADDRESS",
@@ -127,6 +132,53 @@ _CAUSE_PREFIXES: Final = ("panic:", "fatal error:", "Error:", "error:")
 
 LOCAL_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 """Hosts we may start a dev server for; for any other address we only connect."""
+
+QUEUE_POLL_RPS: Final = 1000
+"""How often the dev server's history service may read each of its task queues, per second.
+The stock limit is 20 per shard. A production cluster spreads workflows over hundreds of
+shards, so that limit rarely binds there; the dev server has one shard, so every workflow's
+tasks share it. Tasks of other workflows in the last 50 ms then hold a session's next
+workflow task back by up to 50 ms (measured: about half the workflow tasks after an activity
+took 40-48 ms to start, not 3, while another workflow ran beside the session)."""
+
+DYNAMIC_CONFIG: Final[tuple[tuple[str, int], ...]] = (
+    ("history.transferProcessorMaxPollRPS", QUEUE_POLL_RPS),  # workflow and activity tasks
+    ("history.timerProcessorMaxPollRPS", QUEUE_POLL_RPS),  # timers: parks, deadlines, retries
+    ("history.visibilityProcessorMaxPollRPS", QUEUE_POLL_RPS),  # what a listing shows
+)
+"""The dev server's dynamic config: its one shard read as often as a cluster's many
+(:data:`QUEUE_POLL_RPS`)."""
+
+
+def dynamic_config_args() -> list[str]:
+    """:data:`DYNAMIC_CONFIG` as ``temporal server start-dev`` arguments (also what the tests
+    and benches pass to ``WorkflowEnvironment.start_local``)."""
+    return [
+        arg for key, value in DYNAMIC_CONFIG for arg in ("--dynamic-config-value", f"{key}={value}")
+    ]
+
+
+async def start_local_environment(
+    data_converter: temporalio.converter.DataConverter,
+    *,
+    dynamic_config: Sequence[str] = (),
+) -> WorkflowEnvironment:
+    """An in-memory dev server (``WorkflowEnvironment.start_local``) configured as archmax's
+    embedded one: every custom search attribute, :data:`DYNAMIC_CONFIG`, a quiet log. The
+    tests and benches run on it; ``dynamic_config`` (``KEY=VALUE``) adds or overrides values.
+    The start-up deadline is 60 s: the SDK's 5 s is too short on two loaded cores."""
+    from temporalio.testing import WorkflowEnvironment  # imported by tests and benches only
+
+    extra = [arg for item in dynamic_config for arg in ("--dynamic-config-value", item)]
+    return await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_temporal_cli()),
+        search_attributes=list(ALL),
+        data_converter=data_converter,
+        dev_server_log_level="error",
+        dev_server_startup_timeout=timedelta(seconds=60),
+        dev_server_extra_args=[*dynamic_config_args(), *extra],
+    )
+
 
 _SA_TYPE_NAMES: Final[dict[SearchAttributeIndexedValueType, str]] = {
     SearchAttributeIndexedValueType.TEXT: "Text",
@@ -277,8 +329,9 @@ def dev_server_args(
     """The ``temporal server start-dev`` command line for archmax's embedded server.
 
     Why one function: the detached and the foreground server must be the same server —
-    persistent SQLite file, quiet log, every custom search attribute registered at launch, the
-    UI offline-safe (no news fetch) or off (``--headless`` when ``ui_port`` is ``None``).
+    persistent SQLite file, quiet log, every custom search attribute registered at launch, its
+    one shard's queues read as often as a cluster's (:data:`DYNAMIC_CONFIG`), the UI
+    offline-safe (no news fetch) or off (``--headless`` when ``ui_port`` is ``None``).
     """
     args = [
         str(cli),
@@ -297,6 +350,7 @@ def dev_server_args(
         args += ["--namespace", namespace]
     for key in ALL:
         args += ["--search-attribute", f"{key.name}={_SA_TYPE_NAMES[key.indexed_value_type]}"]
+    args += dynamic_config_args()
     if ui_port is None:
         args.append("--headless")
     else:

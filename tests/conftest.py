@@ -12,18 +12,16 @@ import os
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER
-from archmax_temporal.workflows import search_attributes as sa
 from tests.support.agents import Scripted
 from tests.support.cli import Cli, running_cli
 from tests.support.s3server import BUCKET as S3_BUCKET
@@ -49,14 +47,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     """The real dev server, with the project's search attributes registered."""
-    environment = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-        # the SDK waits 5 s by default: too short on two loaded cores (seen failing there)
-        dev_server_startup_timeout=timedelta(seconds=60),
-    )
+    environment = await start_local_environment(DATA_CONVERTER)
     try:
         yield environment
     finally:

@@ -36,6 +36,7 @@ from archmax_temporal.client.devserver import (
     TemporalCliNotFoundError,
     dev_server_args,
     dev_server_paths,
+    dynamic_config_args,
     ensure_dev_server,
     find_temporal_cli,
     find_test_server,
@@ -157,6 +158,27 @@ class TestDevServerArgs:
             "ArchmaxResumeAt=Datetime",
         ]
         assert "--namespace" not in args
+
+    def test_reads_its_one_shards_queues_as_often_as_a_cluster(self, tmp_path: Path) -> None:
+        """The transfer, timer and visibility queues are read above the stock 20 a second, so
+        one session's tasks do not wait behind other workflows' (the dev server has one shard)."""
+        args = dev_server_args(
+            cli=Path("temporal"),
+            db_file=tmp_path / "t.db",
+            host="127.0.0.1",
+            port=7,
+            ui_port=None,
+            namespace="default",
+        )
+        values = [args[i + 1] for i, a in enumerate(args) if a == "--dynamic-config-value"]
+        assert values == dynamic_config_args()[1::2]
+        rates = dict(value.split("=") for value in values)
+        assert set(rates) == {
+            "history.transferProcessorMaxPollRPS",
+            "history.timerProcessorMaxPollRPS",
+            "history.visibilityProcessorMaxPollRPS",
+        }
+        assert all(int(rate) > 20 for rate in rates.values())
 
     def test_headless_without_ui_port_and_extra_namespace(self, tmp_path: Path) -> None:
         """No UI port means --headless; a non-default namespace is created at launch."""

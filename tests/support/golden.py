@@ -31,16 +31,14 @@ from importlib.metadata import version
 from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
-from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 
-from archmax_temporal.client.devserver import find_temporal_cli
+from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, workflow_interceptors, workflow_runner
-from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.session import ArchmaxSession
 from tests.support.agents import copy_example, model_config, running_agent, write_workflow
 from tests.support.agents import tool_call as call
@@ -380,12 +378,7 @@ async def _record(names: list[str]) -> int:
     if unknown:
         print(f"unknown scenarios: {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
         return 2
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(find_temporal_cli()),
-        search_attributes=list(sa.ALL),
-        data_converter=DATA_CONVERTER,
-        dev_server_log_level="error",
-    )
+    env = await start_local_environment(DATA_CONVERTER)
     try:
         with bench_on(env.client) as bench:
             for name in names or list(SCENARIOS):
