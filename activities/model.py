@@ -298,24 +298,29 @@ class ModelActivities:
                 type="ModelCallError",
                 non_retryable=True,
             )
-        logs = self._logs
-        new = call.messages
-        if call.refs:  # tool results named by digest: read back from the store
-            new = await asyncio.to_thread(logs.resolve, call.session_id, new, call.refs)
-        unwritten: list[Message] | None = None
-        logged: tuple[int, str] | None = None
-        if call.log_answer:
-            held = await asyncio.to_thread(logs.read, call.session_id, call.log)
-            conversation, unwritten = [*held, *new], new
-        else:
-            conversation, end = await asyncio.to_thread(logs.extend, call.session_id, call.log, new)
-            logged = (len(conversation), end)
-        system = await asyncio.to_thread(
-            logs.prompt, call.session_id, call.system_digest or "", call.system
-        )
-        tools = await asyncio.to_thread(logs.tools, call.session_id, call.tools_digest, call.tools)
-        messages = [Message(role="system", content=system), *conversation]
-        return messages, tools, logged, unwritten
+        return await asyncio.to_thread(_conversation_from, self._logs, call)
+
+
+def _conversation_from(
+    logs: TranscriptLogs, call: ModelCallInput
+) -> tuple[list[Message], list[ToolSchema], tuple[int, str] | None, list[Message] | None]:
+    """:meth:`ModelActivities._conversation` for a call that refers to the store's log: its
+    reads and its one write, in one trip to a worker thread (each trip costs the event loop a
+    hand-off, and a model call made four)."""
+    new = call.messages
+    if call.refs:  # tool results named by digest: read back from the store
+        new = logs.resolve(call.session_id, new, call.refs)
+    unwritten: list[Message] | None = None
+    logged: tuple[int, str] | None = None
+    assert call.log is not None
+    if call.log_answer:
+        conversation, unwritten = [*logs.read(call.session_id, call.log), *new], new
+    else:
+        conversation, end = logs.extend(call.session_id, call.log, new)
+        logged = (len(conversation), end)
+    system = logs.prompt(call.session_id, call.system_digest or "", call.system)
+    tools = logs.tools(call.session_id, call.tools_digest, call.tools)
+    return [Message(role="system", content=system), *conversation], tools, logged, unwritten
 
 
 async def _heartbeating(call: Awaitable[Any], *, budget_ms: int | None = None) -> Any:
