@@ -79,6 +79,7 @@ from bench.history_bare import (
     BareSteps,
     BareWaiting,
     bare_model,
+    bare_runner,
     bare_step,
     chain_file,
     chain_name,
@@ -1101,6 +1102,7 @@ async def section_steps(
             task_queue=bare_queue,
             workflows=[BareModelToolSteps, BareSteps],
             activities=[bare_model, bare_step],
+            workflow_runner=bare_runner(),
             max_cached_workflows=args.cache,
         )
     ]

@@ -25,9 +25,8 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from bench.history_bare import PASSTHROUGH_MODULES, BareWaiting
+from bench.history_bare import BareWaiting, bare_runner
 
 
 def _worker(kind: str, client: Client, queue: str, cache: int) -> Worker:
@@ -36,11 +35,7 @@ def _worker(kind: str, client: Client, queue: str, cache: int) -> Worker:
             client,
             task_queue=queue,
             workflows=[BareWaiting],
-            workflow_runner=SandboxedWorkflowRunner(
-                restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                    *PASSTHROUGH_MODULES
-                )
-            ),
+            workflow_runner=bare_runner(),
             max_cached_workflows=cache,
         )
     from archmax_temporal.activities.model import ModelConfig

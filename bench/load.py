@@ -44,7 +44,6 @@ from pathlib import Path
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from archmax_temporal import create_agent
 from archmax_temporal.client.devserver import start_local_environment
@@ -52,7 +51,7 @@ from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.errors import ArchmaxError
 from bench.history import API_KEY, MODEL, quiet_logs, start_worker, vm_rss_kib
-from bench.history_bare import PASSTHROUGH_MODULES, BareLoad, bare_load_step
+from bench.history_bare import BareLoad, bare_load_step, bare_runner
 
 SLUG = "bench-load"
 
@@ -185,11 +184,7 @@ async def run(args: argparse.Namespace) -> list[Phase]:
             task_queue=bare_queue,
             workflows=[BareLoad],
             activities=[bare_load_step],
-            workflow_runner=SandboxedWorkflowRunner(
-                restrictions=SandboxRestrictions.default.with_passthrough_modules(
-                    *PASSTHROUGH_MODULES
-                )
-            ),
+            workflow_runner=bare_runner(),
             max_cached_workflows=max(args.ns) * 2,
         )
         async with bare:

@@ -71,10 +71,10 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.client.logs import configure_logging
     from archmax_temporal.client.testing.playbook import Playbook
     from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
-    from archmax_temporal.worker import DATA_CONVERTER, build_worker, workflow_runner
+    from archmax_temporal.worker import DATA_CONVERTER, build_worker
     from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
     from bench.counters import bytes_written, fsyncs, install_fsync_counter
-    from bench.history_bare import chain_file, chain_name, numbered
+    from bench.history_bare import bare_runner, chain_file, chain_name, numbered
 
 T = TypeVar("T")
 
@@ -85,6 +85,13 @@ NOOP_ACTIVITY = "bench.noop"
 READ_ACTIVITY = "bench.read"
 READ_PREFIX = "r"
 WAKE_ACTIVITY = "bench.wake"
+MODEL_CALL_ACTIVITY = "bench.model"
+BARE_MESSAGES: list[dict[str, str]] = [
+    {"role": "system", "content": "## Current state: `hop`"},
+    {"role": "user", "content": "hop end"},
+]
+"""What the bare floor's model activity and the reference call send (the playbook answers
+"done")."""
 ACTIVITY_TIMEOUT = timedelta(seconds=30)
 
 STEPS_SLUG = "bench-steps"
@@ -160,6 +167,39 @@ async def read(index: int, total: int) -> str:
     return numbered(chain_file(index, total, READ_PREFIX))
 
 
+class BareModel:
+    """The bare floor's model call: the ``openai`` client archmax's model activity uses, one
+    streamed chat completion of the conversation it is given to the same scripted model, its
+    text assembled. A bare agent on Temporal pays this too, so the ratio against it is what
+    archmax adds."""
+
+    def __init__(self, url: str) -> None:
+        self._model = openai.AsyncOpenAI(
+            base_url=url,
+            api_key="sk-bench-not-a-secret",
+            max_retries=0,
+            http_client=openai.DefaultAsyncHttpxClient(),
+        )
+
+    @activity.defn(name=MODEL_CALL_ACTIVITY)
+    async def call(self, messages: list[dict[str, str]]) -> str:
+        stream = await self._model.chat.completions.create(
+            model="scripted",
+            messages=[],  # sent in extra_body, plain JSON, as archmax sends the conversation
+            extra_body={"messages": messages},
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        text = []
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                text.append(chunk.choices[0].delta.content)
+        return "".join(text)
+
+    async def close(self) -> None:
+        await self._model.close()
+
+
 @activity.defn(name=WAKE_ACTIVITY)
 async def wake(token: str) -> str:
     """What the bare signal workflow runs when a signal wakes it."""
@@ -174,6 +214,29 @@ class BenchActivities:
     async def run(self, count: int) -> int:
         for _ in range(count):
             await workflow.execute_activity(NOOP_ACTIVITY, start_to_close_timeout=ACTIVITY_TIMEOUT)
+        return count
+
+
+@workflow.defn(name="BenchModelCalls")
+class BenchModelCalls:
+    """A bare agent loop: ``count`` model calls (:class:`BareModel`) in sequence, a read
+    activity after each of the first ``reads``; like an agent on Temporal without archmax, it
+    keeps the conversation in the workflow and sends it whole with each call (each answer
+    and each read's text appended), so its requests grow as archmax's do."""
+
+    @workflow.run
+    async def run(self, count: int, reads: int) -> int:
+        messages: list[dict[str, str]] = [dict(m) for m in BARE_MESSAGES]
+        for index in range(1, count + 1):
+            answer: str = await workflow.execute_activity(
+                MODEL_CALL_ACTIVITY, messages, start_to_close_timeout=ACTIVITY_TIMEOUT
+            )
+            messages.append({"role": "assistant", "content": answer})
+            if index <= reads:
+                text: str = await workflow.execute_activity(
+                    READ_ACTIVITY, args=[index, reads], start_to_close_timeout=ACTIVITY_TIMEOUT
+                )
+                messages.append({"role": "assistant", "content": text})
         return count
 
 
@@ -356,6 +419,11 @@ LABELS = {
     "aR": "bare workflow, K - 1 read steps",
     "a_step": "bare: one more activity (paired)",
     "ar_step": "bare: one more read step, trivial + read activity (paired)",
+    "m1": "bare workflow, 1 model call, end to end",
+    "mK": "bare workflow, K model calls",
+    "mR": "bare workflow, K model calls with a read activity between each two",
+    "m_step": "bare: one more model call (paired)",
+    "mr_step": "bare: one more read step, model call + read activity (paired)",
     "b_first": "archmax first turn (update-with-start), 1 model call",
     "b1": "archmax later turn, 1 model call",
     "bK": "archmax turn, K model calls",
@@ -394,12 +462,16 @@ def interleave(a: Sequence[T], b: Sequence[T], *, archmax_first: bool) -> list[T
 class Job:
     """One timed run of a sample: an archmax turn (``message`` sent, ``count`` model calls
     expected) or, with no message, a bare workflow (``count`` activities, or ``count`` read
-    steps when ``read_steps``)."""
+    steps when ``read_steps``; with ``model``, ``count`` model calls, a read between each two
+    when ``read_steps``)."""
 
     key: str
     message: str
     count: int
     read_steps: bool = False
+    model: bool = False
+    """A bare run whose steps call the model (:class:`BenchModelCalls`), not a trivial
+    activity."""
 
 
 LOCAL_MARKER = "core_local_activity"
@@ -499,7 +571,15 @@ class Bench:
             later = [Job("b1", "hop end", 1), Job("bK", "hop n1", k), Job("bR", read_message, k)]
             archmax = [Job("b_first", "hop end", 1), *rotated(later, i)]
             bares = rotated(
-                [Job("a1", "", 1), Job("aK", "", k), Job("aR", "", reads, read_steps=True)], i
+                [
+                    Job("a1", "", 1),
+                    Job("aK", "", k),
+                    Job("aR", "", reads, read_steps=True),
+                    Job("m1", "", 1, model=True),
+                    Job("mK", "", k, model=True),
+                    Job("mR", "", k, read_steps=True, model=True),
+                ],
+                i,
             )
             for job in interleave(archmax, bares, archmax_first=i % 2 == 0):
                 if job.message:
@@ -507,7 +587,7 @@ class Bench:
                         sid, job.message, chain, job.count, job.key, record, keep
                     )
                 else:
-                    got[job.key] = await self._bare_run(job.key, job.count, job.read_steps, record)
+                    got[job.key] = await self._bare_run(job, record)
             if keep:
                 for key, elapsed in got.items():
                     self.s(key).add(elapsed)
@@ -515,6 +595,8 @@ class Bench:
                 self.s("a_step").add((got["aK"] - got["a1"]) / (k - 1))
                 self.s("r_step").add((got["bR"] - got["b1"]) / reads)
                 self.s("ar_step").add((got["aR"] - got["a1"]) / reads)
+                self.s("m_step").add((got["mK"] - got["m1"]) / (k - 1))
+                self.s("mr_step").add((got["mR"] - got["m1"]) / reads)
 
     async def _turn(
         self,
@@ -550,10 +632,18 @@ class Bench:
             self.patterns[key] = activity_pattern(history.events[events:])
         return elapsed
 
-    async def _bare_run(self, key: str, count: int, read_steps: bool, record: bool) -> int:
+    async def _bare_run(self, job: Job, record: bool) -> int:
+        key, count, read_steps = job.key, job.count, job.read_steps
         wid = f"bench-act-{uuid.uuid4().hex[:10]}"
         started = _ns()
-        if read_steps:
+        if job.model:
+            done = await self.client.execute_workflow(
+                BenchModelCalls.run,
+                args=[count, count - 1 if read_steps else 0],
+                id=wid,
+                task_queue=self.bare_queue,
+            )
+        elif read_steps:
             done = await self.client.execute_workflow(
                 BenchReadSteps.run, count, id=wid, task_queue=self.bare_queue
             )
@@ -581,10 +671,7 @@ class Bench:
             max_retries=0,
             http_client=openai.DefaultAsyncHttpxClient(),
         )
-        messages: Any = [
-            {"role": "system", "content": "## Current state: `hop`"},
-            {"role": "user", "content": "hop end"},
-        ]
+        messages: Any = BARE_MESSAGES
         try:
             for i in range(self.warmup + self.n):
                 elapsed, _ = await timed(
@@ -762,24 +849,37 @@ def report(
         "Times in ms: median (p10-p90) over the samples; the two sides measured in turns "
         "within every sample. Ratios are of medians.",
         "",
-        "| figure | archmax | bare Temporal | archmax ÷ bare | archmax runs | bare runs |",
-        "| --- | ---: | ---: | ---: | --- | --- |",
+        "Two bare floors: trivial activities (Temporal alone), and the same activity pattern "
+        "with each model step calling the scripted model through the same `openai` client "
+        "(a bare agent loop: what archmax adds is its ratio).",
+        "",
+        "| figure | archmax | bare, trivial activities | ÷ | bare agent, same model calls "
+        "| ÷ | archmax runs | bare runs (trivial; agent) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
     ]
     rows = [
-        ("model-only step (one more, paired)", "b_step", "a_step", "bK", "aK"),
-        ("read_file step (one more, paired)", "r_step", "ar_step", "bR", "aR"),
-        ("first turn (new session), 1 model call", "b_first", "a1", "b_first", "a1"),
-        ("later turn, 1 model call", "b1", "a1", "b1", "a1"),
-        (f"turn of {k} model calls", "bK", "aK", "bK", "aK"),
-        (f"turn of {k - 1} read_file steps ({k} model calls)", "bR", "aR", "bR", "aR"),
-        ("deliver (update) → model activity starts / signal → activity", "d", "c", "", ""),
-        ("deliver (signal) → model activity starts / signal → activity", "d_sig", "c", "", ""),
-        ("deliver update round trip (a 2-call turn) / update returning at once", "f", "e", "", ""),
+        ("model-only step (one more, paired)", "b_step", "a_step", "m_step", "bK", "aK", "mK"),
+        ("read_file step (one more, paired)", "r_step", "ar_step", "mr_step", "bR", "aR", "mR"),
+        ("first turn (new session), 1 model call", "b_first", "a1", "m1", "b_first", "a1", "m1"),
+        ("later turn, 1 model call", "b1", "a1", "m1", "b1", "a1", "m1"),
+        (f"turn of {k} model calls", "bK", "aK", "mK", "bK", "aK", "mK"),
+        (f"turn of {k - 1} read_file steps ({k} model calls)", "bR", "aR", "mR", "bR", "aR", "mR"),
+        ("deliver (update) → model activity starts / signal → activity", "d", "c", "", "", "", ""),
+        (
+            "deliver (signal) → model activity starts / signal → activity",
+            *("d_sig", "c", "", "", "", ""),
+        ),
+        (
+            "deliver update round trip (a 2-call turn) / update returning at once",
+            *("f", "e", "", "", "", ""),
+        ),
     ]
-    for label, ours, theirs, our_runs, their_runs in rows:
+    for label, ours, trivial, agent, our_runs, trivial_runs, agent_runs in rows:
+        agent_cells = f"{cell(agent)} | {ratio(med(ours), med(agent))}" if agent else "- | -"
+        bare_runs = f"{runs(trivial_runs)}; {runs(agent_runs)}" if trivial_runs else "-"
         lines.append(
-            f"| {label} | {cell(ours)} | {cell(theirs)} | {ratio(med(ours), med(theirs))} | "
-            f"{runs(our_runs) if our_runs else '-'} | {runs(their_runs) if their_runs else '-'} |"
+            f"| {label} | {cell(ours)} | {cell(trivial)} | {ratio(med(ours), med(trivial))} | "
+            f"{agent_cells} | {runs(our_runs) if our_runs else '-'} | {bare_runs} |"
         )
     for label, key in (
         ("fsyncs, first turn", "b_first"),
@@ -787,22 +887,23 @@ def report(
         (f"fsyncs, turn of {k} model calls", "bK"),
         (f"fsyncs, turn of {k - 1} read_file steps", "bR"),
     ):
-        lines.append(f"| {label}: median (min-max) | {fsync_cell(key)} | 0 | - | | |")
+        lines.append(f"| {label}: median (min-max) | {fsync_cell(key)} | 0 | - | 0 | - | | |")
         lines.append(
             f"| {label.replace('fsyncs', 'bytes written to files')}: median (min-max) | "
-            f"{written_cell(key)} | 0 | - | | |"
+            f"{written_cell(key)} | 0 | - | 0 | - | | |"
         )
     if memory is not None:
         (a_kib, a_rate), (b_kib, b_rate) = memory["archmax"], memory["bare"]
         lines.append(
             f"| cached parked workflow, KiB each (this process's VmRSS) | {a_kib:,.0f} | "
-            f"{b_kib:,.0f} | {ratio(a_kib, b_kib)} | parked by archmax_wait | on a signal |"
+            f"{b_kib:,.0f} | {ratio(a_kib, b_kib)} | - | - | parked by archmax_wait | "
+            "on a signal |"
         )
         lines.append(
             f"| parked per second (8 at a time, in blocks) | {a_rate:,.1f} | {b_rate:,.1f} | "
-            f"{ratio(a_rate, b_rate)} | | |"
+            f"{ratio(a_rate, b_rate)} | - | - | | |"
         )
-    lines.append(f"| model HTTP call alone (reference) | {cell('http')} | | | | |")
+    lines.append(f"| model HTTP call alone (reference) | {cell('http')} | | | | | | |")
     lines += [
         "",
         "| derived (archmax) | value |",
@@ -810,6 +911,7 @@ def report(
         f"| read_file step ÷ model-only step | {ratio(med('r_step'), med('b_step'))} |",
         f"| bare: read step ÷ one more activity | {ratio(med('ar_step'), med('a_step'))} |",
         f"| model-only step ÷ bare 1-activity workflow | {ratio(med('b_step'), med('a1'))} |",
+        f"| bare agent: read step ÷ one more model call | {ratio(med('mr_step'), med('m_step'))} |",
         f"| fixed cost of a later turn beyond its step, ms | {_minus(med('b1'), med('b_step'))} |",
         f"| deliver (update) → model request arrives, ms | {cell('d_http')} |",
         f"| total run time | {total_s:,.0f} s |",
@@ -827,7 +929,7 @@ def _minus(a: float | None, b: float | None) -> str:
 async def run(args: argparse.Namespace) -> str:
     """Start a dev server, measure on it, stop it; the table."""
     configure_logging(verbose=False)
-    env = await start_local_environment(DATA_CONVERTER)
+    env = await start_local_environment(DATA_CONVERTER, dynamic_config=args.dynamic_config)
     try:
         return await measure(env.client, args)
     finally:
@@ -860,6 +962,7 @@ async def measure(on: Client, args: argparse.Namespace) -> str:
         )
         queue = f"bench-{uuid.uuid4().hex[:8]}"
         bare_queue = f"{queue}-bare"
+        bare_model = BareModel(server.url)
         archmax_worker = build_worker(
             client,
             task_queue=queue,
@@ -872,9 +975,9 @@ async def measure(on: Client, args: argparse.Namespace) -> str:
         bare_worker = Worker(
             client,
             task_queue=bare_queue,
-            workflows=[BenchActivities, BenchReadSteps, BenchSignalWake],
-            activities=[noop, read, wake],
-            workflow_runner=workflow_runner(),
+            workflows=[BenchActivities, BenchReadSteps, BenchModelCalls, BenchSignalWake],
+            activities=[noop, read, wake, bare_model.call],
+            workflow_runner=bare_runner(),
             max_cached_workflows=args.cache,
         )
 
@@ -921,6 +1024,7 @@ async def measure(on: Client, args: argparse.Namespace) -> str:
                     file=sys.stderr,
                     flush=True,
                 )
+            await bare_model.close()
         return report(bench, memory, time.monotonic() - started, args.cache)
     finally:
         server.stop()
@@ -943,6 +1047,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--gap", type=float, default=0.05, help="idle seconds before each timed wake-up (0.05)"
+    )
+    parser.add_argument(
+        "--dynamic-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a dev-server dynamic config value (repeatable), over archmax's own "
+        "(devserver.DYNAMIC_CONFIG); history.transferProcessorMaxPollRPS=20 (and the timer "
+        "and visibility ones) measures on the stock one-shard dev server",
     )
     args = parser.parse_args(argv)
     if args.n < 1 or args.steps < 3 or args.warmup < 0:
