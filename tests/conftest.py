@@ -46,7 +46,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 async def env() -> AsyncIterator[WorkflowEnvironment]:
-    """The real dev server, with the project's search attributes registered."""
+    """The real dev server as archmax starts it: its search attributes registered, its queues
+    read as often as a cluster's (:data:`archmax_temporal.client.devserver.DYNAMIC_CONFIG`)."""
     environment = await start_local_environment(DATA_CONVERTER)
     try:
         yield environment
