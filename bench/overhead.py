@@ -257,6 +257,35 @@ class BenchReadSteps:
         return reads
 
 
+@workflow.defn(name="BenchAgentPark")
+class BenchAgentPark:
+    """A bare agent parked after one model call: it asks the model (:class:`BareModel`),
+    keeps the conversation, and waits for a signal; ``parked`` returns once it waits."""
+
+    def __init__(self) -> None:
+        self._messages: list[dict[str, str]] = [dict(m) for m in BARE_MESSAGES]
+        self._parked = False
+        self._done = False
+
+    @workflow.run
+    async def run(self) -> int:
+        answer: str = await workflow.execute_activity(
+            MODEL_CALL_ACTIVITY, self._messages, start_to_close_timeout=ACTIVITY_TIMEOUT
+        )
+        self._messages.append({"role": "assistant", "content": answer})
+        self._parked = True
+        await workflow.wait_condition(lambda: self._done)
+        return len(self._messages)
+
+    @workflow.update
+    async def parked(self) -> None:
+        await workflow.wait_condition(lambda: self._parked)
+
+    @workflow.signal
+    def finish(self) -> None:
+        self._done = True
+
+
 @workflow.defn(name="BenchSignalWake")
 class BenchSignalWake:
     """A bare long-lived workflow parked on a condition; each ``poke`` signal runs one activity."""
@@ -766,8 +795,9 @@ class Bench:
     # memory per parked session -----------------------------------------------------------
 
     async def parked_memory(self, count: int) -> dict[str, tuple[float, float]]:
-        """(KiB each, parked per second) for ``count`` bare waiting workflows and ``count``
-        archmax sessions parked by ``archmax_wait``, all held in the workers' caches."""
+        """(KiB each, parked per second) for ``count`` bare waiting workflows, ``count`` bare
+        agents parked after a model call and ``count`` archmax sessions parked by
+        ``archmax_wait``, all held in the workers' caches."""
 
         async def park_bare() -> None:
             handle = await self.client.start_workflow(
@@ -777,11 +807,20 @@ class Bench:
             )
             await handle.execute_update(BenchSignalWake.ping)  # its first task has run
 
+        async def park_agent() -> None:
+            handle = await self.client.start_workflow(
+                BenchAgentPark.run,
+                id=f"bench-agent-{uuid.uuid4().hex[:10]}",
+                task_queue=self.bare_queue,
+            )
+            await handle.execute_update(BenchAgentPark.parked)  # answered, waiting
+
         async def park_session() -> None:
             self.stamps.forget(await self._parked_session())
 
         return {
             "bare": await _rss_per(count, park_bare),
+            "bare_agent": await _rss_per(count, park_agent),
             "archmax": await _rss_per(count, park_session),
         }
 
@@ -894,14 +933,15 @@ def report(
         )
     if memory is not None:
         (a_kib, a_rate), (b_kib, b_rate) = memory["archmax"], memory["bare"]
+        g_kib, g_rate = memory["bare_agent"]
         lines.append(
             f"| cached parked workflow, KiB each (this process's VmRSS) | {a_kib:,.0f} | "
-            f"{b_kib:,.0f} | {ratio(a_kib, b_kib)} | - | - | parked by archmax_wait | "
-            "on a signal |"
+            f"{b_kib:,.0f} | {ratio(a_kib, b_kib)} | {g_kib:,.0f} | {ratio(a_kib, g_kib)} | "
+            "parked by archmax_wait after 1 model call | on a signal; after 1 model call |"
         )
         lines.append(
             f"| parked per second (8 at a time, in blocks) | {a_rate:,.1f} | {b_rate:,.1f} | "
-            f"{ratio(a_rate, b_rate)} | - | - | | |"
+            f"{ratio(a_rate, b_rate)} | {g_rate:,.1f} | {ratio(a_rate, g_rate)} | | |"
         )
     lines.append(f"| model HTTP call alone (reference) | {cell('http')} | | | | | | |")
     lines += [
@@ -975,7 +1015,13 @@ async def measure(on: Client, args: argparse.Namespace) -> str:
         bare_worker = Worker(
             client,
             task_queue=bare_queue,
-            workflows=[BenchActivities, BenchReadSteps, BenchModelCalls, BenchSignalWake],
+            workflows=[
+                BenchActivities,
+                BenchReadSteps,
+                BenchModelCalls,
+                BenchAgentPark,
+                BenchSignalWake,
+            ],
             activities=[noop, read, wake, bare_model.call],
             workflow_runner=bare_runner(),
             max_cached_workflows=args.cache,

@@ -19,7 +19,7 @@ def test_sides_take_turns_and_orders_rotate() -> None:
 
 async def test_one_sample_fills_every_row(client: Client) -> None:
     text = await measure(
-        client, parse_args(["--n", "1", "--warmup", "0", "--steps", "3", "--parked", "0"])
+        client, parse_args(["--n", "1", "--warmup", "0", "--steps", "3", "--parked", "2"])
     )
     rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines() if " | " in line}
     for figure in (
@@ -42,3 +42,6 @@ async def test_one_sample_fills_every_row(client: Client) -> None:
     assert fsyncs.split(" | ")[1] != "n/a", text
     written = rows["bytes written to files, later 1-call turn: median (min-max)"]
     assert written.split(" | ")[1].endswith(")"), text
+    # parking: archmax, the bare waiting workflow and the bare agent each parked two
+    rate = rows["parked per second (8 at a time, in blocks)"].split(" | ")
+    assert all(float(rate[i]) > 0 for i in (1, 2, 4)), text
