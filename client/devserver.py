@@ -66,6 +66,8 @@ __all__ = [
     "DEFAULT_ADDRESS",
     "DEFAULT_NAMESPACE",
     "DEFAULT_UI_PORT",
+    "DYNAMIC_CONFIG",
+    "QUEUE_POLL_RPS",
     "DevServer",
     "DevServerError",
     "DevServerPaths",
@@ -75,12 +77,14 @@ __all__ = [
     "TemporalCliNotFoundError",
     "dev_server_args",
     "dev_server_paths",
+    "dynamic_config_args",
     "ensure_dev_server",
     "find_temporal_cli",
     "find_test_server",
     "is_local_address",
     "register_search_attributes",
     "server_reachable",
+    "start_local_environment",
     "stop_dev_server",
 ]
 
