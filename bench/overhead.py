@@ -167,6 +167,17 @@ async def read(index: int, total: int) -> str:
     return numbered(chain_file(index, total, READ_PREFIX))
 
 
+def scripted_client(url: str) -> openai.AsyncOpenAI:
+    """An ``openai`` client of the scripted model at ``url``, as archmax's model activity
+    makes one (no retries: a failed call is a failed figure)."""
+    return openai.AsyncOpenAI(
+        base_url=url,
+        api_key="sk-bench-not-a-secret",
+        max_retries=0,
+        http_client=openai.DefaultAsyncHttpxClient(),
+    )
+
+
 class BareModel:
     """The bare floor's model call: the ``openai`` client archmax's model activity uses, one
     streamed chat completion of the conversation it is given to the same scripted model, its
@@ -174,12 +185,7 @@ class BareModel:
     archmax adds."""
 
     def __init__(self, url: str) -> None:
-        self._model = openai.AsyncOpenAI(
-            base_url=url,
-            api_key="sk-bench-not-a-secret",
-            max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(),
-        )
+        self._model = scripted_client(url)
 
     @activity.defn(name=MODEL_CALL_ACTIVITY)
     async def call(self, messages: list[dict[str, str]]) -> str:
@@ -217,6 +223,15 @@ class BenchActivities:
         return count
 
 
+async def ask_model(messages: list[dict[str, str]]) -> None:
+    """A bare agent's model step (workflow code): the conversation sent whole to
+    :class:`BareModel`, its answer appended."""
+    answer: str = await workflow.execute_activity(
+        MODEL_CALL_ACTIVITY, messages, start_to_close_timeout=ACTIVITY_TIMEOUT
+    )
+    messages.append({"role": "assistant", "content": answer})
+
+
 @workflow.defn(name="BenchModelCalls")
 class BenchModelCalls:
     """A bare agent loop: ``count`` model calls (:class:`BareModel`) in sequence, a read
@@ -228,10 +243,7 @@ class BenchModelCalls:
     async def run(self, count: int, reads: int) -> int:
         messages: list[dict[str, str]] = [dict(m) for m in BARE_MESSAGES]
         for index in range(1, count + 1):
-            answer: str = await workflow.execute_activity(
-                MODEL_CALL_ACTIVITY, messages, start_to_close_timeout=ACTIVITY_TIMEOUT
-            )
-            messages.append({"role": "assistant", "content": answer})
+            await ask_model(messages)
             if index <= reads:
                 text: str = await workflow.execute_activity(
                     READ_ACTIVITY, args=[index, reads], start_to_close_timeout=ACTIVITY_TIMEOUT
@@ -269,10 +281,7 @@ class BenchAgentPark:
 
     @workflow.run
     async def run(self) -> int:
-        answer: str = await workflow.execute_activity(
-            MODEL_CALL_ACTIVITY, self._messages, start_to_close_timeout=ACTIVITY_TIMEOUT
-        )
-        self._messages.append({"role": "assistant", "content": answer})
+        await ask_model(self._messages)
         self._parked = True
         await workflow.wait_condition(lambda: self._done)
         return len(self._messages)
@@ -694,12 +703,7 @@ class Bench:
         await self._model_http(self.server, self.s("http"))
 
     async def _model_http(self, server: StampedModelServer, series: Series) -> None:
-        model = openai.AsyncOpenAI(
-            base_url=server.url,
-            api_key="sk-bench-not-a-secret",
-            max_retries=0,
-            http_client=openai.DefaultAsyncHttpxClient(),
-        )
+        model = scripted_client(server.url)
         messages: Any = BARE_MESSAGES
         try:
             for i in range(self.warmup + self.n):
