@@ -33,6 +33,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.service import __version__ as TEMPORALIO_VERSION
 from temporalio.worker import (
     Interceptor,
+    UnsandboxedWorkflowRunner,
     Worker,
     WorkerDeploymentConfig,
     WorkerDeploymentVersion,
@@ -79,15 +80,10 @@ PASSTHROUGH_MODULES: Sequence[str] = (
     "annotated_types",
     "yaml",
     "opentelemetry",  # when installed: spans from workflow code share the host's provider
-    "archmax_temporal",  # the workflow code itself: deterministic, replay-tested, stateless
 )
-"""Modules the workflow sandbox shares instead of re-importing for every workflow run: pure
-third-party ones, and this project's own workflow code (its one module-level state is the
-table of parsed spec parts sessions share, keyed by digest and handed out only when equal:
-:func:`archmax_temporal.workflows.context.shared`; the golden histories replay against it in
-CI). A cached parked session then costs its own state, not a fresh copy of the modules or of
-its workflow: 163-168 KiB against 1,116 KiB (bench/history.py, section 3, N = 1,000 and
-10,000; a bare waiting workflow: 90 KiB)."""
+"""The pure third-party modules :func:`checking_runner`'s sandbox shares instead of
+re-importing them for every workflow run. archmax's own workflow code is not among them: that
+sandbox exists to check it."""
 
 
 def telemetry_interceptors() -> list[Interceptor]:
@@ -103,9 +99,26 @@ def workflow_interceptors() -> list[Interceptor]:
     return [StoreBindingInterceptor()]
 
 
-def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox with the project's pure dependencies passed through, and the project's
-    models built before it runs any workflow code (:func:`build_deferred`)."""
+def workflow_runner() -> UnsandboxedWorkflowRunner:
+    """How every worker and replayer runs the session workflow: unsandboxed, once every
+    project model is built (:func:`build_deferred`).
+
+    The workflow is archmax's own code, never a user's (authored hooks and scripts run in
+    activities), and its determinism is held by the golden histories CI replays, in
+    :func:`checking_runner`'s sandbox too. Temporal's sandbox checks a workflow's calls only in
+    modules it re-imports for every run; archmax's worker used to pass its own code through
+    (re-importing it cost about 1 MiB and a compile per cached session), so that sandbox
+    checked nothing of it, and it still cost every activation a trip through its importer and
+    an ``exec`` per payload (bench/README.md, fourth round)."""
+    build_deferred()
+    return UnsandboxedWorkflowRunner()
+
+
+def checking_runner() -> SandboxedWorkflowRunner:
+    """Temporal's sandbox with archmax's workflow code inside it, re-imported for every run:
+    a call to the clock, randomness, the environment or a file from workflow code fails the
+    workflow task instead of running. Too slow to serve sessions with; CI replays every golden
+    history and every fresh recording in it (``tests/e2e/test_replay.py``)."""
     build_deferred()
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)

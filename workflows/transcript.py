@@ -194,7 +194,7 @@ def digest_of(text: str) -> str:
 def schemas_text(tools: list[ToolSchema]) -> str:
     """The canonical text of a tool schema list (what its digest is taken of): each schema's
     fields as JSON, keys sorted. Built from the fields directly, not through ``model_dump``,
-    which costs a few milliseconds a model call in the workflow sandbox; the text is the same
+    which costs a few milliseconds a model call in workflow code; the text is the same
     (a tool's fields are JSON already)."""
     return json.dumps(
         [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools],

@@ -4,6 +4,9 @@ Every release's golden histories (``tests/histories/<version>/``, see :mod:`test
 guard the sessions that release left in flight, parked ones included: a change to the order
 of commands that is not behind ``workflow.patched`` fails here before it reaches them. The
 scenarios that recorded them also run fresh, so the current code replays its own histories.
+Each replays twice: as the worker runs the workflow (unsandboxed), and in Temporal's sandbox
+with archmax's workflow code inside it, where a call to the clock, randomness, the environment
+or a file fails the replay (:func:`archmax_temporal.worker.checking_runner`).
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ from temporalio.client import Client
 from tests.support.golden import SCENARIOS, Golden, bench_on, goldens, record, replayer
 
 GOLDENS = goldens()
+
+RUNNERS = ["as-the-worker-runs", "in-the-checking-sandbox"]
+"""The two replays of every history: ``workflow_runner`` and ``checking_runner``."""
 
 PARKED = {
     # the last thing each of these sessions did before the history was taken
@@ -51,12 +57,17 @@ class TestGoldenHistories:
                 assert PARKED[golden.name] in kinds, golden.id
                 assert not closed, golden.id
 
+    @pytest.mark.parametrize("checking", [False, True], ids=RUNNERS)
     @pytest.mark.parametrize("golden", GOLDENS, ids=[g.id for g in GOLDENS])
-    async def test_replays_on_the_current_code(self, golden: Golden) -> None:
-        """A history an earlier (or this) release recorded replays without divergence."""
+    async def test_replays_on_the_current_code(self, golden: Golden, checking: bool) -> None:
+        """A history an earlier (or this) release recorded replays without divergence, as the
+        worker runs the workflow and in the checking sandbox (no clock, randomness, environment
+        or file read by workflow code)."""
         history = golden.history()
         assert len(history.events) > 10
-        result = await replayer().replay_workflow(history, raise_on_replay_failure=False)
+        result = await replayer(checking=checking).replay_workflow(
+            history, raise_on_replay_failure=False
+        )
         assert result.replay_failure is None, f"{golden.id}: {result.replay_failure}"
 
     def test_a_recorded_history_is_never_overwritten(self) -> None:
@@ -75,5 +86,9 @@ async def test_a_fresh_recording_replays(client: Client, scenario: str) -> None:
         histories = await SCENARIOS[scenario](bench)
     assert histories
     for name, history in histories.items():
-        result = await replayer().replay_workflow(history, raise_on_replay_failure=False)
-        assert result.replay_failure is None, f"{name}: {result.replay_failure}"
+        for checking in (False, True):
+            result = await replayer(checking=checking).replay_workflow(
+                history, raise_on_replay_failure=False
+            )
+            failure = result.replay_failure
+            assert failure is None, f"{name} ({RUNNERS[checking]}): {failure}"

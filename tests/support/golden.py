@@ -38,7 +38,12 @@ from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.runner import run_tests
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
-from archmax_temporal.worker import DATA_CONVERTER, workflow_interceptors, workflow_runner
+from archmax_temporal.worker import (
+    DATA_CONVERTER,
+    checking_runner,
+    workflow_interceptors,
+    workflow_runner,
+)
 from archmax_temporal.workflows.session import ArchmaxSession
 from tests.support.agents import copy_example, model_config, running_agent, write_workflow
 from tests.support.agents import tool_call as call
@@ -48,13 +53,15 @@ RELEASE = version("archmax-temporal")
 """The version this code records under (``tests/histories/<RELEASE>/``)."""
 
 
-def replayer() -> Replayer:
-    """A replayer of the session workflow as the worker runs it (same converter, sandbox,
-    and the interceptors that decide commands)."""
+def replayer(*, checking: bool = False) -> Replayer:
+    """A replayer of the session workflow as the worker runs it (same converter, runner,
+    and the interceptors that decide commands); ``checking``: in Temporal's sandbox with
+    archmax's workflow code inside it, where a nondeterministic call fails the replay
+    (:func:`archmax_temporal.worker.checking_runner`)."""
     return Replayer(
         workflows=[ArchmaxSession],
         data_converter=DATA_CONVERTER,
-        workflow_runner=workflow_runner(),
+        workflow_runner=checking_runner() if checking else workflow_runner(),
         interceptors=workflow_interceptors(),
     )
 
