@@ -22,8 +22,13 @@ from temporalio.client import (
     WorkflowUpdateHandle,
     WorkflowUpdateStage,
 )
-from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDConflictPolicy
-from temporalio.exceptions import ApplicationError
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.activities.session_store import SessionStore
@@ -35,6 +40,7 @@ from archmax_temporal.client.files import file_upload
 from archmax_temporal.client.firing import fire, new_key
 from archmax_temporal.client.runtime import translate
 from archmax_temporal.client.session_ids import ResolvedSession, minted_for_key, session_id_for
+from archmax_temporal.client.visibility import closed_checkpoint
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import (
     PayloadTooLargeError,
@@ -225,16 +231,23 @@ class WorkflowSurface:
         )
         check_send_size(limits, firing)
         reopening: Checkpoint | None = None
-        if minted or await self._starts_afresh(sid):
-            reopening = None if minted else await self._agent.sessions.closed(sid)
-            self._admit_first_firing(sid, firing, reopening)
+        # Whether the start may only make the session's first run. A firing that passes a
+        # first firing's checks is sent without asking Temporal about the session first: a
+        # new session starts with it, a running one takes it (its validator has the last
+        # word), and a closed run under the id refuses the start, which then reopens the
+        # session from its checkpoint below. One fewer round trip per firing.
+        first_run_only = not minted and self._admits_as_first(sid, firing)
+        if minted:
+            self._admit_first_firing(sid, firing)
+        elif not first_run_only:
+            reopening = await self._reopening(sid, firing)
         key = idempotency_key or new_key()
         attempts = 0
 
         async def start() -> WorkflowUpdateHandle[Outcome]:
             nonlocal attempts, reopening
             attempts += 1
-            if attempts > 1 and not minted:  # the run may have closed idle since
+            if attempts > 1 and not minted and not first_run_only:  # it may have closed since
                 reopening = await self._agent.sessions.closed(sid)
             operation = WithStartWorkflowOperation(
                 ArchmaxSession.run,
@@ -247,6 +260,9 @@ class WorkflowSurface:
                 id=sid,
                 task_queue=agent.config.task_queue,
                 id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE
+                if first_run_only
+                else WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 static_summary=f"archmax session · {loaded.slug}",
                 static_details=f"Workflow `{loaded.slug}` (spec {loaded.spec_hash}).",
                 search_attributes=TypedSearchAttributes(
@@ -274,6 +290,14 @@ class WorkflowSurface:
         for _ in range(CLOSED_RETRIES):
             try:
                 return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
+            except WorkflowAlreadyStartedError:
+                if not first_run_only:
+                    raise
+                # A run that closed holds the id (nothing was applied): reopen the session
+                # from its checkpoint, as a firing that asked first does.
+                first_run_only = False
+                reopening = await self._reopening(sid, firing)
+                attempts = 0
             except SpecNeededError:
                 # The session holds another revision and this firing opens a turn: it runs
                 # under the workflow as loaded here, so send that along (a refused update
@@ -286,16 +310,33 @@ class WorkflowSurface:
                     raise
         return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
 
-    async def _starts_afresh(self, session_id: str) -> bool:
-        """Whether a firing on ``session_id`` starts a new workflow run (no run, or the last
-        one closed): then the host admits it itself before anything starts."""
+    def _admits_as_first(self, session_id: str, request: SendInput) -> bool:
+        """Whether ``request`` passes the checks of a new session's first firing."""
+        try:
+            self._admit_first_firing(session_id, request)
+        except ApplicationError:
+            return False
+        return True
+
+    async def _reopening(self, session_id: str, request: SendInput) -> Checkpoint | None:
+        """For a firing on ``session_id`` that starts a new workflow run (no run, or the
+        last one closed): the checkpoint the run reopens from (None: a new session), once the
+        host admitted the firing itself, before anything starts. For a running session:
+        None, and its validator decides."""
         try:
             described = await self._agent.handle(session_id).describe()
         except RPCError as exc:
-            if exc.status == RPCStatusCode.NOT_FOUND:
-                return True
-            raise translate(exc, session_id=session_id) from exc
-        return described.status != WorkflowExecutionStatus.RUNNING
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise translate(exc, session_id=session_id) from exc
+            self._admit_first_firing(session_id, request)
+            return None
+        if described.status == WorkflowExecutionStatus.RUNNING:
+            return None
+        reopening = await closed_checkpoint(
+            self._agent.config, session_id, described.status, described.run_id
+        )
+        self._admit_first_firing(session_id, request, reopening)
+        return reopening
 
     def _admit_first_firing(
         self, session_id: str, request: SendInput, reopening: Checkpoint | None = None

@@ -8,11 +8,22 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import (
+    Client,
+    DescribeWorkflowInput,
+    Interceptor,
+    OutboundInterceptor,
+    StartWorkflowUpdateWithStartInput,
+    WorkflowExecutionDescription,
+    WorkflowExecutionStatus,
+    WorkflowUpdateHandle,
+)
 
 from archmax_temporal.activities.folder_store import FilesystemSessionStore, session_folder
 from archmax_temporal.activities.store import CHECKPOINT_FILE, read_checkpoint
@@ -232,6 +243,63 @@ class TestIdleClose:
         assert reopened.kind == "completed"
         kinds = [e.type for e in heard]
         assert "turn-start" in kinds and kinds[-1] == "turn-end"
+
+
+class CountingCalls(Interceptor):
+    """Counts the client's describe and update-with-start calls."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+
+    def intercept_client(self, next: OutboundInterceptor) -> OutboundInterceptor:
+        return _Counting(next, self.calls)
+
+
+class _Counting(OutboundInterceptor):
+    def __init__(self, next: OutboundInterceptor, calls: Counter[str]) -> None:
+        super().__init__(next)
+        self.calls = calls
+
+    async def describe_workflow(self, input: DescribeWorkflowInput) -> WorkflowExecutionDescription:
+        self.calls["describe"] += 1
+        return await super().describe_workflow(input)
+
+    async def start_update_with_start_workflow(
+        self, input: StartWorkflowUpdateWithStartInput
+    ) -> WorkflowUpdateHandle[Any]:
+        self.calls["update-with-start"] += 1
+        return await super().start_update_with_start_workflow(input)
+
+
+async def test_a_firing_asks_temporal_first_only_when_the_run_closed(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """A firing on a new or a running session is one update-with-start, with no describe
+    before it; on a session whose run closed idle the start is refused (nothing applied), and
+    the firing reopens the session from its checkpoint, its variables kept."""
+    write_workflow(tmp_path, "desk", DESK)
+    server = scripted(PLAYBOOK)
+    counting = CountingCalls()
+    config = client.config()
+    config["interceptors"] = [counting]
+    counted = Client(**config)
+    async with running_agent(
+        counted, task_queue, tmp_path, "desk", server, idle_close=IDLE
+    ) as agent:
+        seen: list[Counter[str]] = []
+        for message in ("Hello", "Please remember this"):
+            counting.calls.clear()
+            await agent.workflow.send("idle-count", message)
+            seen.append(Counter(counting.calls))
+        await _closed(agent, "idle-count")
+        counting.calls.clear()
+        reopened = await agent.workflow.send("idle-count", "And one more question")
+        seen.append(Counter(counting.calls))
+        summary = await agent.sessions.get("idle-count")
+    assert seen[0] == seen[1] == Counter({"update-with-start": 1})
+    assert seen[2] == Counter({"update-with-start": 2, "describe": 1})
+    assert reopened.kind == "completed" and summary.turns == 3
+    assert summary.variables["topic"].value == "refund"
 
 
 class TestIdleCloseSetting:
