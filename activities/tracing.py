@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -36,7 +37,14 @@ def _otel_installed() -> bool:
 
 
 def tracing_active() -> bool:
-    """Whether spans are recorded: OpenTelemetry installed and a real provider set."""
+    """Whether spans are recorded: OpenTelemetry installed and a real provider set. A process
+    that has not imported OpenTelemetry has set no provider (nor can one be set lazily, short
+    of ``OTEL_PYTHON_TRACER_PROVIDER``), so it is not imported to find that out: a command
+    that traces nothing does not pay for the import."""
+    if "opentelemetry.trace" not in sys.modules and not os.environ.get(
+        "OTEL_PYTHON_TRACER_PROVIDER"
+    ):
+        return False
     if not _otel_installed():
         return False
     from opentelemetry import trace
