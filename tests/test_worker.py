@@ -10,20 +10,30 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker, WorkflowRunner
 
 from archmax_temporal.client.agent import create_agent
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
-from archmax_temporal.worker import WorkerOptions
+from archmax_temporal.worker import (
+    PASSTHROUGH_MODULES,
+    WorkerOptions,
+    checking_runner,
+    workflow_runner,
+)
+from archmax_temporal.workflows import deadlines
 from archmax_temporal.workflows.errors import ConfigurationError
 from tests.support.agents import Scripted, copy_example
+from tests.support.runner_probe import RunnerProbe
 
 SLOW_PLAYBOOK = """
 rules:
@@ -201,3 +211,36 @@ def test_a_sigterm_with_nothing_in_flight_exits_cleanly(
     worker.proc.send_signal(signal.SIGTERM)
     assert worker.proc.wait(20) == 0
     assert "worker stopped" in worker.log.read_text()
+
+
+# --- how the session workflow is run ---------------------------------------------------------
+# Unsandboxed by every worker and replayer; in Temporal's sandbox, with archmax's workflow code
+# inside it, by CI's replays (tests/e2e/test_replay.py). A sandbox checks only the code it
+# imports for each run: the checking one does import archmax's and refuses a clock read made
+# through it, which is what the replays rely on.
+
+
+async def probe(client: Client, task_queue: str, runner: WorkflowRunner) -> list[str]:
+    async with Worker(
+        client, task_queue=task_queue, workflows=[RunnerProbe], workflow_runner=runner
+    ):
+        return await client.execute_workflow(
+            RunnerProbe.run, id(deadlines), id=f"probe-{uuid.uuid4().hex}", task_queue=task_queue
+        )
+
+
+async def test_the_checking_sandbox_imports_archmax_code_and_refuses_the_clock(
+    client: Client, task_queue: str
+) -> None:
+    assert await probe(client, task_queue, checking_runner()) == [
+        "imported for the run",
+        "clock refused",
+    ]
+    assert not any(name.startswith("archmax_temporal") for name in PASSTHROUGH_MODULES)
+
+
+async def test_the_worker_runs_the_workflow_code_it_imported(
+    client: Client, task_queue: str
+) -> None:
+    """No copy per run: one module, one table of shared spec parts for every cached session."""
+    assert await probe(client, task_queue, workflow_runner()) == ["shared module", "clock read"]

@@ -1,5 +1,5 @@
 """A workflow that reports how the runner it runs in treats archmax's workflow code
-(``tests/workflows/test_runner.py``): whether the code is the worker's own module or a copy
+(``tests/test_worker.py``): whether the code is the worker's own module or a copy
 imported for the run, and whether a clock read made through it is refused."""
 
 from __future__ import annotations
