@@ -291,6 +291,10 @@ class TranscriptLogs:
         """Tool results this process kept or read, by session and digest (content-addressed:
         never stale)."""
         self._results_lock = threading.Lock()
+        self._schemas: OrderedDict[str, tuple[ToolSchema, ...]] = OrderedDict()
+        """Tool schema lists parsed, by digest (content-addressed: never stale, and alike in
+        every session), so a call that names one parses nothing."""
+        self._schemas_lock = threading.Lock()
 
     # --- reading ----------------------------------------------------------------------
 
@@ -495,8 +499,18 @@ class TranscriptLogs:
         if digest is None:
             return tools
         text = self.prompt(session_id, digest, schemas_text(tools) if tools else None)
+        with self._schemas_lock:
+            parsed = self._schemas.get(digest)
+            if parsed is not None:
+                self._schemas.move_to_end(digest)
+                return list(parsed)
         loaded: list[Any] = json.loads(text)
-        return [ToolSchema.model_validate(t) for t in loaded]
+        parsed = tuple(ToolSchema.model_validate(t) for t in loaded)
+        with self._schemas_lock:
+            self._schemas[digest] = parsed
+            while len(self._schemas) > CACHED_PROMPTS:
+                self._schemas.popitem(last=False)
+        return list(parsed)
 
     # --- tool results -------------------------------------------------------------------
 

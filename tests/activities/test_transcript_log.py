@@ -27,7 +27,13 @@ from archmax_temporal.activities.transcript_log import (
 from archmax_temporal.workflows import transcript
 from archmax_temporal.workflows.hooks import transcript_view
 from archmax_temporal.workflows.identity import folder_name
-from archmax_temporal.workflows.models import Message, SessionState, ToolCall, TranscriptLog
+from archmax_temporal.workflows.models import (
+    Message,
+    SessionState,
+    ToolCall,
+    ToolSchema,
+    TranscriptLog,
+)
 from archmax_temporal.workflows.transcript import HELD_TEXT_CHARS
 
 SID = "transcript-log-1"
@@ -112,6 +118,27 @@ class TestTranscriptLogs:
         assert a.prompt(SID, "d1", None) == "be brief"  # this process wrote it
         with pytest.raises(ApplicationError, match="archmax repair"):
             b.prompt(SID, "d1", None)
+
+    def test_tool_schemas_are_parsed_once_per_digest_and_kept_in_each_session(
+        self, tmp_path: Path
+    ) -> None:
+        """The schemas a call names by digest: written to each session's store the first
+        time (a worker that never saw them reads them there), parsed once in this process."""
+        schemas = [
+            ToolSchema(name="lookup", description="Find an order.", parameters={"type": "object"}),
+            ToolSchema(name="note", description="Keep a note.", parameters={"type": "object"}),
+        ]
+        digest = transcript.digest_of(transcript.schemas_text(schemas))
+        a, b = TranscriptLogs(store(tmp_path)), TranscriptLogs(store(tmp_path))
+        first = a.tools(SID, digest, schemas)
+        again = a.tools(SID, digest, [])
+        other = a.tools("transcript-log-2", digest, schemas)
+        assert first == again == other == schemas
+        assert all(x is y for x, y in zip(again, other, strict=True))  # one parse
+        assert b.tools("transcript-log-2", digest, []) == schemas  # from that session's store
+        assert (
+            tmp_path / folder_name("transcript-log-2") / "checkpoints/prompts" / digest
+        ).exists()
 
     def test_a_log_that_lost_what_the_session_recorded_is_a_final_error(
         self, tmp_path: Path
