@@ -29,7 +29,7 @@ PRICE_VARIABLES = {
 class Pricing(BaseModel):
     """USD per million tokens."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     input: float
     output: float
