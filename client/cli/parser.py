@@ -7,6 +7,7 @@ the runtime (Temporal, pydantic, openai) is imported.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import NoReturn
 
 COMMANDS_WITH_VERBOSE = (
@@ -148,13 +149,32 @@ def package_version() -> str:
         return "unknown"
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, the version read only when asked for (reading a distribution's
+    metadata costs every command tens of milliseconds)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, help=help
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        sys.stdout.write(f"archmax {package_version()}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command."""
     parser = _Parser(prog="archmax", description="Run archmax workflows on Temporal.")
     parser.add_argument(
         "--version",
-        action="version",
-        version=f"archmax {package_version()}",
+        action=_VersionAction,
         help="print the installed archmax-temporal version and exit",
     )
     parser.add_argument("--root", help="authoring root (default: ARCHMAX_ROOT or the cwd)")
