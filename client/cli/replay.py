@@ -3,8 +3,11 @@
 Each file is a workflow history as JSON, exported with ``temporal workflow show --workflow-id
 <id> --output json > h.json`` or downloaded from the Temporal UI (the session's page, the
 history's JSON download). It is replayed against this installation's ``ArchmaxSession`` with
-the worker's data converter and sandbox: ``OK`` when every command the code issues matches
-the recorded ones, else the nondeterminism Temporal reports (which command, which event).
+the worker's data converter, inside Temporal's sandbox (the worker runs the workflow
+unsandboxed; here a clock, random, environment or file call from workflow code is refused,
+as in CI's replays: :func:`archmax_temporal.worker.checking_runner`): ``OK`` when every
+command the code issues matches the recorded ones, else the nondeterminism Temporal reports
+(which command, which event).
 Exit 0 when every file replays, 1 otherwise; a stack only with ``--debug``.
 """
 
@@ -83,7 +86,7 @@ async def replay_file(
     from temporalio.runtime import LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
     from temporalio.worker import Replayer
 
-    from archmax_temporal.worker import DATA_CONVERTER, workflow_interceptors, workflow_runner
+    from archmax_temporal.worker import DATA_CONVERTER, checking_runner, workflow_interceptors
     from archmax_temporal.workflows.session import ArchmaxSession
 
     try:
@@ -105,7 +108,7 @@ async def replay_file(
     replayer = Replayer(
         workflows=[ArchmaxSession],
         data_converter=DATA_CONVERTER,
-        workflow_runner=workflow_runner(),
+        workflow_runner=checking_runner(),
         interceptors=workflow_interceptors(),
         runtime=runtime,
     )
