@@ -43,6 +43,7 @@ from archmax_temporal.client.session_ids import ResolvedSession, minted_for_key,
 from archmax_temporal.client.visibility import closed_checkpoint
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.errors import (
+    ArchmaxError,
     PayloadTooLargeError,
     SessionNotFoundError,
     SessionNotResumableError,
@@ -290,23 +291,31 @@ class WorkflowSurface:
         for _ in range(CLOSED_RETRIES):
             try:
                 return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
-            except WorkflowAlreadyStartedError:
-                if not first_run_only:
-                    raise
-                # A run that closed holds the id (nothing was applied): reopen the session
-                # from its checkpoint, as a firing that asked first does.
-                first_run_only = False
-                reopening = await self._reopening(sid, firing)
-                attempts = 0
             except SpecNeededError:
                 # The session holds another revision and this firing opens a turn: it runs
                 # under the workflow as loaded here, so send that along (a refused update
                 # wrote nothing).
                 carrying = firing.model_copy(update={"spec": current})
-            except (SessionNotFoundError, RPCError, WorkflowUpdateFailedError):
+            except (
+                WorkflowAlreadyStartedError,
+                SessionNotFoundError,
+                RPCError,
+                WorkflowUpdateFailedError,
+            ) as failed:
+                if first_run_only and _start_refused(failed):
+                    # A run that closed holds the id (nothing was applied): reopen the
+                    # session from its checkpoint, as a firing that asked first does.
+                    first_run_only = False
+                    reopening = await self._reopening(sid, firing)
+                    attempts = 0
+                    continue
                 # The run closed idle as the firing reached it (nothing was applied): the
                 # next attempt starts a run from the checkpoint.
-                if minted or await self._agent.sessions.closed(sid) is None:
+                if (
+                    isinstance(failed, WorkflowAlreadyStartedError)
+                    or minted
+                    or await self._agent.sessions.closed(sid) is None
+                ):
                     raise
         return await self._watched(sid, on_event, fire(agent.client, sid, key, start))
 
@@ -314,7 +323,7 @@ class WorkflowSurface:
         """Whether ``request`` passes the checks of a new session's first firing."""
         try:
             self._admit_first_firing(session_id, request)
-        except ApplicationError:
+        except (ArchmaxError, ApplicationError):
             return False
         return True
 
@@ -525,6 +534,16 @@ class WorkflowSurface:
             await handle.signal(ArchmaxSession.deliver_signal, delivery)
         except Exception as exc:
             raise translate(exc, session_id=session_id) from exc
+
+
+def _start_refused(failed: BaseException) -> bool:
+    """Whether an update-with-start failed because a run under the id exists and the start
+    may not reuse it (``REJECT_DUPLICATE``): nothing was started, nothing applied. The dev
+    server says so as ``WorkflowAlreadyStartedError``, the time-skipping test server as a
+    bare ``ALREADY_EXISTS``."""
+    if isinstance(failed, WorkflowAlreadyStartedError):
+        return True
+    return isinstance(failed, RPCError) and failed.status == RPCStatusCode.ALREADY_EXISTS
 
 
 def _collect_start(operation: WithStartWorkflowOperation[Any, Any]) -> None:
