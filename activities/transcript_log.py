@@ -285,6 +285,9 @@ class TranscriptLogs:
         self._prompts: OrderedDict[tuple[str, str], str] = OrderedDict()
         """Prompts this process wrote or read, by session and digest (content-addressed:
         never stale), so a call that names one reads nothing."""
+        self._prompts_lock = threading.Lock()
+        """Model calls run in worker threads side by side: one of them evicting a prompt
+        while another moves it to the end would raise ``KeyError`` without it."""
         self._bounds: dict[str, list[int]] = {}
         """Per cached session: where the segments of its cached chain end (for compaction)."""
         self._results: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -460,10 +463,11 @@ class TranscriptLogs:
         """The prompt (or schema text) with ``digest``: ``text`` is kept when given, else
         read from where an earlier call kept it."""
         path = f"{PROMPTS_DIR}/{digest}"
-        known = self._prompts.get((session_id, digest))
-        if known is not None:
-            self._prompts.move_to_end((session_id, digest))
-            return known
+        with self._prompts_lock:
+            known = self._prompts.get((session_id, digest))
+            if known is not None:
+                self._prompts.move_to_end((session_id, digest))
+                return known
         if text is not None:
             with contextlib.suppress(StoreConflictError):
                 self._store.write_if(session_id, path, text.encode("utf-8"), version=None)
@@ -488,9 +492,10 @@ class TranscriptLogs:
     def _keep_prompt(self, session_id: str, digest: str, text: str) -> None:
         if not digest:
             return
-        self._prompts[(session_id, digest)] = text
-        while len(self._prompts) > CACHED_PROMPTS:
-            self._prompts.popitem(last=False)
+        with self._prompts_lock:
+            self._prompts[(session_id, digest)] = text
+            while len(self._prompts) > CACHED_PROMPTS:
+                self._prompts.popitem(last=False)
 
     def tools(
         self, session_id: str, digest: str | None, tools: list[ToolSchema]
