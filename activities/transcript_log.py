@@ -57,7 +57,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 from temporalio.exceptions import ApplicationError
 
@@ -272,6 +272,38 @@ def _parse_legacy(data: bytes) -> tuple[list[Message], list[str]]:
     return messages, digests
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Kept(Generic[K, V]):
+    """What a worker process keeps in memory of content-addressed things (never stale): at
+    most ``size`` entries, the least recently used dropped first. Model calls run in worker
+    threads side by side, so every read and write takes the lock (one thread evicting an
+    entry while another moves it to the end would raise ``KeyError``)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        """The entry (now the most recently used), or None."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+            return found
+
+    def put(self, key: K, value: V) -> None:
+        """Keep ``value`` as the most recently used entry."""
+        with self._lock:
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+
+
 class TranscriptLogs:
     """The conversations of the sessions in one store."""
 
@@ -282,22 +314,16 @@ class TranscriptLogs:
         """Per session: the last chain read or written (any branch of the log)."""
         self.reads = 0
         """Segments (and legacy files) this process read: what a cache miss cost."""
-        self._prompts: OrderedDict[tuple[str, str], str] = OrderedDict()
-        """Prompts this process wrote or read, by session and digest (content-addressed:
-        never stale), so a call that names one reads nothing."""
-        self._prompts_lock = threading.Lock()
-        """Model calls run in worker threads side by side: one of them evicting a prompt
-        while another moves it to the end would raise ``KeyError`` without it."""
+        self._prompts: _Kept[tuple[str, str], str] = _Kept(CACHED_PROMPTS)
+        """Prompts this process wrote or read, by session and digest, so a call that names
+        one reads nothing."""
         self._bounds: dict[str, list[int]] = {}
         """Per cached session: where the segments of its cached chain end (for compaction)."""
-        self._results: OrderedDict[tuple[str, str], str] = OrderedDict()
-        """Tool results this process kept or read, by session and digest (content-addressed:
-        never stale)."""
-        self._results_lock = threading.Lock()
-        self._schemas: OrderedDict[str, tuple[ToolSchema, ...]] = OrderedDict()
-        """Tool schema lists parsed, by digest (content-addressed: never stale, and alike in
-        every session), so a call that names one parses nothing."""
-        self._schemas_lock = threading.Lock()
+        self._results: _Kept[tuple[str, str], str] = _Kept(CACHED_RESULTS)
+        """Tool results this process kept or read, by session and digest."""
+        self._schemas: _Kept[str, tuple[ToolSchema, ...]] = _Kept(CACHED_PROMPTS)
+        """Tool schema lists parsed, by digest (alike in every session), so a call that
+        names one parses nothing."""
 
     # --- reading ----------------------------------------------------------------------
 
@@ -463,11 +489,9 @@ class TranscriptLogs:
         """The prompt (or schema text) with ``digest``: ``text`` is kept when given, else
         read from where an earlier call kept it."""
         path = f"{PROMPTS_DIR}/{digest}"
-        with self._prompts_lock:
-            known = self._prompts.get((session_id, digest))
-            if known is not None:
-                self._prompts.move_to_end((session_id, digest))
-                return known
+        known = self._prompts.get((session_id, digest))
+        if known is not None:
+            return known
         if text is not None:
             with contextlib.suppress(StoreConflictError):
                 self._store.write_if(session_id, path, text.encode("utf-8"), version=None)
@@ -492,10 +516,7 @@ class TranscriptLogs:
     def _keep_prompt(self, session_id: str, digest: str, text: str) -> None:
         if not digest:
             return
-        with self._prompts_lock:
-            self._prompts[(session_id, digest)] = text
-            while len(self._prompts) > CACHED_PROMPTS:
-                self._prompts.popitem(last=False)
+        self._prompts.put((session_id, digest), text)
 
     def tools(
         self, session_id: str, digest: str | None, tools: list[ToolSchema]
@@ -504,17 +525,11 @@ class TranscriptLogs:
         if digest is None:
             return tools
         text = self.prompt(session_id, digest, schemas_text(tools) if tools else None)
-        with self._schemas_lock:
-            parsed = self._schemas.get(digest)
-            if parsed is not None:
-                self._schemas.move_to_end(digest)
-                return list(parsed)
-        loaded: list[Any] = json.loads(text)
-        parsed = tuple(ToolSchema.model_validate(t) for t in loaded)
-        with self._schemas_lock:
-            self._schemas[digest] = parsed
-            while len(self._schemas) > CACHED_PROMPTS:
-                self._schemas.popitem(last=False)
+        parsed = self._schemas.get(digest)
+        if parsed is None:
+            loaded: list[Any] = json.loads(text)
+            parsed = tuple(ToolSchema.model_validate(t) for t in loaded)
+            self._schemas.put(digest, parsed)
         return list(parsed)
 
     # --- tool results -------------------------------------------------------------------
@@ -527,10 +542,8 @@ class TranscriptLogs:
         if len(text.encode("utf-8")) < KEEP_RESULT_BYTES:
             return False
         digest = digest_of(text)
-        with self._results_lock:
-            if (session_id, digest) in self._results:
-                self._results.move_to_end((session_id, digest))
-                return True
+        if self._results.get((session_id, digest)) is not None:
+            return True
         try:
             self._store.write_if(
                 session_id, f"{RESULTS_DIR}/{digest}", text.encode("utf-8"), version=None
@@ -546,11 +559,9 @@ class TranscriptLogs:
         """The tool result kept under ``digest``: from memory, or read from the store and
         checked against its digest; the final ``ToolResultMissing`` when it is not there or
         does not hash to its name."""
-        with self._results_lock:
-            known = self._results.get((session_id, digest))
-            if known is not None:
-                self._results.move_to_end((session_id, digest))
-                return known
+        known = self._results.get((session_id, digest))
+        if known is not None:
+            return known
         try:
             data = self._store.read_bytes(session_id, f"{RESULTS_DIR}/{digest}")
         except FileNotFoundInWorkspaceError:
@@ -586,11 +597,7 @@ class TranscriptLogs:
     def _keep_result(self, session_id: str, digest: str, text: str) -> None:
         if len(text) > CACHED_RESULT_CHARS:
             return
-        with self._results_lock:
-            self._results[(session_id, digest)] = text
-            self._results.move_to_end((session_id, digest))
-            while len(self._results) > CACHED_RESULTS:
-                self._results.popitem(last=False)
+        self._results.put((session_id, digest), text)
 
 
 def result_missing(session_id: str, digest: str, why: str) -> ApplicationError:
