@@ -14,9 +14,11 @@ that: every attribute, twice, and every timestamp).
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Final, get_args
+from typing import TYPE_CHECKING, Final, NamedTuple, get_args
 
 from temporalio.api.common.v1 import Memo, SearchAttributes
 from temporalio.api.workflow.v1 import WorkflowExecutionInfo
@@ -112,15 +114,74 @@ def newer(run: WorkflowExecutionInfo, than: WorkflowExecutionInfo) -> bool:
 _RUNNING: Final = WorkflowExecutionStatus.RUNNING.value
 
 
-def listed_attributes(attributes: SearchAttributes) -> TypedSearchAttributes:
-    """The :data:`LISTED_ATTRIBUTES` of a run, decoded as the client decodes search
-    attributes (the others, which a summary never shows, are left encoded)."""
+class ListedAttributes(NamedTuple):
+    """The four ``Archmax*`` search attributes a listed summary reads (None: not set)."""
+
+    workflow: str | None = None
+    status: str | None = None
+    state: str | None = None
+    resume_at: datetime | None = None
+
+    @classmethod
+    def of(cls, attributes: TypedSearchAttributes) -> ListedAttributes:
+        """Those of a run the client decoded (a described one)."""
+        return cls(
+            attributes.get(sa.WORKFLOW),
+            attributes.get(sa.STATUS),
+            attributes.get(sa.STATE),
+            attributes.get(sa.RESUME_AT),
+        )
+
+
+_KEYWORD: Final = b"Keyword"
+_DATETIME: Final = b"Datetime"
+_LISTED_TYPES: Final = tuple(
+    zip(LISTED_ATTRIBUTES, (_KEYWORD, _KEYWORD, _KEYWORD, _DATETIME), strict=True)
+)
+"""Each of :data:`LISTED_ATTRIBUTES` and the ``type`` its payload carries."""
+
+
+def listed_attributes(attributes: SearchAttributes) -> ListedAttributes:
+    """The :data:`LISTED_ATTRIBUTES` of a raw row, read as the client decodes them: a
+    plain-JSON keyword or timestamp of its registered type is read directly (most of a
+    page's client-side time otherwise), anything else (another encoding, a list, another
+    type) through the client's own decoding of those four alone."""
+    held = attributes.indexed_fields
+    values: list[object] = []
+    for name, kind in _LISTED_TYPES:
+        payload = held.get(name)
+        if payload is None:
+            values.append(None)
+            continue
+        metadata = payload.metadata
+        if metadata.get("type") != kind or metadata.get("encoding") != _JSON_PLAIN:
+            return _decoded(attributes)
+        try:
+            value = json.loads(payload.data)
+            if not isinstance(value, str):
+                return _decoded(attributes)
+            values.append(datetime.fromisoformat(value) if kind == _DATETIME else value)
+        except ValueError:  # not JSON, not a timestamp: the client's decoding says what
+            return _decoded(attributes)
+    workflow, status, state, resume_at = values
+    assert resume_at is None or isinstance(resume_at, datetime)
+    return ListedAttributes(
+        workflow if isinstance(workflow, str) else None,
+        status if isinstance(status, str) else None,
+        state if isinstance(state, str) else None,
+        resume_at,
+    )
+
+
+def _decoded(attributes: SearchAttributes) -> ListedAttributes:
+    """:func:`listed_attributes` through the client's decoding (the others, which a summary
+    never shows, left encoded)."""
     wanted = SearchAttributes()
     held = attributes.indexed_fields
     for name in LISTED_ATTRIBUTES:
         if name in held:
             wanted.indexed_fields[name].CopyFrom(held[name])
-    return decode_typed_search_attributes(wanted)
+    return ListedAttributes.of(decode_typed_search_attributes(wanted))
 
 
 def published_listing(memo: Memo, *, plain: bool) -> projections.PublishedListing | None:
@@ -152,12 +213,13 @@ async def listed_summary(execution: WorkflowExecution, *, polled: bool) -> Sessi
     published = await execution.memo_value(
         LISTED_MEMO, None, type_hint=projections.PublishedListing
     )
-    return summary_of(execution.id, execution.typed_search_attributes, published, polled=polled)
+    attributes = ListedAttributes.of(execution.typed_search_attributes)
+    return summary_of(execution.id, attributes, published, polled=polled)
 
 
 def summary_of(
     session_id: str,
-    attributes: TypedSearchAttributes,
+    attributes: ListedAttributes,
     published: projections.PublishedListing | None,
     *,
     polled: bool,
@@ -165,11 +227,11 @@ def summary_of(
     """:func:`listed_summary` of a run, from its search attributes and its decoded memo
     (``published``)."""
     listed = published or projections.PublishedListing()
-    status: str = listed.status if published else attributes.get(sa.STATUS) or "running"
+    status: str = listed.status if published else attributes.status or "running"
     if status not in _STATUSES:
         status = "running"
     pending = listed.pending_input
-    resume_at = pending.resume_at if pending else attributes.get(sa.RESUME_AT)
+    resume_at = pending.resume_at if pending else attributes.resume_at
     waiting_on: str | None = None
     if not polled and not is_finished(status):  # a finished session waits on nothing
         waiting_on = NO_WORKER
@@ -189,10 +251,10 @@ def summary_of(
     delegation = listed.delegation
     return SessionSummary(
         session_id=session_id,
-        workflow=attributes.get(sa.WORKFLOW) or "",
+        workflow=attributes.workflow or "",
         status=status,
         classification=projections.classification(status),
-        state=listed.state if published else attributes.get(sa.STATE) or None,
+        state=listed.state if published else attributes.state or None,
         spec_hash=listed.spec_hash,
         pending_input=pending,
         pending_decision=listed.pending_decision,
@@ -237,7 +299,6 @@ async def closed_checkpoint(
     store (None: the run is open, or it ended some other way)."""
     if status != WorkflowExecutionStatus.COMPLETED:
         return None
-    import asyncio
 
     from archmax_temporal.activities.store import read_checkpoint
 
@@ -279,9 +340,11 @@ async def page(
 ) -> tuple[list[SessionSummary], bytes | None]:
     """One page of :func:`sessions` (``limit`` executions looked at) and Temporal's token
     for the next page (None: the last). ``closed`` reads a run that closed idle (default:
-    from ``config``'s store)."""
+    from ``config``'s store). Whether a worker polls is asked beside the page, not after
+    it: one round trip to the server, not two."""
     now = datetime.now(UTC)
-    response = await client.workflow_service.list_workflow_executions(
+    polling = asyncio.ensure_future(worker_polls(client, config.task_queue))
+    listing = client.workflow_service.list_workflow_executions(
         ListWorkflowExecutionsRequest(
             namespace=client.namespace,
             page_size=limit,
@@ -297,7 +360,12 @@ async def page(
         retry=True,
         timeout=LIST_TIMEOUT,
     )
-    polled = await worker_polls(client, config.task_queue)
+    try:
+        response = await listing
+    except BaseException:
+        polling.cancel()
+        raise
+    polled = await polling
     # Visibility lists runs: a session that closed idle and reopened has several. Its
     # open run describes it; a closed one only when it is its latest and closed idle.
     latest: dict[str, WorkflowExecutionInfo] = {}

@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio.api.common.v1 import Payload
+from temporalio.api.common.v1 import Payload, SearchAttributes
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.converter import DataConverter, PayloadCodec
+from temporalio.converter import DataConverter, PayloadCodec, decode_typed_search_attributes
 
 from archmax_temporal.client import visibility
 from archmax_temporal.client.config import RuntimeConfig
@@ -152,6 +152,7 @@ async def test_a_page_decodes_the_raw_rows_as_the_client_does(
         ),
         "failed": (PublishedListing(status="failed", state="draft", rejected=None), "failed"),
         "unpublished": (None, "running"),
+        "waking": (None, "awaiting_input"),  # no memo: its state and wake from the attributes
         "new": (None, "new"),
     }
     run = uuid.uuid4().hex[:8]
@@ -160,7 +161,7 @@ async def test_a_page_decodes_the_raw_rows_as_the_client_does(
             SearchAttributePair(sa.WORKFLOW, "desk"),
             SearchAttributePair(sa.STATUS, status),
         ]
-        if name == "parked":
+        if name in ("parked", "waking"):
             pairs += [
                 SearchAttributePair(sa.STATE, "clarify"),
                 SearchAttributePair(sa.RESUME_AT, now - timedelta(days=2)),
@@ -209,5 +210,43 @@ async def test_a_page_decodes_the_raw_rows_as_the_client_does(
     assert by_id["deciding"].waiting_on == f"deadline passed 2 d ago — {visibility.NO_WORKER}"
     assert by_id["failed"].waiting_on is None
     assert (by_id["unpublished"].status, by_id["unpublished"].state) == ("running", None)
+    waking = by_id["waking"]
+    assert (waking.status, waking.state) == ("awaiting_input", "clarify")
+    assert waking.resume_at == now - timedelta(days=2)
+    assert waking.waiting_on == f"due 2 d ago — {visibility.NO_WORKER}"
     narrowed, _ = await visibility.page(client, config, status="awaiting_input", limit=100)
-    assert [s.session_id for s in narrowed] == [f"fast-parked-{run}"]
+    assert sorted(s.session_id for s in narrowed) == [f"fast-parked-{run}", f"fast-waking-{run}"]
+
+
+def _payload(data: bytes, kind: str, encoding: bytes = b"json/plain") -> Payload:
+    return Payload(metadata={"encoding": encoding, "type": kind.encode()}, data=data)
+
+
+def test_listed_attributes_read_as_the_client_decodes_them() -> None:
+    """A row's four listed attributes read directly (plain JSON of their registered type)
+    or, for any other shape, through the client's decoding: the same values either way."""
+    resume = b'"2026-12-20T10:00:00.5+01:00"'
+    rows: list[dict[str, Payload]] = [
+        {  # as a session upserts them, with attributes a summary never reads
+            sa.WORKFLOW.name: _payload(b'"desk"', "Keyword"),
+            sa.STATUS.name: _payload(b'"awaiting_input"', "Keyword"),
+            sa.STATE.name: _payload(b'"clarify"', "Keyword"),
+            sa.RESUME_AT.name: _payload(resume, "Datetime"),
+            "BuildIds": _payload(b'["unversioned"]', "KeywordList"),
+        },
+        {sa.STATUS.name: _payload(b'"running"', "Keyword")},  # the rest unset
+        {  # a one-item list, which the client reads as its item
+            sa.WORKFLOW.name: _payload(b'["desk"]', "Keyword"),
+            sa.STATUS.name: _payload(b'"running"', "Keyword"),
+        },
+        {sa.STATE.name: _payload(b'"clarify"', "Text")},  # registered as another type
+        {sa.STATE.name: _payload(b'"clarify"', "Keyword")},
+        {sa.STATE.name: _payload(b"", "")},  # no type: the client ignores it
+    ]
+    for fields in rows:
+        attributes = SearchAttributes(indexed_fields=fields)
+        expected = visibility.ListedAttributes.of(decode_typed_search_attributes(attributes))
+        assert visibility.listed_attributes(attributes) == expected, fields
+    first = visibility.listed_attributes(SearchAttributes(indexed_fields=rows[0]))
+    assert first.resume_at == datetime(2026, 12, 20, 9, 0, 0, 500000, tzinfo=UTC)
+    assert visibility.listed_attributes(SearchAttributes(indexed_fields=rows[2])).workflow == "desk"
