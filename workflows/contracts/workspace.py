@@ -159,9 +159,11 @@ class WorkspaceToolResult(_Model):
     """What the tool answers the model. A refusal is ``status="error"``, never a failure."""
 
     content: str
-    status: Literal["ok", "error"] = "ok"
-    truncated: bool = False
-    """Whether ``content`` was cut at ``max_result_chars``."""
+    status: Literal["ok", "error"] = Field(default="ok", exclude_if=lambda value: value == "ok")
+    truncated: bool = Field(default=False, exclude_if=lambda value: not value)
+    """Whether ``content`` was cut at ``max_result_chars``. (Like ``status`` and ``kept``, left
+    out on the wire at its default: it reads back the same, by any version, and every tool
+    step's result is that much shorter in the history.)"""
     kept: bool = Field(default=False, exclude_if=lambda value: not value)
     """Whether the activity kept ``content`` in the store under its digest (a long one,
     ``checkpoints/results/``): the next model call names it instead of carrying it."""
