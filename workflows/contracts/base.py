@@ -51,11 +51,13 @@ LOCAL_PATCH: Final = "archmax-local-activities"
 activities first (:func:`local_first`). A run without it (its history began before) keeps
 scheduling them as regular activities, so it replays."""
 
-SHORT_IDS_PATCH: Final = "archmax-short-local-ids"
-"""``workflow.patched`` id: a local activity's id is ``l`` and its place among the run's local
-activities (``l7``), not ``local-`` and 32 hex digits from the workflow's random: every short
-tool's marker in the history is 30 bytes shorter. A run without it keeps its ids, so it
-replays."""
+SHORT_NAMES_PATCH: Final = "archmax-short-names"
+"""``workflow.patched`` id: shorter names in every tool step's events. A local activity's id
+is ``l`` and its place among the run's local activities (``l7``), not ``local-`` and 32 hex
+digits from the workflow's random (30 bytes a short tool's marker); a model call names its
+system prompt and tool schemas by the first 128 bits of their SHA-256, not all 256 (64 bytes
+a call; the activity keeps and reads them under the name it is given, so any version of it
+serves either). A run without it keeps its names, so it replays."""
 
 LOCAL_TIMEOUT: Final = timedelta(seconds=5)
 """Bound on a local activity, its attempts together (each one's too, and its
@@ -90,7 +92,7 @@ def local_activity_id() -> str:
     (their numbers alone) are. The idempotency key adds the run's id
     (:func:`archmax_temporal.activities.effects.idempotency_key`), so the next run of a
     continue-as-new chain counting from ``l1`` again reuses no key."""
-    if not count_local_activities():
+    if not short_names():
         return f"local-{workflow.uuid4().hex}"
     instance = workflow.instance()
     n = int(getattr(instance, _COUNTED, 0)) + 1
@@ -98,15 +100,15 @@ def local_activity_id() -> str:
     return f"l{n}"
 
 
-def count_local_activities() -> bool:
-    """Whether this run names its local activities by count (:data:`SHORT_IDS_PATCH`).
+def short_names() -> bool:
+    """Whether this run uses the short names of :data:`SHORT_NAMES_PATCH`.
 
     The session asks first thing in its run, so the patch's marker is in the run's first
     workflow task. (Asked first when the turn's save was scheduled, the marker went into the
     task that completed the turn's update, and Temporal then kept the workflow task of the
     next refused update in the history instead of dropping it: a refused firing wrote three
     events.) Later calls read the run's answer back."""
-    return workflow.patched(SHORT_IDS_PATCH)
+    return workflow.patched(SHORT_NAMES_PATCH)
 
 
 _COUNTED: Final = "_archmax_local_activities"
