@@ -37,7 +37,7 @@ from archmax_temporal.workflows.models import (
     ToolCall,
     TranscriptLog,
 )
-from archmax_temporal.workflows.transcript import RESULT_MISSING, digest_of
+from archmax_temporal.workflows.transcript import RESULT_MISSING, digest_of, schemas_text
 from tests.support.agents import Scripted, model_config, running_agent, tool_call, write_workflow
 
 READER = """
@@ -140,6 +140,38 @@ async def test_a_tool_result_is_in_the_real_history_once(
     named = [call for call in _model_inputs(history) if call.refs]
     assert len(named) == 3
     assert all(call.messages[i].content is None for call in named for i in call.refs)
+
+
+async def test_a_prompt_is_sent_once_a_run_and_named_by_128_bits_after(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """The run's first model call carries the system prompt and the tool schemas, each named
+    by the first 128 bits of its SHA-256; the later calls carry those names alone, and the
+    model is sent the whole prompt and every schema on each (read back from the store)."""
+    write_workflow(tmp_path, "reader", READER)
+    markers = [f"MARK-{uuid.uuid4().hex}" for _ in range(2)]
+    server = scripted(_chain(markers))
+    sid = f"named-{uuid.uuid4().hex[:8]}"
+    async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
+        await agent.sessions.seed(
+            sid, {_path(n): _marked(marker) for n, marker in enumerate(markers)}
+        )
+        outcome = await agent.workflow.send(sid, "read the chain")
+        assert (outcome.kind, outcome.reply) == ("completed", "done")
+        history = await agent.handle(sid).fetch_history()
+    first, *later = _model_inputs(history)
+    assert first.system is not None and first.tools
+    assert first.system_digest == digest_of(first.system)[:32]
+    assert first.tools_digest == digest_of(schemas_text(first.tools))[:32]
+    assert len(later) == 2
+    for call in later:
+        assert (call.system, call.tools) == (None, [])
+        assert (call.system_digest, call.tools_digest) == (first.system_digest, first.tools_digest)
+    sent = [request.body for request in server.requests]
+    assert len(sent) == 3
+    for body in sent:
+        assert body["messages"][0] == {"role": "system", "content": first.system}
+        assert [t["function"]["name"] for t in body["tools"]] == [t.name for t in first.tools]
 
 
 async def test_a_model_call_failed_over_to_another_worker_reads_the_result_from_the_store(
