@@ -110,7 +110,7 @@ async def _with_patience(
         try:
             return await start()
         except WorkflowUpdateFailedError as exc:
-            raise translate(exc, session_id=session_id) from exc
+            raise translate(exc, session_id=session_id, namespace=client.namespace) from exc
         except RPCError as exc:
             if exc.status == RPCStatusCode.RESOURCE_EXHAUSTED:
                 raise SessionBusyError(
@@ -118,14 +118,14 @@ async def _with_patience(
                     "nothing was applied: retry shortly (the same idempotency key is safe)"
                 ) from None
             if exc.status not in _SERVER_AWAY and not task_failing(exc):
-                raise translate(exc, session_id=session_id) from exc
+                raise translate(exc, session_id=session_id, namespace=client.namespace) from exc
             last: BaseException = exc
         except WorkflowUpdateRPCTimeoutOrCancelledError as exc:
             _reraise_cancellation()
             last = exc
         if asyncio.get_running_loop().time() + delay > deadline:
             if isinstance(last, RPCError) and task_failing(last):
-                raise translate(last, session_id=session_id) from None
+                raise translate(last, session_id=session_id, namespace=client.namespace) from None
             raise TemporalUnavailableError(
                 f"the Temporal server did not take the firing for session {session_id!r} "
                 f"within {SERVER_PATIENCE.total_seconds():.0f} s ({type(last).__name__}); "
@@ -147,7 +147,7 @@ async def _result(
         try:
             return await handle.result()
         except WorkflowUpdateFailedError as exc:
-            typed = translate(exc, session_id=session_id)
+            typed = translate(exc, session_id=session_id, namespace=client.namespace)
             if not isinstance(typed, ArchmaxError):  # not the session's own failure
                 if await _continued(client, session_id, handle.workflow_run_id):
                     raise _HandedOn from exc
@@ -159,7 +159,7 @@ async def _result(
                 ended = await _ended(client, session_id)
                 if ended is not None:
                     raise ended from None
-                raise translate(exc, session_id=session_id) from exc
+                raise translate(exc, session_id=session_id, namespace=client.namespace) from exc
             away_since = away_since or loop.time()
             if loop.time() - away_since > SERVER_PATIENCE.total_seconds():
                 raise TemporalUnavailableError(

@@ -32,6 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import DevServer, ensure_dev_server, is_local_address
+from archmax_temporal.client.visibility import unregistered_search_attributes
 from archmax_temporal.connection import (
     EPHEMERAL_IDENTITY_PREFIX,
     SERVICE_IDENTITY_PREFIX,
@@ -314,10 +315,17 @@ def task_failing(error: RPCError) -> bool:
     )
 
 
-def translate(error: BaseException, *, session_id: str | None = None) -> BaseException:
-    """The typed archmax error a Temporal client error stands for, or ``error`` unchanged."""
+def translate(
+    error: BaseException, *, session_id: str | None = None, namespace: str | None = None
+) -> BaseException:
+    """The typed archmax error a Temporal client error stands for, or ``error`` unchanged
+    (``namespace``: the client's, for the commands a missing search attribute's error
+    names)."""
     if isinstance(error, ArchmaxError):
         return error
+    missing = unregistered_search_attributes(error, namespace)
+    if missing is not None:
+        return missing
     if isinstance(error, RPCError) and error.status == RPCStatusCode.NOT_FOUND:
         return SessionNotFoundError(f"no session {session_id!r}" if session_id else error.message)
     if isinstance(error, RPCError) and error.status == RPCStatusCode.RESOURCE_EXHAUSTED:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final, NamedTuple, get_args
@@ -26,12 +27,13 @@ from temporalio.api.workflowservice.v1 import ListWorkflowExecutionsRequest
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.common import TypedSearchAttributes
 from temporalio.converter import WorkflowSerializationContext, decode_typed_search_attributes
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.client.times import span
 from archmax_temporal.workflows import projections
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import LISTED_MEMO, WORKFLOW_NAME
+from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.models import (
     SessionStatus,
     SessionSummary,
@@ -60,6 +62,47 @@ ClosedSummary = Callable[
 
 LISTED_ATTRIBUTES: Final = (sa.WORKFLOW.name, sa.STATUS.name, sa.STATE.name, sa.RESUME_AT.name)
 """The search attributes a listed summary reads: the only ones a page decodes."""
+
+_UNKNOWN_ATTRIBUTE: Final = re.compile(
+    r"(?:invalid search attribute:?|no mapping defined for search attribute|"
+    r"search attribute)\s+([A-Za-z][A-Za-z0-9_]*)"
+)
+"""How the server names a search attribute a namespace has not registered, in a query
+(``invalid search attribute: ArchmaxStatus``) and in a start
+(``… has no mapping defined for search attribute ArchmaxWorkflow``)."""
+
+
+def unregistered_search_attributes(
+    error: BaseException, namespace: str | None = None
+) -> ConfigurationError | None:
+    """The typed error of a call the server refused because the namespace has not registered
+    one of archmax's search attributes (None for any other error), saying how to register
+    them or run without them."""
+    if not isinstance(error, RPCError) or error.status != RPCStatusCode.INVALID_ARGUMENT:
+        return None
+    found = _UNKNOWN_ATTRIBUTE.search(error.message)
+    ours = {key.name: key for key in sa.ALL}
+    if found is None or found.group(1) not in ours:
+        return None
+    where = namespace or "<namespace>"
+    by_type: dict[str, list[str]] = {}
+    for key in sa.ALL:
+        kind = key.indexed_value_type.name.title().replace("_", "")  # KEYWORD: Keyword
+        by_type.setdefault(kind, []).append(key.name)
+    commands = [
+        f"temporal operator search-attribute create --namespace {where} "
+        + " ".join(f"--name {name}" for name in names)
+        + f" --type {kind}"
+        for kind, names in by_type.items()
+    ]
+    return ConfigurationError(
+        f"namespace {where!r} has not registered archmax's search attributes (it does not "
+        f"know {found.group(1)}); nothing was applied. Register them once: "
+        + "; ".join(commands)
+        + " (or, on Temporal Cloud, tcld namespace search-attributes add; see "
+        "docs/production/deployment.md). Or set ARCHMAX_SEARCH_ATTRIBUTES=0 to run without "
+        "them."
+    )
 
 
 def listing_query(
@@ -362,8 +405,11 @@ async def page(
     )
     try:
         response = await listing
-    except BaseException:
+    except BaseException as exc:
         polling.cancel()
+        missing = unregistered_search_attributes(exc, client.namespace)
+        if missing is not None:
+            raise missing from None
         raise
     polled = await polling
     # Visibility lists runs: a session that closed idle and reopened has several. Its

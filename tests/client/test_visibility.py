@@ -15,15 +15,20 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+from google.protobuf.duration_pb2 import Duration
 from temporalio.api.common.v1 import Payload, SearchAttributes
+from temporalio.api.workflowservice.v1 import RegisterNamespaceRequest
 from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.converter import DataConverter, PayloadCodec, decode_typed_search_attributes
+from temporalio.service import RPCError, RPCStatusCode
 
 from archmax_temporal.client import visibility
 from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.workflows import search_attributes as sa
 from archmax_temporal.workflows.contracts import LISTED_MEMO, WORKFLOW_NAME
+from archmax_temporal.workflows.errors import ConfigurationError
 from archmax_temporal.workflows.models import (
     DecisionEdge,
     PendingDecision,
@@ -32,6 +37,15 @@ from archmax_temporal.workflows.models import (
     Usage,
 )
 from archmax_temporal.workflows.projections import PublishedListing
+from tests.support.agents import Scripted, running_agent, write_workflow
+
+DESK = """
+title: Desk
+states:
+  intake:
+    triggers: { manual: {} }
+    instructions: Say noted.
+"""
 
 NOT_LOADED = (
     "archmax_temporal.client.host",
@@ -250,3 +264,70 @@ def test_listed_attributes_read_as_the_client_decodes_them() -> None:
     first = visibility.listed_attributes(SearchAttributes(indexed_fields=rows[0]))
     assert first.resume_at == datetime(2026, 12, 20, 9, 0, 0, 500000, tzinfo=UTC)
     assert visibility.listed_attributes(SearchAttributes(indexed_fields=rows[2])).workflow == "desk"
+
+
+def test_a_refusal_naming_another_attribute_or_of_another_kind_is_left_alone() -> None:
+    """Only the server's refusal of one of archmax's own attributes is translated."""
+    ours = RPCError(
+        "invalid query: invalid search attribute: ArchmaxStatus",
+        RPCStatusCode.INVALID_ARGUMENT,
+        b"",
+    )
+    assert visibility.unregistered_search_attributes(ours, "prod") is not None
+    for message, status in [
+        ("invalid query: invalid search attribute: CustomerId", RPCStatusCode.INVALID_ARGUMENT),
+        ("invalid search attribute: ArchmaxStatus", RPCStatusCode.UNAVAILABLE),
+        ("malformed query", RPCStatusCode.INVALID_ARGUMENT),
+    ]:
+        error = RPCError(message, status, b"")
+        assert visibility.unregistered_search_attributes(error, "prod") is None, message
+    assert visibility.unregistered_search_attributes(ValueError("ArchmaxStatus")) is None
+
+
+async def test_a_namespace_without_archmax_s_search_attributes_is_a_typed_error(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """On a namespace that never registered archmax's search attributes, listing and a first
+    firing are each a ``ConfigurationError`` that names the namespace, the attribute, the
+    commands that register them and ``ARCHMAX_SEARCH_ATTRIBUTES=0``, and nothing starts
+    (they were an ``RPCError`` shown as an unexpected error)."""
+    namespace = f"bare-{uuid.uuid4().hex[:8]}"
+    await client.workflow_service.register_namespace(
+        RegisterNamespaceRequest(
+            namespace=namespace, workflow_execution_retention_period=Duration(seconds=86_400)
+        )
+    )
+    bare = await Client.connect(
+        client.service_client.config.target_host,
+        namespace=namespace,
+        data_converter=client.data_converter,
+    )
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:  # the server's namespace cache takes a moment to know it
+        try:
+            await bare.count_workflows()
+            break
+        except RPCError:
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.2)
+    write_workflow(tmp_path, "desk", DESK)
+    server = scripted('{"rules": [], "default": {"content": "Noted."}}')
+    async with running_agent(bare, task_queue, tmp_path, "desk", server) as agent:
+        with pytest.raises(ConfigurationError) as listed:
+            await agent.sessions.list()
+        with pytest.raises(ConfigurationError) as fired:
+            await agent.workflow.send("never-started", "hello")
+    for refused in (listed.value, fired.value):
+        text = str(refused)
+        assert f"namespace {namespace!r} has not registered" in text
+        assert (
+            f"temporal operator search-attribute create --namespace {namespace} "
+            "--name ArchmaxWorkflow --name ArchmaxStatus --name ArchmaxState "
+            "--name ArchmaxParkedChannel --type Keyword"
+        ) in text
+        assert "--name ArchmaxResumeAt --type Datetime" in text
+        assert "ARCHMAX_SEARCH_ATTRIBUTES=0" in text
+    assert "ArchmaxStatus" in str(listed.value)
+    with pytest.raises(RPCError) as missing:
+        await bare.get_workflow_handle("never-started").describe()
+    assert missing.value.status == RPCStatusCode.NOT_FOUND
