@@ -28,6 +28,7 @@ from archmax_temporal.activities.transcript_log import (
     TranscriptLogs,
 )
 from archmax_temporal.activities.workspace import WorkspaceActivities
+from archmax_temporal.client.host import Agent
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import WorkspaceToolInput
@@ -105,6 +106,15 @@ def _model_inputs(history: WorkflowHistory) -> list[ModelCallInput]:
     return inputs
 
 
+async def _read_chain(agent: Agent, sid: str, markers: list[str]) -> WorkflowHistory:
+    """Seed one file per marker into ``sid``, have the session read them in one turn that
+    ends ``done``, and return its history."""
+    await agent.sessions.seed(sid, {_path(n): _marked(marker) for n, marker in enumerate(markers)})
+    outcome = await agent.workflow.send(sid, "read the chain")
+    assert (outcome.kind, outcome.reply) == ("completed", "done")
+    return await agent.handle(sid).fetch_history()
+
+
 def _sent(server: Any) -> str:
     """Everything the model was sent, as one text."""
     return json.dumps([request.body for request in server.requests])
@@ -124,12 +134,7 @@ async def test_a_tool_result_is_in_the_real_history_once(
     server = scripted(_chain(markers, said))
     sid = f"once-{uuid.uuid4().hex[:8]}"
     async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
-        await agent.sessions.seed(
-            sid, {_path(n): _marked(marker) for n, marker in enumerate(markers)}
-        )
-        outcome = await agent.workflow.send(sid, "read the chain")
-        assert (outcome.kind, outcome.reply) == ("completed", "done")
-        history = await agent.handle(sid).fetch_history()
+        history = await _read_chain(agent, sid, markers)
         view = await agent.sessions.view(sid)
     for marker in [*markers, said]:
         assert _occurrences(history, marker) == 1, marker
@@ -153,12 +158,7 @@ async def test_a_prompt_is_sent_once_a_run_and_named_by_128_bits_after(
     server = scripted(_chain(markers))
     sid = f"named-{uuid.uuid4().hex[:8]}"
     async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
-        await agent.sessions.seed(
-            sid, {_path(n): _marked(marker) for n, marker in enumerate(markers)}
-        )
-        outcome = await agent.workflow.send(sid, "read the chain")
-        assert (outcome.kind, outcome.reply) == ("completed", "done")
-        history = await agent.handle(sid).fetch_history()
+        history = await _read_chain(agent, sid, markers)
     first, *later = _model_inputs(history)
     assert first.system is not None and first.tools
     assert first.system_digest == digest_of(first.system)[:32]
