@@ -15,6 +15,7 @@ that: every attribute, twice, and every timestamp).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Awaitable, Callable
@@ -406,7 +407,9 @@ async def page(
     try:
         response = await listing
     except BaseException as exc:
-        polling.cancel()
+        polling.cancel()  # and awaited: no task is left pending, nor its error unread
+        with contextlib.suppress(BaseException):
+            await polling
         missing = unregistered_search_attributes(exc, client.namespace)
         if missing is not None:
             raise missing from None

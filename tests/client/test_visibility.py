@@ -331,3 +331,39 @@ async def test_a_namespace_without_archmax_s_search_attributes_is_a_typed_error(
     with pytest.raises(RPCError) as missing:
         await bare.get_workflow_handle("never-started").describe()
     assert missing.value.status == RPCStatusCode.NOT_FOUND
+
+
+class _Service:
+    """A workflow service whose listing fails at once and whose task-queue description
+    never answers."""
+
+    def __init__(self) -> None:
+        self.described = asyncio.Event()
+
+    async def list_workflow_executions(self, *_: object, **__: object) -> object:
+        await self.described.wait()  # the poll question is out before the page fails
+        raise RPCError("visibility is down", RPCStatusCode.UNAVAILABLE, b"")
+
+    async def describe_task_queue(self, *_: object, **__: object) -> object:
+        self.described.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+class _FailingClient:
+    namespace = "default"
+
+    def __init__(self) -> None:
+        self.workflow_service = _Service()
+
+
+async def test_a_page_that_fails_leaves_no_task_behind(tmp_path: Path) -> None:
+    """Whether a worker polls is asked beside the page; when the page fails, that question
+    is cancelled and awaited before the error is raised: no task is left pending (a pending
+    one is later destroyed with a warning) and none holds an error nobody reads."""
+    config = RuntimeConfig.from_env(root=tmp_path).with_overrides(task_queue="q")
+    client: Any = _FailingClient()
+    with pytest.raises(RPCError, match="visibility is down"):
+        await visibility.page(client, config, limit=10)
+    left = [task for task in asyncio.all_tasks() if "worker_polls" in repr(task)]
+    assert left == []

@@ -39,7 +39,13 @@ async def unretrieved() -> AsyncIterator[list[str]]:
     loop = asyncio.get_running_loop()
     seen: list[str] = []
     previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _, context: seen.append(str(context.get("message"))))
+
+    def record(_: object, context: dict[str, Any]) -> None:
+        # the message, and the task or future it is about: which code left it, if any
+        about = context.get("task") or context.get("future")
+        seen.append(f"{context.get('message')}{f' ({about!r})'[:300] if about else ''}")
+
+    loop.set_exception_handler(record)
     yield seen
     loop.set_exception_handler(previous)
 
