@@ -20,7 +20,9 @@ module also names for the hosts that import them from here.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
@@ -175,6 +177,28 @@ def read_upload(store: SessionStore, digest: str) -> bytes:
     if hashlib.sha256(data).hexdigest() != digest:
         raise WorkspaceError(f"upload {digest[:12]}… does not match its digest", "")
     return data
+
+
+def write_if_unsynced(
+    store: SessionStore, session_id: str, path: str, data: bytes, *, version: str | None
+) -> str:
+    """:meth:`SessionStore.write_if` without the fsync where the store can skip it (a folder
+    store's ``durable=False``; an object put is durable as it is). Only for what is rebuilt
+    from durable state, or whose loss is noticed and survived: after a crash of the machine
+    (not of the worker: a killed process loses nothing from the page cache) it may be gone
+    or hold fewer bytes."""
+    if not _skips_fsync(type(store)):
+        return store.write_if(session_id, path, data, version=version)
+    written: str = store.write_if(  # type: ignore[call-arg]
+        session_id, path, data, version=version, durable=False
+    )
+    return written
+
+
+@functools.cache
+def _skips_fsync(kind: type[SessionStore]) -> bool:
+    """Whether a store class's conditional writes take ``durable``."""
+    return "durable" in inspect.signature(kind.write_if).parameters
 
 
 def delete_file(store: SessionStore, session_id: str, path: str) -> None:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import inspect
 import json
 import time
 from collections.abc import Iterator
@@ -61,7 +60,11 @@ from archmax_temporal.activities.artifact_cache import (
 )
 from archmax_temporal.activities.effects import EffectJournal, pause_after_effect
 from archmax_temporal.activities.heartbeat import heartbeating
-from archmax_temporal.activities.session_store import SessionStore, sweep_temporaries
+from archmax_temporal.activities.session_store import (
+    SessionStore,
+    sweep_temporaries,
+    write_if_unsynced,
+)
 from archmax_temporal.activities.store_errors import (
     FileNotFoundInWorkspaceError,
     StoreConflictError,
@@ -278,9 +281,6 @@ class StoreActivities:
         self._digests: dict[tuple[str, str], str] = {}
         """The content digest of each small artifact this worker last wrote: one unchanged
         and still that version is not written again."""
-        self._volatile = "durable" in inspect.signature(store.write_if).parameters
-        """Whether the store's conditional writes may skip the fsync (``durable=False``, a
-        folder store): what is rebuilt from durable state is then written without one."""
 
     def _spec(self, turn: PersistTurnInput) -> WorkflowSpec:
         """The turn's spec: sent (once a run; its snapshot ``_specs/<hash>.json`` written once
@@ -420,12 +420,9 @@ class StoreActivities:
     ) -> str:
         """The store's conditional write; not fsync'd when ``durable`` is false and the store
         can skip it (an object put is durable as it is)."""
-        if durable or not self._volatile:
+        if durable:
             return self._store.write_if(session_id, path, data, version=version)
-        written: str = self._store.write_if(  # type: ignore[call-arg]
-            session_id, path, data, version=version, durable=False
-        )
-        return written
+        return write_if_unsynced(self._store, session_id, path, data, version=version)
 
     def _replace(
         self,

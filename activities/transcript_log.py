@@ -34,7 +34,8 @@ sends the text when it changed since the run's last call and its digest otherwis
 
 Tool results are kept the same way, under ``checkpoints/results/<sha256>``
 (:data:`RESULTS_DIR`): the activity that ran a workspace or host tool puts a result of at
-least :data:`KEEP_RESULT_BYTES` there (put-if-absent, before it completes) and says so
+least :data:`KEEP_RESULT_BYTES` there (put-if-absent, before it completes; not fsync'd,
+since the history holds the result and a lost one is only sent again) and says so
 (``kept``); the workflow then hands the next model call the result's digest instead of its
 text (``ModelCallInput.refs``), and the model activity reads it back (:meth:`TranscriptLogs.
 resolve`) before it appends the messages to the log, so the log holds exactly what it held
@@ -61,7 +62,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from temporalio.exceptions import ApplicationError
 
-from archmax_temporal.activities.session_store import SessionStore
+from archmax_temporal.activities.session_store import SessionStore, write_if_unsynced
 from archmax_temporal.activities.store_errors import (
     FileNotFoundInWorkspaceError,
     StoreConflictError,
@@ -544,9 +545,13 @@ class TranscriptLogs:
         digest = digest_of(text)
         if self._results.get((session_id, digest)) is not None:
             return True
-        try:
-            self._store.write_if(
-                session_id, f"{RESULTS_DIR}/{digest}", text.encode("utf-8"), version=None
+        try:  # no fsync: a result the store lost is a ToolResultMissing, sent again whole
+            write_if_unsynced(
+                self._store,
+                session_id,
+                f"{RESULTS_DIR}/{digest}",
+                text.encode("utf-8"),
+                version=None,
             )
         except StoreConflictError:
             pass  # there already: the same bytes

@@ -794,12 +794,9 @@ class ModelCallInput(_Model):
     system: str | None = Field(default=None, exclude_if=_unset)
     """The system prompt, sent when its digest changed since the run's last call."""
     system_digest: str | None = Field(default=None, exclude_if=_unset)
-    """The system prompt's name, its SHA-256 (all of it, or its first 128 bits since
-    ``archmax-short-names``): the activity keeps a prompt it is sent under this name and
-    reads one it was sent before."""
+    """The system prompt's SHA-256: the activity reads a prompt it was sent before."""
     tools_digest: str | None = Field(default=None, exclude_if=_unset)
-    """The tool schemas' name, as ``system_digest``; ``tools`` is empty when they were sent
-    before."""
+    """The tool schemas' SHA-256; ``tools`` is empty when they were sent before."""
     refs: dict[int, str] = Field(default_factory=dict, exclude_if=_unset)
     """Tool results named by digest (position in ``messages`` → SHA-256 of the text; that
     message's ``content`` is None): the activity reads them from the store

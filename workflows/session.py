@@ -157,7 +157,6 @@ class ArchmaxSession:
     async def run(self, input: SessionInput) -> SessionSummary:
         """Serve the session's firings forever; continue as new when the history grows."""
         limit = input.requests_per_run or contracts.DEFAULT_REQUESTS_PER_RUN
-        contracts.base.short_names()  # first thing: see its docstring
         for handed_on in list(self._ctx.session.outbox):  # in flight when the last run ended
             self._start_sending(handed_on.model_copy(update={"resent": True}))
         while True:

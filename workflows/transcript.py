@@ -191,14 +191,6 @@ def digest_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def name_of(text: str, *, short: bool) -> str:
-    """The name a model call gives a system prompt or a tool schema list it sends once and
-    names after: its SHA-256 (:func:`digest_of`), or the first 128 bits of it (``short``:
-    :data:`~archmax_temporal.workflows.contracts.base.SHORT_NAMES_PATCH`)."""
-    digest = digest_of(text)
-    return digest[:32] if short else digest
-
-
 def schemas_text(tools: list[ToolSchema]) -> str:
     """The canonical text of a tool schema list (what its digest is taken of): each schema's
     fields as JSON, keys sorted. Built from the fields directly, not through ``model_dump``,

@@ -418,11 +418,8 @@ class TurnEngine:
             ]
         )
         offered = self.surface(slug)
-        short = contracts.base.short_names()
-        system_digest = transcript.name_of(system, short=short)
-        tools_digest = (
-            transcript.name_of(transcript.schemas_text(offered), short=short) if offered else None
-        )
+        system_digest = transcript.digest_of(system)
+        tools_digest = transcript.digest_of(transcript.schemas_text(offered)) if offered else None
         messages, refs = transcript.unlogged(s), dict[int, str]()
         if s.result_refs and workflow.patched(RESULT_REFS_PATCH):
             messages, refs = transcript.unlogged_by_ref(s)

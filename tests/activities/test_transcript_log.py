@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from archmax_temporal.activities.disk_files import DISK
 from archmax_temporal.activities.folder_store import FilesystemSessionStore
 from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.transcript_log import (
@@ -226,3 +227,21 @@ class TestTheWindow:
         s = self.state(messages)
         transcript.logged(s, 2, "digest")
         assert all(a is b for a, b in zip(s.transcript, messages, strict=True))
+
+
+def test_a_kept_tool_result_is_written_without_an_fsync_a_prompt_with_one(tmp_path: Path) -> None:
+    """A tool result the history holds (a lost one is only sent again whole) costs the disk
+    no fsync; a prompt, which only the store holds after the run's first call, does. Both
+    read back from the folder."""
+    logs = TranscriptLogs(store(tmp_path))
+    text = "a long tool result\n" * 40
+    before = DISK.snapshot()
+    assert logs.keep_result("s1", text)
+    kept = DISK.snapshot()
+    assert (kept["writes"] - before["writes"], kept["fsyncs"] - before["fsyncs"]) == (1, 0)
+    logs.prompt("s1", "p1", "You answer customers.")
+    after = DISK.snapshot()
+    assert (after["writes"] - kept["writes"], after["fsyncs"] - kept["fsyncs"]) == (1, 1)
+    fresh = TranscriptLogs(store(tmp_path))
+    assert fresh.result("s1", transcript.digest_of(text)) == text
+    assert fresh.prompt("s1", "p1", None) == "You answer customers."

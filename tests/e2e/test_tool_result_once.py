@@ -147,12 +147,12 @@ async def test_a_tool_result_is_in_the_real_history_once(
     assert all(call.messages[i].content is None for call in named for i in call.refs)
 
 
-async def test_a_prompt_is_sent_once_a_run_and_named_by_128_bits_after(
+async def test_a_prompt_is_sent_once_a_run_and_named_by_its_digest_after(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
     """The run's first model call carries the system prompt and the tool schemas, each named
-    by the first 128 bits of its SHA-256; the later calls carry those names alone, and the
-    model is sent the whole prompt and every schema on each (read back from the store)."""
+    by its SHA-256; the later calls carry those names alone, and the model is sent the whole
+    prompt and every schema on each (read back from the store)."""
     write_workflow(tmp_path, "reader", READER)
     markers = [f"MARK-{uuid.uuid4().hex}" for _ in range(2)]
     server = scripted(_chain(markers))
@@ -161,8 +161,8 @@ async def test_a_prompt_is_sent_once_a_run_and_named_by_128_bits_after(
         history = await _read_chain(agent, sid, markers)
     first, *later = _model_inputs(history)
     assert first.system is not None and first.tools
-    assert first.system_digest == digest_of(first.system)[:32]
-    assert first.tools_digest == digest_of(schemas_text(first.tools))[:32]
+    assert first.system_digest == digest_of(first.system)
+    assert first.tools_digest == digest_of(schemas_text(first.tools))
     assert len(later) == 2
     for call in later:
         assert (call.system, call.tools) == (None, [])

@@ -51,14 +51,6 @@ LOCAL_PATCH: Final = "archmax-local-activities"
 activities first (:func:`local_first`). A run without it (its history began before) keeps
 scheduling them as regular activities, so it replays."""
 
-SHORT_NAMES_PATCH: Final = "archmax-short-names"
-"""``workflow.patched`` id: shorter names in every tool step's events. A local activity's id
-is ``l`` and its place among the run's local activities (``l7``), not ``local-`` and 32 hex
-digits from the workflow's random (30 bytes a short tool's marker); a model call names its
-system prompt and tool schemas by the first 128 bits of their SHA-256, not all 256 (64 bytes
-a call; the activity keeps and reads them under the name it is given, so any version of it
-serves either). A run without it keeps its names, so it replays."""
-
 LOCAL_TIMEOUT: Final = timedelta(seconds=5)
 """Bound on a local activity, its attempts together (each one's too, and its
 ``local_retry_threshold``: they all run inside the workflow task, with no timer between them).
@@ -86,35 +78,6 @@ def local_retry(policy: RetryPolicy) -> RetryPolicy:
     )
 
 
-def local_activity_id() -> str:
-    """The id of the run's next local activity: ``l1``, ``l2``, … (counted on the workflow
-    instance, so a replay counts the same), unique in the run as the regular activities' ids
-    (their numbers alone) are. The idempotency key adds the run's id
-    (:func:`archmax_temporal.activities.effects.idempotency_key`), so the next run of a
-    continue-as-new chain counting from ``l1`` again reuses no key."""
-    if not short_names():
-        return f"local-{workflow.uuid4().hex}"
-    instance = workflow.instance()
-    n = int(getattr(instance, _COUNTED, 0)) + 1
-    setattr(instance, _COUNTED, n)
-    return f"l{n}"
-
-
-def short_names() -> bool:
-    """Whether this run uses the short names of :data:`SHORT_NAMES_PATCH`.
-
-    The session asks first thing in its run, so the patch's marker is in the run's first
-    workflow task. (Asked first when the turn's save was scheduled, the marker went into the
-    task that completed the turn's update, and Temporal then kept the workflow task of the
-    next refused update in the history instead of dropping it: a refused firing wrote three
-    events.) Later calls read the run's answer back."""
-    return workflow.patched(SHORT_NAMES_PATCH)
-
-
-_COUNTED: Final = "_archmax_local_activities"
-"""The workflow instance's attribute that counts its local activities."""
-
-
 async def local_first(
     activity: str,
     arg: BaseModel,
@@ -131,13 +94,14 @@ async def local_first(
     ``heartbeat_timeout``, ``retry_policy``), which fails as it always did (an
     ``ActivityError``) if it fails too. Only a cancellation is raised as it is.
 
-    Both carry the same activity id (unique in the run: :func:`local_activity_id`), so both
-    have the same idempotency key (:func:`archmax_temporal.activities.effects.idempotency_key`):
-    a local attempt that applied its change before it timed out, or whose worker died before
-    the workflow task completed (the next worker runs it again, the same id, on replay), is
-    answered from the effect journal, never applied twice.
+    Both carry the same activity id (unique in the run, from the workflow's deterministic random),
+    so both have the same idempotency key
+    (:func:`archmax_temporal.activities.effects.idempotency_key`): a local attempt that applied its
+    change before it timed out, or whose worker died before the workflow task completed (the next
+    worker runs it again, the same id, on replay), is answered from the effect journal, never
+    applied twice.
     """
-    activity_id = local_activity_id()
+    activity_id = f"local-{workflow.uuid4().hex}"
     try:
         return await workflow.execute_local_activity(
             activity,
