@@ -823,13 +823,15 @@ class Bench:
             self.stamps.forget(await self._parked_session())
 
         return {
-            "bare": await _rss_per(count, park_bare),
-            "bare_agent": await _rss_per(count, park_agent),
-            "archmax": await _rss_per(count, park_session),
+            "bare": await rss_per(count, park_bare),
+            "bare_agent": await rss_per(count, park_agent),
+            "archmax": await rss_per(count, park_session),
         }
 
 
-async def _rss_per(count: int, make: Callable[[], Awaitable[None]]) -> tuple[float, float]:
+async def rss_per(count: int, make: Callable[[], Awaitable[None]]) -> tuple[float, float]:
+    """(KiB each, per second) for ``count`` calls of ``make``, 8 at a time: this process's
+    resident memory growth over them (after a collection), and their rate."""
     gc.collect()
     await asyncio.sleep(0.3)
     before = vm_rss_kib()

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import statistics
 import sys
 import uuid
@@ -29,6 +28,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.worker import DATA_CONVERTER
+from bench.overhead import rss_per
 
 
 @workflow.defn(name="BenchPatched")
@@ -51,33 +51,17 @@ class BenchPatched:
         await workflow.wait_condition(lambda: self._ready)
 
 
-def rss_kib() -> int:
-    """This process's resident memory (``VmRSS``), KiB."""
-    with open("/proc/self/status", encoding="ascii") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS in /proc/self/status")
-
-
 async def park(client: Client, queue: str, count: int, workflows: int) -> float:
     """KiB each for ``workflows`` parked runs asking ``count`` patches."""
-    gc.collect()
-    await asyncio.sleep(0.3)
-    before = rss_kib()
-    gate = asyncio.Semaphore(8)
 
     async def one() -> None:
-        async with gate:
-            handle = await client.start_workflow(
-                BenchPatched.run, count, id=f"bench-patch-{uuid.uuid4().hex}", task_queue=queue
-            )
-            await handle.execute_update(BenchPatched.parked)
+        handle = await client.start_workflow(
+            BenchPatched.run, count, id=f"bench-patch-{uuid.uuid4().hex}", task_queue=queue
+        )
+        await handle.execute_update(BenchPatched.parked)
 
-    await asyncio.gather(*(one() for _ in range(workflows)))
-    gc.collect()
-    await asyncio.sleep(0.3)
-    return (rss_kib() - before) / workflows
+    kib, _ = await rss_per(workflows, one)
+    return kib
 
 
 async def measure(counts: Sequence[int], workflows: int, rounds: int) -> dict[int, list[float]]:
