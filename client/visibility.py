@@ -82,8 +82,7 @@ def unregistered_search_attributes(
     if not isinstance(error, RPCError) or error.status != RPCStatusCode.INVALID_ARGUMENT:
         return None
     found = _UNKNOWN_ATTRIBUTE.search(error.message)
-    ours = {key.name: key for key in sa.ALL}
-    if found is None or found.group(1) not in ours:
+    if found is None or found.group(1) not in {key.name for key in sa.ALL}:
         return None
     where = namespace or "<namespace>"
     by_type: dict[str, list[str]] = {}
