@@ -844,7 +844,7 @@ async def session_events(
     after: int = 0,
     follow: bool = False,
     live: LiveChannel | None = None,
-) -> AsyncIterator[SessionEvent]:
+) -> AsyncGenerator[SessionEvent, None]:
     """The session's events after position ``after`` (a ``seq``), across every run of its
     continue-as-new chain; with ``follow``, wait for new ones as the session runs, into the
     runs it continues as (the iteration then ends only when the caller stops it), and, with a
@@ -856,8 +856,11 @@ async def session_events(
         return
     async with live.subscribe(session_id) as deltas:
         durable = _history_events(client, session_id, after=after, follow=True)
-        async for event in merged(durable, deltas, session_id, after):
-            yield event
+        # closed with this stream, not whenever the collector finds it: its two pumps are
+        # tasks, which a stream left mid-way would leave pending until then
+        async with contextlib.aclosing(merged(durable, deltas, session_id, after)) as events:
+            async for event in events:
+                yield event
 
 
 _END: Final = object()
@@ -921,7 +924,7 @@ async def merged(
 
 async def _history_events(
     client: Client, session_id: str, *, after: int, follow: bool
-) -> AsyncIterator[SessionEvent]:
+) -> AsyncGenerator[SessionEvent, None]:
     """:func:`session_events` read off the history alone."""
     reader = _Reader(session_id, client.data_converter)
     chain = await run_chain(client, session_id)
@@ -1015,13 +1018,14 @@ async def while_watching(
                     if relay is not None
                     else durable
                 )
-                async for event in source:
-                    after = event.seq
-                    delivered = on_event(event)
-                    if inspect.isawaitable(delivered):
-                        await delivered
-                    if ends_turn(event):
-                        ended.set()
+                async with contextlib.aclosing(source) as stream:  # its pumps end with it
+                    async for event in stream:
+                        after = event.seq
+                        delivered = on_event(event)
+                        if inspect.isawaitable(delivered):
+                            await delivered
+                        if ends_turn(event):
+                            ended.set()
                 return
             except RPCError as exc:
                 if exc.status != RPCStatusCode.NOT_FOUND:

@@ -4,13 +4,18 @@ from recorded histories, and live by following a running session."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from temporalio.client import Client, WorkflowHistory
 
-from archmax_temporal.client.events import SessionEvent, read_history
+from archmax_temporal.client.events import SessionEvent, read_history, session_events
+from archmax_temporal.live import LiveEvent
 from archmax_temporal.worker import DATA_CONVERTER
 from tests.support import paths
 from tests.support.agents import Scripted, running_agent, write_workflow
@@ -245,3 +250,36 @@ async def test_an_error_in_on_event_reaches_the_caller(
             await agent.workflow.send("events-4", "Write it.", on_event=broken)
         summary = await agent.sessions.get("events-4")
     assert summary.status == "awaiting_input"  # the session itself is untouched by it
+
+
+class _Silent:
+    """A live channel whose subscription never brings an event."""
+
+    @contextlib.asynccontextmanager
+    async def subscribe(self, session_id: str) -> AsyncIterator[AsyncIterator[LiveEvent]]:
+        async def nothing() -> AsyncIterator[LiveEvent]:
+            await asyncio.Event().wait()
+            yield  # type: ignore[misc]  # never reached: it makes this a generator
+
+        yield nothing()
+
+
+def _pumps() -> list[asyncio.Task[Any]]:
+    return [t for t in asyncio.all_tasks() if "merged.<locals>.pump" in repr(t) and not t.done()]
+
+
+async def test_a_followed_stream_closed_mid_way_leaves_no_task_pending(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """A stream that merges live text is closed with its caller's stream: its two pumps end
+    then, not when the collector finds them (one left pending was destroyed later with a
+    warning, into another test's loop)."""
+    write_workflow(tmp_path, "notes", NOTES)
+    async with running_agent(client, task_queue, tmp_path, "notes", scripted(PLAYBOOK)) as agent:
+        sid = f"events-closed-{uuid.uuid4().hex[:8]}"
+        await agent.workflow.send(sid, "Write it.")
+        stream = session_events(client, sid, follow=True, live=_Silent())  # type: ignore[arg-type]
+        first = await anext(stream)
+        assert first.type and _pumps()
+        await stream.aclose()
+        assert _pumps() == []
