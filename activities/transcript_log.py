@@ -30,7 +30,10 @@ after every :data:`COMPACT_EVERY`-th segment of a chain the writer adds one that
 segment that ends where it stands, so it reads at most about 15 segments a level.
 
 Prompts and tool schemas are kept once per digest under ``checkpoints/prompts/``: a call
-sends the text when it changed since the run's last call and its digest otherwise.
+sends the text when it changed since the run's last call and its digest otherwise. They are
+written without an fsync, like tool results: one that is not in the store, or whose bytes do
+not hash to its name (a machine crash cut it short), is the final ``PromptMissing``, and the
+workflow sends the call again with the texts.
 
 Tool results are kept the same way, under ``checkpoints/results/<sha256>``
 (:data:`RESULTS_DIR`): the activity that ran a workspace or host tool puts a result of at
@@ -69,7 +72,12 @@ from archmax_temporal.activities.store_errors import (
     WorkspaceError,
 )
 from archmax_temporal.workflows.models import Message, ToolSchema, TranscriptLog
-from archmax_temporal.workflows.transcript import RESULT_MISSING, digest_of, schemas_text
+from archmax_temporal.workflows.transcript import (
+    PROMPT_MISSING,
+    RESULT_MISSING,
+    digest_of,
+    schemas_text,
+)
 
 SEGMENTS_DIR: Final = "checkpoints/transcript"
 """Where a session's log segments live, relative to its folder."""
@@ -120,7 +128,9 @@ REPAIR_HINT: Final = (
 UNHELD_LOG: Final = "log"
 UNHELD_PROMPT: Final = "prompt"
 """The detail of a ``TranscriptLogDiverged`` error: the log did not hold the call's base (the
-call wrote nothing), or a prompt it names was missing (its messages were written first)."""
+call wrote nothing), or (in histories of earlier versions, which raised this where a
+``PromptMissing`` is raised now) a prompt it names was missing (its messages were written
+first)."""
 
 
 def chain(previous: str, message: Message) -> str:
@@ -494,25 +504,23 @@ class TranscriptLogs:
         if known is not None:
             return known
         if text is not None:
+            # no fsync: a prompt the store lost is a PromptMissing, and the call is sent
+            # again with the text (the run's first call carries it in the history)
             with contextlib.suppress(StoreConflictError):
-                self._store.write_if(session_id, path, text.encode("utf-8"), version=None)
+                write_if_unsynced(self._store, session_id, path, text.encode("utf-8"), version=None)
             self._keep_prompt(session_id, digest, text)
             return text
         try:
-            text = self._store.read_text(session_id, path)
-            self._keep_prompt(session_id, digest, text)
-            return text
+            data = self._store.read_bytes(session_id, path)
         except FileNotFoundInWorkspaceError:
-            raise ApplicationError(
-                f"prompt {digest[:12]}… of session {session_id!r} is not in the store: "
-                "the workers must share the store (ARCHMAX_STORE); if it was lost, "
-                + REPAIR_HINT.format(session_id=session_id),
-                UNHELD_PROMPT,
-                type=LOG_DIVERGED,
-                non_retryable=True,
-            ) from None
+            raise prompt_missing(session_id, digest, "is not in the store") from None
         except WorkspaceError as exc:
             raise exc.to_application_error() from None
+        text = data.decode("utf-8", errors="replace")
+        if digest_of(text) != digest:
+            raise prompt_missing(session_id, digest, "does not match its digest")
+        self._keep_prompt(session_id, digest, text)
+        return text
 
     def _keep_prompt(self, session_id: str, digest: str, text: str) -> None:
         if not digest:
@@ -603,6 +611,17 @@ class TranscriptLogs:
         if len(text) > CACHED_RESULT_CHARS:
             return
         self._results.put((session_id, digest), text)
+
+
+def prompt_missing(session_id: str, digest: str, why: str) -> ApplicationError:
+    """The final error of a system prompt or tool schema list a call names by digest that
+    the store cannot give: the workflow sends the call again with the texts."""
+    return ApplicationError(
+        f"prompt {digest[:12]}… of session {session_id!r} {why}: the workers must share the "
+        "store (ARCHMAX_STORE); the call is sent again with the text",
+        type=PROMPT_MISSING,
+        non_retryable=True,
+    )
 
 
 def result_missing(session_id: str, digest: str, why: str) -> ApplicationError:

@@ -18,7 +18,9 @@ history recorded (its length and chained digest), and after each completed call 
 activity reported: a history that cannot vouch for the log (runs gone past retention, a log
 that another deployment wrote) is :class:`TranscriptLogUnrecoverableError`, and nothing is
 written. The prompts and tool lists the calls sent in full are rebuilt beside it
-(``checkpoints/prompts/<digest>``). A call that logs its answer (``log_answer``) wrote its
+(``checkpoints/prompts/<digest>``); one the history never carries in full and the store lacks
+is left out: the session's next call that names it fails as ``PromptMissing`` and is sent
+again with the text. A call that logs its answer (``log_answer``) wrote its
 messages and the answer its result records, or nothing when it has no result. A call that
 names tool results by digest
 (``ModelCallInput.refs``) gets their text from the tool activities' results in the history
@@ -123,8 +125,8 @@ class RecordedCall:
     result: ModelCallResult | None = None
     failure: str | None = None
     """The failure's type when the call failed (``TranscriptLogDiverged``: the log did not
-    hold its base, so it wrote nothing; ``prompt``: its messages were written, then a prompt
-    it names was missing)."""
+    hold its base, so it wrote nothing; ``prompt``, in histories of earlier versions, and
+    ``PromptMissing``: its messages were written, then a prompt it names was missing)."""
 
 
 @dataclass(frozen=True)
@@ -151,8 +153,6 @@ class Rebuilt:
     messages: list[Message] = field(default_factory=list)
     digests: list[str] = field(default_factory=list)
     prompts: dict[str, str] = field(default_factory=dict)
-    named: set[str] = field(default_factory=set)
-    """Every prompt digest a call named (sent in full or not)."""
     results: dict[str, str] = field(default_factory=dict)
     """The tool results the history holds that calls named by digest (digest → text)."""
     runs: int = 0
@@ -216,14 +216,10 @@ def rebuild(
                     f"messages that the history does not rebuild ({len(out.messages)}); "
                     "the log was left as it is"
                 )
-        if call.system_digest:
-            out.named.add(call.system_digest)
-            if call.system is not None:
-                out.prompts[call.system_digest] = call.system
-        if call.tools_digest:
-            out.named.add(call.tools_digest)
-            if call.tools:
-                out.prompts[call.tools_digest] = schemas_text(call.tools)
+        if call.system_digest and call.system is not None:
+            out.prompts[call.system_digest] = call.system
+        if call.tools_digest and call.tools:
+            out.prompts[call.tools_digest] = schemas_text(call.tools)
     return out
 
 
@@ -271,16 +267,6 @@ def stored_result(store: SessionStore, session_id: str) -> Callable[[str], str |
 def write_rebuilt(store: SessionStore, session_id: str, rebuilt: Rebuilt) -> RepairReport:
     """Put the rebuilt log and prompts in the store where it lacks them, and say what was
     found. Synchronous store I/O: run it in a thread."""
-    missing = sorted(
-        digest
-        for digest in rebuilt.named - set(rebuilt.prompts)
-        if not store.exists(session_id, f"{PROMPTS_DIR}/{digest}")
-    )
-    if missing:
-        raise TranscriptLogUnrecoverableError(
-            f"session {session_id!r}: the history names prompts it never carries in full and "
-            f"the store lacks ({', '.join(d[:12] + '…' for d in missing)}); nothing was written"
-        )
     end = rebuilt.digests[-1] if rebuilt.digests else ""
     found: LogFound = "fine"
     if rebuilt.messages:

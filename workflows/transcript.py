@@ -48,6 +48,12 @@ RESULT_MISSING: Final = "ToolResultMissing"
 """The error type of a model call naming a tool result the store does not give back (final:
 the workflow sends the call again with the text)."""
 
+PROMPT_MISSING: Final = "PromptMissing"
+"""The error type of a model call naming a system prompt or a tool schema list by a digest
+the store does not give back (final: the workflow sends the call again with the texts). The
+store keeps them without an fsync, as it keeps tool results: the history holds each text in
+the run's first call, and a machine that crashed may have lost the file or cut it short."""
+
 
 def unlogged_by_ref(s: SessionState) -> tuple[list[Message], dict[int, str]]:
     """:func:`unlogged`, with each tool result the store keeps (``result_refs``) named by

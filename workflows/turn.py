@@ -442,15 +442,15 @@ class TurnEngine:
         summary = f"{'handoff' if handoff else 'model'} · {slug}"
         self._local_effects = False  # recorded when this call's scheduling is
         try:
-            try:
-                result = await contracts.model.complete(call, summary=summary)
-            except ActivityError as failure:
-                if not refs or not _is_error(failure, transcript.RESULT_MISSING):
-                    raise
-                # the store does not give a result back: send the call again with the text
-                s.result_refs = {}
-                call = call.model_copy(update={"messages": transcript.unlogged(s), "refs": {}})
-                result = await contracts.model.complete(call, summary=summary)
+            while True:
+                try:
+                    result = await contracts.model.complete(call, summary=summary)
+                    break
+                except ActivityError as failure:
+                    again = self._sent_again(call, failure, system, offered)
+                    if again is None:
+                        raise
+                    call = again
         except ActivityError as failure:
             cause = failure.cause
             if isinstance(cause, ApplicationError) and cause.type == contracts.BUDGET_EXHAUSTED:
@@ -475,6 +475,28 @@ class TurnEngine:
         if not handoff and not log_answer:
             transcript.append(s, answer)
         return result
+
+    def _sent_again(
+        self,
+        call: ModelCallInput,
+        failure: ActivityError,
+        system: str,
+        offered: list[ToolSchema],
+    ) -> ModelCallInput | None:
+        """The call to send again after ``failure``, carrying what the store did not give
+        back: the tool results' text (``ToolResultMissing``) or the system prompt and the
+        tool schemas (``PromptMissing``); None when the failure is another, or the call
+        already carries what the store lost (each fallback is taken at most once)."""
+        if call.refs and _is_error(failure, transcript.RESULT_MISSING):
+            self._ctx.session.result_refs = {}
+            return call.model_copy(
+                update={"messages": transcript.unlogged(self._ctx.session), "refs": {}}
+            )
+        if _is_error(failure, transcript.PROMPT_MISSING) and (
+            call.system is None or (offered and not call.tools)
+        ):
+            return call.model_copy(update={"system": system, "tools": offered})
+        return None
 
     def surface(self, slug: str) -> list[ToolSchema]:
         """What the model is shown in ``slug``: the runtime tools no denial bans, then the

@@ -113,12 +113,30 @@ class TestTranscriptLogs:
         assert len(segments(tmp_path)) == 300 + 300 // COMPACT_EVERY + 1
 
     def test_a_prompt_is_read_from_the_store_once(self, tmp_path: Path) -> None:
+        """A prompt another worker kept is read from the store once; one the store lost is
+        the final ``PromptMissing`` (the workflow then sends the text), not a broken log."""
         a, b = TranscriptLogs(store(tmp_path)), TranscriptLogs(store(tmp_path))
-        assert a.prompt(SID, "d1", "be brief") == "be brief"
-        (tmp_path / folder_name(SID) / "checkpoints/prompts/d1").unlink()
-        assert a.prompt(SID, "d1", None) == "be brief"  # this process wrote it
-        with pytest.raises(ApplicationError, match="archmax repair"):
-            b.prompt(SID, "d1", None)
+        digest = transcript.digest_of("be brief")
+        assert a.prompt(SID, digest, "be brief") == "be brief"
+        assert b.prompt(SID, digest, None) == "be brief"
+        (tmp_path / folder_name(SID) / f"checkpoints/prompts/{digest}").unlink()
+        assert a.prompt(SID, digest, None) == "be brief"  # this process wrote it
+        assert b.prompt(SID, digest, None) == "be brief"  # this one read it before
+        with pytest.raises(ApplicationError, match="sent again with the text") as lost:
+            TranscriptLogs(store(tmp_path)).prompt(SID, digest, None)
+        assert (lost.value.type, lost.value.non_retryable) == (transcript.PROMPT_MISSING, True)
+
+    def test_a_prompt_cut_short_is_missing_not_read(self, tmp_path: Path) -> None:
+        """A prompt file whose bytes do not hash to its name (a crash cut the unsynced
+        write short) is never handed to the model: it is the final ``PromptMissing``."""
+        text = "You answer customers about their orders. Be brief."
+        digest = transcript.digest_of(text)
+        TranscriptLogs(store(tmp_path)).prompt(SID, digest, text)
+        path = tmp_path / folder_name(SID) / f"checkpoints/prompts/{digest}"
+        path.write_bytes(text.encode()[:10])
+        with pytest.raises(ApplicationError, match="does not match its digest") as torn:
+            TranscriptLogs(store(tmp_path)).prompt(SID, digest, None)
+        assert (torn.value.type, torn.value.non_retryable) == (transcript.PROMPT_MISSING, True)
 
     def test_tool_schemas_are_parsed_once_per_digest_and_kept_in_each_session(
         self, tmp_path: Path
@@ -229,19 +247,19 @@ class TestTheWindow:
         assert all(a is b for a, b in zip(s.transcript, messages, strict=True))
 
 
-def test_a_kept_tool_result_is_written_without_an_fsync_a_prompt_with_one(tmp_path: Path) -> None:
-    """A tool result the history holds (a lost one is only sent again whole) costs the disk
-    no fsync; a prompt, which only the store holds after the run's first call, does. Both
-    read back from the folder."""
+def test_a_kept_tool_result_and_a_prompt_are_written_without_an_fsync(tmp_path: Path) -> None:
+    """A tool result and a prompt both have their text in the history (a lost one is only
+    sent again whole): neither costs the disk an fsync, and both read back from the folder."""
     logs = TranscriptLogs(store(tmp_path))
     text = "a long tool result\n" * 40
     before = DISK.snapshot()
     assert logs.keep_result("s1", text)
     kept = DISK.snapshot()
     assert (kept["writes"] - before["writes"], kept["fsyncs"] - before["fsyncs"]) == (1, 0)
-    logs.prompt("s1", "p1", "You answer customers.")
+    prompt = "You answer customers."
+    logs.prompt("s1", transcript.digest_of(prompt), prompt)
     after = DISK.snapshot()
-    assert (after["writes"] - kept["writes"], after["fsyncs"] - kept["fsyncs"]) == (1, 1)
+    assert (after["writes"] - kept["writes"], after["fsyncs"] - kept["fsyncs"]) == (1, 0)
     fresh = TranscriptLogs(store(tmp_path))
     assert fresh.result("s1", transcript.digest_of(text)) == text
-    assert fresh.prompt("s1", "p1", None) == "You answer customers."
+    assert fresh.prompt("s1", transcript.digest_of(prompt), None) == prompt

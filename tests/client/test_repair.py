@@ -45,6 +45,7 @@ from archmax_temporal.workflows.errors import (
     TranscriptLogUnrecoverableError,
 )
 from archmax_temporal.workflows.models import Message, ModelCallInput, TranscriptLog
+from archmax_temporal.workflows.transcript import PROMPT_MISSING
 from tests.support.agents import Scripted, running_agent, write_workflow
 
 READER = """
@@ -166,8 +167,9 @@ class TestRepair:
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
     ) -> None:
         """The prompts a run sent once and named after: deleted, rebuilt from the call that
-        carried them, and the next call of the same run (on a worker new to the session,
-        which has not kept them) finds them."""
+        carried them. Deleted again, the next call of the same run (on a worker new to the
+        session, which has not kept them) fails as PromptMissing and is sent again with the
+        texts: the session needs no repair for them, and keeps them again."""
         write_workflow(tmp_path, "reader", READER)
         store = tmp_path / "sessions"
         sid = "repair-prompts"
@@ -184,13 +186,20 @@ class TestRepair:
         async with running_agent(  # a worker new to the session: nothing cached
             client, task_queue, tmp_path, "reader", scripted(BOOK), store=store, idle_close=None
         ) as agent:
-            refused = await agent.workflow.send(sid, "read it, turn 1")
-            assert refused.kind == "rejected"
-            _expect_rejected_naming_repair(refused.rejected, sid)
             report = await agent.sessions.repair(sid)
             assert (report.log, report.prompts, report.prompts_rebuilt) == ("fine", 2, 2)
             assert {p.name: p.read_bytes() for p in prompts.iterdir()} == kept
-            await _turns(agent, sid, 2, 1)
+            for prompt in prompts.iterdir():
+                prompt.unlink()
+            await _turns(agent, sid, 1, 1)
+            history = await agent.handle(sid).fetch_history()
+        failures = [
+            e.activity_task_failed_event_attributes.failure.application_failure_info.type
+            for e in history.events
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+        ]
+        assert failures == [PROMPT_MISSING]
+        assert {p.name: p.read_bytes() for p in prompts.iterdir()} == kept
 
     async def test_a_session_mid_turn_is_not_repaired(
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path

@@ -24,6 +24,7 @@ from archmax_temporal.activities.object_store import open_store
 from archmax_temporal.activities.session_store import SessionStore, delete_file
 from archmax_temporal.activities.transcript_log import (
     KEEP_RESULT_BYTES,
+    PROMPTS_DIR,
     RESULTS_DIR,
     TranscriptLogs,
 )
@@ -38,7 +39,12 @@ from archmax_temporal.workflows.models import (
     ToolCall,
     TranscriptLog,
 )
-from archmax_temporal.workflows.transcript import RESULT_MISSING, digest_of, schemas_text
+from archmax_temporal.workflows.transcript import (
+    PROMPT_MISSING,
+    RESULT_MISSING,
+    digest_of,
+    schemas_text,
+)
 from tests.support.agents import Scripted, model_config, running_agent, tool_call, write_workflow
 
 READER = """
@@ -48,7 +54,7 @@ states:
     triggers: { manual: {} }
     instructions: Read the files you are asked to, then say done.
     tools:
-      allow: [read_file, wipe_results]
+      allow: [read_file, wipe_results, wipe_prompts]
 """
 
 
@@ -274,6 +280,69 @@ async def test_a_result_the_store_lost_is_sent_again_with_its_text(
     assert [bool(call.refs) for call in calls] == [False, True, False]
     assert any(marker in (m.content or "") for m in calls[2].messages)
     assert marker in json.dumps(server.requests[-1].body)
+
+
+async def test_a_prompt_the_store_lost_is_sent_again_with_its_text(
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A host tool deletes the kept prompts between the run's first model call and its
+    second (on a worker that keeps none in memory, as another worker would): the second call
+    fails for good as PromptMissing and the workflow sends it again with the system prompt
+    and the tool schemas; the model is sent the whole prompt each time, and the turn
+    completes."""
+    monkeypatch.setattr(TranscriptLogs, "_keep_prompt", lambda *args: None)
+    write_workflow(tmp_path, "reader", READER)
+    book = {
+        "rules": [
+            {"when": {"last_tool": "wipe_prompts"}, "reply": {"content": "done"}},
+            {
+                "when": {"last_user": "/^read/"},
+                "reply": {"tool_calls": [tool_call("wipe_prompts")]},
+            },
+        ],
+        "default": {"content": "unexpected"},
+    }
+    server = scripted(json.dumps(book))
+    store = FilesystemSessionStore(tmp_path / "sessions")
+    sid = f"lost-prompt-{uuid.uuid4().hex[:8]}"
+    wiped: list[str] = []
+
+    def wipe_prompts(request: Wipe) -> str:
+        """Delete the session's kept prompts."""
+        for name in store.walk(sid, PROMPTS_DIR):
+            delete_file(store, sid, f"{PROMPTS_DIR}/{name}")
+            wiped.append(name)
+        return "wiped"
+
+    async with running_agent(
+        client, task_queue, tmp_path, "reader", server, tools=[wipe_prompts]
+    ) as agent:
+        outcome = await agent.workflow.send(sid, "read the chain")
+        history = await agent.handle(sid).fetch_history()
+    assert (outcome.kind, outcome.reply) == ("completed", "done")
+    failures = [
+        e.activity_task_failed_event_attributes.failure
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    ]
+    assert [f.application_failure_info.type for f in failures] == [PROMPT_MISSING]
+    first, named, again = _model_inputs(history)
+    assert first.system is not None and first.tools
+    assert sorted(wiped) == sorted(d for d in (first.system_digest, first.tools_digest) if d)
+    assert (named.system, named.tools) == (None, [])
+    assert (again.system, again.tools) == (first.system, first.tools)
+    assert (again.system_digest, again.tools_digest) == (first.system_digest, first.tools_digest)
+    assert again.messages == named.messages and again.log == named.log
+    sent = [request.body for request in server.requests]
+    assert len(sent) == 2  # the failed call never reached the model
+    for body in sent:
+        assert body["messages"][0] == {"role": "system", "content": first.system}
+        assert [t["function"]["name"] for t in body["tools"]] == [t.name for t in first.tools]
+    assert sorted(store.walk(sid, PROMPTS_DIR)) == sorted(wiped)  # kept again
 
 
 # --- the store's side, on the folder and the S3 backends ---------------------------------
