@@ -73,6 +73,7 @@ from archmax_temporal.client.devserver import find_temporal_cli, start_local_env
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer, _Handler
 from archmax_temporal.worker import build_worker
+from bench.children import die_with_parent
 from bench.counters import bytes_written, fsyncs, install_fsync_counter, tree_bytes
 from bench.history_bare import (
     BareModelToolSteps,
@@ -992,7 +993,12 @@ async def measure_parking(
 def start_worker(label: str, argv: list[str], env: dict[str, str], log_dir: Path) -> WorkerProcess:
     out = (log_dir / f"{label}.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, *argv], env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(log_dir)
+        [sys.executable, *argv],
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        cwd=str(log_dir),
+        preexec_fn=die_with_parent,
     )
     command = " ".join(["python", *argv])
     log(f"  started {label} worker (pid {process.pid}): {command}")

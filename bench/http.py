@@ -53,6 +53,7 @@ from archmax_temporal.client.logs import configure_logging
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import build_worker
+from bench.children import die_with_parent
 
 STARTUP_S = 120.0
 """How long ``archmax serve`` may take to answer /healthz (its imports, on loaded cores)."""
@@ -134,6 +135,7 @@ class _Server:
             ],
             env=self._env,
             stdout=subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
         )
         deadline = time.monotonic() + STARTUP_S
         async with httpx.AsyncClient(timeout=2) as http:
