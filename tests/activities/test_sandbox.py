@@ -66,7 +66,10 @@ async def test_an_endless_loop_times_out_with_a_clear_error(sandbox: SandboxActi
     ids=["strings", "objects"],
 )
 async def test_a_memory_bomb_is_stopped_by_the_quota(sandbox: SandboxActivities, bomb: str) -> None:
-    error = await failure(sandbox, bomb)
+    """Stopped by the quota however slowly the machine runs it: the time limit is far beyond
+    what filling 16 MiB takes (on a loaded machine, 2 s was not always enough)."""
+    limits = SandboxLimits(timeout_ms=120_000, memory_limit_bytes=16 * 2**20)
+    error = await failure(sandbox, bomb, limits=limits)
     assert error.type == "SandboxMemoryError"
     assert "settings.memoryLimitBytes" in error.message
 
