@@ -505,7 +505,7 @@ class TranscriptLogs:
             return known
         if text is not None:
             # no fsync: a prompt the store lost is a PromptMissing, and the call is sent
-            # again with the text (the run's first call carries it in the history)
+            # again with the text (the call that carried it holds it in the history)
             with contextlib.suppress(StoreConflictError):
                 write_if_unsynced(self._store, session_id, path, text.encode("utf-8"), version=None)
             self._keep_prompt(session_id, digest, text)

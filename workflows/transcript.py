@@ -22,6 +22,7 @@ from typing import Final
 
 from archmax_temporal.workflows.hooks import MESSAGE_TEXT_LIMIT
 from archmax_temporal.workflows.models import (
+    PROMPTS_KEPT,
     Message,
     SessionState,
     ToolSchema,
@@ -48,11 +49,21 @@ RESULT_MISSING: Final = "ToolResultMissing"
 """The error type of a model call naming a tool result the store does not give back (final:
 the workflow sends the call again with the text)."""
 
+
+def kept_prompts(s: SessionState, digests: list[str | None]) -> None:
+    """Record that the store keeps the prompts and tool lists named by ``digests`` (a call
+    that named or carried them succeeded): later calls, and the next run's, name them."""
+    kept = [d for d in s.prompts_kept if d not in digests]
+    kept += [d for d in digests if d]
+    s.prompts_kept = kept[-PROMPTS_KEPT:]
+
+
 PROMPT_MISSING: Final = "PromptMissing"
 """The error type of a model call naming a system prompt or a tool schema list by a digest
 the store does not give back (final: the workflow sends the call again with the texts). The
 store keeps them without an fsync, as it keeps tool results: the history holds each text in
-the run's first call, and a machine that crashed may have lost the file or cut it short."""
+the call that carried it in full, and a machine that crashed may have lost the file or cut it
+short."""
 
 
 def unlogged_by_ref(s: SessionState) -> tuple[list[Message], dict[int, str]]:

@@ -129,8 +129,6 @@ class TurnEngine:
         self._delegation = delegations
         self._last_model_failure = "model call failed"
         """Why the last model call failed for good (the turn failure's reason)."""
-        self._sent: set[str] = set()
-        """Digests of the prompts and tool lists this run has sent (later calls name them)."""
         self._spec_persisted: str | None = None
         """The spec hash this run last handed to the store activity (it keeps a snapshot of
         each, ``_specs/<hash>.json``)."""
@@ -429,11 +427,11 @@ class TurnEngine:
             state=slug,
             model=state.model or ctx.spec.settings.model,
             messages=messages,
-            tools=offered if tools_digest not in self._sent else [],
+            tools=offered if tools_digest not in s.prompts_kept else [],
             tool_choice="none" if handoff else "auto",
             budget_ms=state.budget.timeout_ms,
             log=transcript.log_of(s),
-            system=system if system_digest not in self._sent else None,
+            system=system if system_digest not in s.prompts_kept else None,
             system_digest=system_digest,
             tools_digest=tools_digest,
             refs=refs,
@@ -462,9 +460,7 @@ class TurnEngine:
             self._last_model_failure = f"model call failed in state '{slug}': {detail}"
             return None
         s.usage = s.usage.plus(result.usage)
-        self._sent.add(system_digest)
-        if tools_digest is not None:
-            self._sent.add(tools_digest)
+        transcript.kept_prompts(s, [system_digest, tools_digest])
         answer = Message(
             role="assistant", content=result.content, tool_calls=result.tool_calls, state=slug
         )

@@ -30,6 +30,7 @@ from archmax_temporal.activities.transcript_log import (
 )
 from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client.host import Agent
+from archmax_temporal.client.repair import session_runs
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import WorkspaceToolInput
@@ -153,7 +154,7 @@ async def test_a_tool_result_is_in_the_real_history_once(
     assert all(call.messages[i].content is None for call in named for i in call.refs)
 
 
-async def test_a_prompt_is_sent_once_a_run_and_named_by_its_digest_after(
+async def test_a_prompt_is_sent_once_and_named_by_its_digest_after(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
     """The run's first model call carries the system prompt and the tool schemas, each named
@@ -178,6 +179,41 @@ async def test_a_prompt_is_sent_once_a_run_and_named_by_its_digest_after(
     for body in sent:
         assert body["messages"][0] == {"role": "system", "content": first.system}
         assert [t["function"]["name"] for t in body["tools"]] == [t.name for t in first.tools]
+
+
+async def test_a_new_run_names_the_prompts_an_earlier_run_sent(
+    client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
+) -> None:
+    """A turn of five calls continued as new every two: only the first run's first call
+    carries the system prompt and the tool schemas; the later runs' first calls name them by
+    digest (the store keeps them), and the model is sent the whole prompt on every call."""
+    write_workflow(tmp_path, "reader", READER)
+    markers = [f"MARK-{uuid.uuid4().hex}" for _ in range(4)]
+    server = scripted(_chain(markers))
+    sid = f"runs-{uuid.uuid4().hex[:8]}"
+    async with running_agent(
+        client, task_queue, tmp_path, "reader", server, model_calls_per_run=2
+    ) as agent:
+        await _read_chain(agent, sid, markers)
+        runs = await session_runs(client, sid)
+        calls = [
+            call
+            for run in runs
+            for call in _model_inputs(
+                await client.get_workflow_handle(sid, run_id=run).fetch_history()
+            )
+        ]
+    assert len(runs) == 3 and len(calls) == 5
+    first, *later = calls
+    assert first.system is not None and first.tools
+    for call in later:
+        assert (call.system, call.tools) == (None, [])
+        assert (call.system_digest, call.tools_digest) == (first.system_digest, first.tools_digest)
+    for request in server.requests:
+        assert request.body["messages"][0] == {"role": "system", "content": first.system}
+        assert [t["function"]["name"] for t in request.body["tools"]] == [
+            t.name for t in first.tools
+        ]
 
 
 async def test_a_model_call_failed_over_to_another_worker_reads_the_result_from_the_store(

@@ -12,9 +12,14 @@ from temporalio.client import Client
 from archmax_temporal.client.events import RUN_STRIDE
 from archmax_temporal.worker import DATA_CONVERTER
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
-from archmax_temporal.workflows.models import ModelCallInput, SessionView
+from archmax_temporal.workflows.models import (
+    PROMPTS_KEPT,
+    ModelCallInput,
+    SessionState,
+    SessionView,
+)
 from archmax_temporal.workflows.session import ArchmaxSession
-from archmax_temporal.workflows.transcript import TRAIL_WINDOW
+from archmax_temporal.workflows.transcript import TRAIL_WINDOW, kept_prompts
 from tests.support.agents import Scripted, running_agent, tool_call, write_workflow
 
 READER = """
@@ -254,3 +259,19 @@ def test_the_schema_text_is_each_schemas_fields_as_json_with_keys_sorted() -> No
     assert schemas_text(tools) == dumped
     assert schemas_text([]) == "[]"
     assert set(ToolSchema.model_fields) == {"name", "description", "parameters"}
+
+
+def test_the_prompts_a_session_carries_are_the_newest_few_each_once() -> None:
+    """A call that succeeded records its prompt's and tool list's digests (none for no
+    tools) newest last; one named again moves to the end; only the newest few are carried
+    to the next run, and none at all leaves the state's wire form as before."""
+    s = SessionState()
+    assert "prompts_kept" not in s.model_dump(mode="json")
+    kept_prompts(s, ["p1", "t1"])
+    kept_prompts(s, ["p2", None])
+    kept_prompts(s, ["p1", "t1"])
+    assert s.prompts_kept == ["p2", "p1", "t1"]
+    for n in range(PROMPTS_KEPT):
+        kept_prompts(s, [f"p{n + 10}", None])
+    assert s.prompts_kept == [f"p{n + 10}" for n in range(PROMPTS_KEPT)]
+    assert SessionState.model_validate_json(s.model_dump_json()).prompts_kept == s.prompts_kept
