@@ -13,7 +13,9 @@ archmax worker, in this process, then:
   time out and counts Running workflows of each task queue through visibility;
 * **reopen vs open** — ``--n`` times: the second turn of a session whose run is still open,
   against the second turn of one whose run closed idle (a new run started from the store's
-  checkpoint), end to end at the host (``workflow.send``), medians and p90.
+  checkpoint), end to end at the host (``workflow.send``), medians and p90; and the history
+  bytes of each closing session's two runs: the first (its first turn, the idle wait, the
+  checkpoint) and the reopened one (its second turn alone).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import start_local_environment
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.logs import configure_logging
+from archmax_temporal.client.repair import session_runs
 from archmax_temporal.client.testing.playbook import Playbook
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
@@ -78,6 +81,15 @@ async def _fire_all(agent: Agent, prefix: str, count: int, parallel: int = 8) ->
             await agent.workflow.send(f"{prefix}-{i}", "Hello")
 
     await asyncio.gather(*(one(i) for i in range(count)))
+
+
+async def _run_bytes(client: Client, sid: str) -> list[int]:
+    """The history bytes of each run of ``sid``, oldest first."""
+    sizes = []
+    for run_id in await session_runs(client, sid):
+        history = await client.get_workflow_handle(sid, run_id=run_id).fetch_history()
+        sizes.append(sum(event.ByteSize() for event in history.events))
+    return sizes
 
 
 async def _closed(agent: Agent, sid: str) -> None:
@@ -136,6 +148,8 @@ async def main(sessions: int, idle: timedelta, n: int) -> None:
                     )
                     opened: list[float] = []
                     reopened: list[float] = []
+                    first_run: list[int] = []
+                    second_run: list[int] = []
                     for i in range(n):
                         t0 = time.perf_counter()
                         await staying.workflow.send(f"open-{i}", "Again")
@@ -144,8 +158,16 @@ async def main(sessions: int, idle: timedelta, n: int) -> None:
                         t0 = time.perf_counter()
                         await closing.workflow.send(f"idle-{i}", "Again")
                         reopened.append(time.perf_counter() - t0)
+                        first, *_, last = await _run_bytes(env.client, f"idle-{i}")
+                        first_run.append(first)
+                        second_run.append(last)
                     print(f"second turn, run open:         {_ms(opened)}  (n={n})")
                     print(f"second turn, run closed idle:  {_ms(reopened)}  (n={n})")
+                    print(
+                        "history bytes, closing sessions: first run (first turn, idle close) "
+                        f"median {statistics.median(first_run):,.0f}; reopened run (second "
+                        f"turn) median {statistics.median(second_run):,.0f}"
+                    )
     finally:
         server.stop()
         await env.shutdown()
