@@ -42,6 +42,7 @@ from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import PLACE_FILES_ACTIVITY
 from archmax_temporal.workflows.errors import StoreIdentityError, StoreMismatchError
 from archmax_temporal.workflows.models import SessionInput, SessionSummary
+from tests.support.activity_events import failed_activities
 from tests.support.agents import Scripted, model_config, running_agent, write_workflow
 from tests.support.golden import replayer
 
@@ -362,11 +363,7 @@ def _scheduled(history: WorkflowHistory, activity_type: str) -> list[Any]:
 
 
 def _failed(history: WorkflowHistory) -> list[Failure]:
-    return [
-        e.activity_task_failed_event_attributes.failure
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
-    ]
+    return failed_activities(history.events)
 
 
 async def _runs(agent: Agent, sid: str, run_id: str) -> list[SessionInput]:

@@ -46,6 +46,7 @@ from archmax_temporal.workflows.errors import (
 )
 from archmax_temporal.workflows.models import Message, ModelCallInput, TranscriptLog
 from archmax_temporal.workflows.transcript import PROMPT_MISSING
+from tests.support.activity_events import failed_activities
 from tests.support.agents import Scripted, running_agent, write_workflow
 
 READER = """
@@ -193,12 +194,8 @@ class TestRepair:
                 prompt.unlink()
             await _turns(agent, sid, 1, 1)
             history = await agent.handle(sid).fetch_history()
-        failures = [
-            e.activity_task_failed_event_attributes.failure.application_failure_info.type
-            for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
-        ]
-        assert failures == [PROMPT_MISSING]
+        failures = failed_activities(history.events)
+        assert [f.application_failure_info.type for f in failures] == [PROMPT_MISSING]
         assert {p.name: p.read_bytes() for p in prompts.iterdir()} == kept
 
     async def test_a_session_mid_turn_is_not_repaired(

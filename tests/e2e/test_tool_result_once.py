@@ -46,6 +46,7 @@ from archmax_temporal.workflows.transcript import (
     digest_of,
     schemas_text,
 )
+from tests.support.activity_events import failed_activities
 from tests.support.agents import Scripted, model_config, running_agent, tool_call, write_workflow
 
 READER = """
@@ -306,11 +307,7 @@ async def test_a_result_the_store_lost_is_sent_again_with_its_text(
         outcome = await agent.workflow.send(sid, "read the chain")
         history = await agent.handle(sid).fetch_history()
     assert (outcome.kind, outcome.reply) == ("completed", "done")
-    failures = [
-        e.activity_task_failed_event_attributes.failure
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
-    ]
+    failures = failed_activities(history.events)
     assert [f.application_failure_info.type for f in failures] == [RESULT_MISSING]
     calls = _model_inputs(history)
     assert [bool(call.refs) for call in calls] == [False, True, False]
@@ -360,11 +357,7 @@ async def test_a_prompt_the_store_lost_is_sent_again_with_its_text(
         outcome = await agent.workflow.send(sid, "read the chain")
         history = await agent.handle(sid).fetch_history()
     assert (outcome.kind, outcome.reply) == ("completed", "done")
-    failures = [
-        e.activity_task_failed_event_attributes.failure
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
-    ]
+    failures = failed_activities(history.events)
     assert [f.application_failure_info.type for f in failures] == [PROMPT_MISSING]
     first, named, again = _model_inputs(history)
     assert first.system is not None and first.tools

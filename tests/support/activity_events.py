@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 
 LOCAL_MARKER = "core_local_activity"
@@ -53,3 +54,12 @@ def activities_run(events: Iterable[HistoryEvent]) -> list[str]:
         ):
             found.append(str(marker["activity_type"]))
     return found
+
+
+def failed_activities(events: Iterable[HistoryEvent]) -> list[Failure]:
+    """The failures of the regular activity attempts a history records as failed, in order."""
+    return [
+        e.activity_task_failed_event_attributes.failure
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+    ]
