@@ -455,6 +455,24 @@ def test_a_result_the_store_lost_or_damaged_is_a_final_error(store: SessionStore
         assert (error.type, error.non_retryable) == (RESULT_MISSING, True)
 
 
+def test_a_prompt_the_store_lost_or_damaged_is_a_final_error(store: SessionStore) -> None:
+    """The same for a prompt or tool list named by digest: kept by one worker, read back by
+    another; one the store does not hold, or whose bytes hash otherwise, is the final
+    PromptMissing (the workflow then sends the texts)."""
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    text = "You answer customers about their orders."
+    digest = digest_of(text)
+    assert TranscriptLogs(store).prompt(sid, digest, text) == text
+    assert TranscriptLogs(store).prompt(sid, digest, None) == text
+    with pytest.raises(ApplicationError) as missing:
+        TranscriptLogs(store).prompt(sid, digest_of("never kept"), None)
+    store.write_bytes(sid, f"{PROMPTS_DIR}/{digest}", text.encode()[:12])
+    with pytest.raises(ApplicationError) as damaged:
+        TranscriptLogs(store).prompt(sid, digest, None)
+    for error in (missing.value, damaged.value):
+        assert (error.type, error.non_retryable) == (PROMPT_MISSING, True)
+
+
 async def test_repair_rebuilds_a_log_whose_calls_name_results(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
