@@ -146,11 +146,14 @@ async def main() -> None:
         root=root, store=root / "sessions", address=sys.argv[1], task_queue="outage",
         address_configured=True,
     )
-    for _ in range(600):  # until the server is up
+    deadline = asyncio.get_running_loop().time() + 300  # a loaded machine starts it slowly
+    while True:  # until the server is up
         try:
             agent = await create_agent("support-inbox", config=config, worker="external")
             break
-        except Exception:
+        except Exception as exc:
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"the dev server never answered: {exc!r}") from exc
             await asyncio.sleep(0.1)
     async with agent:
         print("connected", flush=True)
@@ -167,29 +170,45 @@ gc.collect()
 """
 
 
+def _dev_server() -> tuple[subprocess.Popen[bytes], int]:
+    """A dev server of its own, once its port takes connections: started again on other
+    ports when it exits first (a port another test took between the probe and the bind)."""
+    for _ in range(5):
+        port = _free_port()
+        server = subprocess.Popen(
+            [
+                str(find_temporal_cli()),
+                "server",
+                "start-dev",
+                "--headless",
+                "--ip",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--http-port",
+                str(_free_port()),
+                "--metrics-port",
+                str(_free_port()),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 300  # the cap only stops a hang (a loaded machine)
+        while server.poll() is None and time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    return server, port
+            time.sleep(0.1)
+        server.kill()
+        server.wait()
+    raise AssertionError("the dev server never took connections")
+
+
 def _host_through_an_outage(tmp_path: Path, setup: str) -> tuple[str, str]:
     """Run a host (``setup``: ``library``, or ``cli`` for an archmax command's logging set-up)
     against its own dev server, stop the server, then fire: the host's stdout and stderr."""
     root = copy_example("support-inbox", tmp_path)
-    port = _free_port()
-    server = subprocess.Popen(
-        [
-            str(find_temporal_cli()),
-            "server",
-            "start-dev",
-            "--headless",
-            "--ip",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--http-port",
-            str(_free_port()),
-            "--metrics-port",
-            str(_free_port()),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    server, port = _dev_server()
     try:
         host = subprocess.Popen(
             [sys.executable, "-c", OUTAGE_HOST, f"127.0.0.1:{port}", str(root), setup],
