@@ -24,6 +24,7 @@ from archmax_temporal.client.config import RuntimeConfig
 from archmax_temporal.client.devserver import find_temporal_cli
 from archmax_temporal.client.http import ServeSettings, create_app
 from tests.support.agents import copy_example
+from tests.support.child_server import ChildServer, free_port
 from tests.support.cli import Cli, park
 from tests.support.http_harness import serving
 
@@ -47,12 +48,6 @@ class TestReadingWithNoWorker:
         assert "no worker is polling" in summary["waitingOn"]
         [same] = [s for s in listed.json()["sessions"] if s["sessionId"] == "ops-read-1"]
         assert (same["status"], same["state"]) == (summary["status"], summary["state"])
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _ready(health: str, proc: subprocess.Popen[bytes], timeout: float = 300) -> None:
@@ -80,7 +75,7 @@ class TestJsonLogs:
         core's own log lines come through the same chain (logger ``temporalio.core``), never
         as the core's plain text on stdout."""
         root = copy_example("support-inbox", tmp_path)
-        health = f"127.0.0.1:{_free_port()}"
+        health = f"127.0.0.1:{free_port()}"
         child_env = {
             **{k: v for k, v in os.environ.items() if not k.startswith(("ARCHMAX_", "TEMPORAL_"))},
             "TEMPORAL_ADDRESS": env.client.service_client.config.target_host,
@@ -90,7 +85,7 @@ class TestJsonLogs:
             "ARCHMAX_API_KEY": "sk-test-not-a-secret",
             "ARCHMAX_MODEL": "scripted",
             "ARCHMAX_HEALTH_ADDRESS": health,
-            "ARCHMAX_METRICS_ADDRESS": f"127.0.0.1:{_free_port()}",
+            "ARCHMAX_METRICS_ADDRESS": f"127.0.0.1:{free_port()}",
             "ARCHMAX_LOG_FORMAT": "json",
             "ARCHMAX_LOG_LEVEL": "info",
         }
@@ -170,45 +165,40 @@ gc.collect()
 """
 
 
-def _dev_server() -> tuple[subprocess.Popen[bytes], int]:
-    """A dev server of its own, once its port takes connections: started again on other
-    ports when it exits first (a port another test took between the probe and the bind)."""
-    for _ in range(5):
-        port = _free_port()
-        server = subprocess.Popen(
-            [
-                str(find_temporal_cli()),
-                "server",
-                "start-dev",
-                "--headless",
-                "--ip",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--http-port",
-                str(_free_port()),
-                "--metrics-port",
-                str(_free_port()),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 300  # the cap only stops a hang (a loaded machine)
-        while server.poll() is None and time.monotonic() < deadline:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    return server, port
-            time.sleep(0.1)
-        server.kill()
-        server.wait()
-    raise AssertionError("the dev server never took connections")
+class _DevServer(ChildServer):
+    """A dev server of its own on 127.0.0.1, ready once its port takes connections (started
+    again on another port when it exits first: a port another test took meanwhile)."""
+
+    name = "Temporal dev server"
+    start_timeout = 300.0  # the cap only stops a hang: a loaded machine starts it slowly
+
+    def command(self) -> list[str]:
+        return [
+            str(find_temporal_cli()),
+            "server",
+            "start-dev",
+            "--headless",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--http-port",
+            str(free_port()),
+            "--metrics-port",
+            str(free_port()),
+        ]
+
+    def answers(self) -> bool:
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", self.port)) == 0
 
 
 def _host_through_an_outage(tmp_path: Path, setup: str) -> tuple[str, str]:
     """Run a host (``setup``: ``library``, or ``cli`` for an archmax command's logging set-up)
     against its own dev server, stop the server, then fire: the host's stdout and stderr."""
     root = copy_example("support-inbox", tmp_path)
-    server, port = _dev_server()
+    server = _DevServer(tmp_path / "dev-server.log").start(attempts=5)
+    port = server.port
     try:
         host = subprocess.Popen(
             [sys.executable, "-c", OUTAGE_HOST, f"127.0.0.1:{port}", str(root), setup],
@@ -221,8 +211,7 @@ def _host_through_an_outage(tmp_path: Path, setup: str) -> tuple[str, str]:
         connected = host.stdout.readline()
         assert connected == "connected\n", host.communicate(timeout=30)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
     stdout, stderr = host.communicate("\n", timeout=120)
     assert host.returncode == 0, stderr
     return connected + stdout, stderr
