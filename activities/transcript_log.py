@@ -510,15 +510,7 @@ class TranscriptLogs:
                 write_if_unsynced(self._store, session_id, path, text.encode("utf-8"), version=None)
             self._keep_prompt(session_id, digest, text)
             return text
-        try:
-            data = self._store.read_bytes(session_id, path)
-        except FileNotFoundInWorkspaceError:
-            raise prompt_missing(session_id, digest, "is not in the store") from None
-        except WorkspaceError as exc:
-            raise exc.to_application_error() from None
-        text = data.decode("utf-8", errors="replace")
-        if digest_of(text) != digest:
-            raise prompt_missing(session_id, digest, "does not match its digest")
+        text = self._read_named(session_id, path, digest, "prompt", PROMPT_MISSING)
         self._keep_prompt(session_id, digest, text)
         return text
 
@@ -575,16 +567,24 @@ class TranscriptLogs:
         known = self._results.get((session_id, digest))
         if known is not None:
             return known
+        path = f"{RESULTS_DIR}/{digest}"
+        text = self._read_named(session_id, path, digest, "tool result", RESULT_MISSING)
+        self._keep_result(session_id, digest, text)
+        return text
+
+    def _read_named(self, session_id: str, path: str, digest: str, what: str, missing: str) -> str:
+        """The text a store file named by its digest holds; the final ``missing`` error (the
+        workflow then sends the call again with the text) when the file is not there or its
+        bytes do not hash to ``digest``, as after a crash cut an unsynced write short."""
         try:
-            data = self._store.read_bytes(session_id, f"{RESULTS_DIR}/{digest}")
+            data = self._store.read_bytes(session_id, path)
         except FileNotFoundInWorkspaceError:
-            raise result_missing(session_id, digest, "is not in the store") from None
+            raise named_missing(what, missing, session_id, digest, "is not in the store") from None
         except WorkspaceError as exc:
             raise exc.to_application_error() from None
         text = data.decode("utf-8", errors="replace")
         if digest_of(text) != digest:
-            raise result_missing(session_id, digest, "does not match its digest")
-        self._keep_result(session_id, digest, text)
+            raise named_missing(what, missing, session_id, digest, "does not match its digest")
         return text
 
     def resolve(
@@ -613,23 +613,15 @@ class TranscriptLogs:
         self._results.put((session_id, digest), text)
 
 
-def prompt_missing(session_id: str, digest: str, why: str) -> ApplicationError:
-    """The final error of a system prompt or tool schema list a call names by digest that
-    the store cannot give: the workflow sends the call again with the texts."""
+def named_missing(
+    what: str, error_type: str, session_id: str, digest: str, why: str
+) -> ApplicationError:
+    """The final error of a text a call names by digest (a tool result: ``ToolResultMissing``;
+    a system prompt or tool list: ``PromptMissing``) that the store cannot give: the workflow
+    sends the call again with the text."""
     return ApplicationError(
-        f"prompt {digest[:12]}… of session {session_id!r} {why}: the workers must share the "
+        f"{what} {digest[:12]}… of session {session_id!r} {why}: the workers must share the "
         "store (ARCHMAX_STORE); the call is sent again with the text",
-        type=PROMPT_MISSING,
-        non_retryable=True,
-    )
-
-
-def result_missing(session_id: str, digest: str, why: str) -> ApplicationError:
-    """The final error of a tool result a call names that the store cannot give: the
-    workflow sends the call again with the result's text."""
-    return ApplicationError(
-        f"tool result {digest[:12]}… of session {session_id!r} {why}: the workers must share "
-        "the store (ARCHMAX_STORE); the call is sent again with the text",
-        type=RESULT_MISSING,
+        type=error_type,
         non_retryable=True,
     )
