@@ -8,6 +8,10 @@
   activity pattern of every contender's K-step turn (the floor the others are held to).
 * :class:`BareWaiting` waits on a signal: the smallest parked workflow, for the memory
   and listing figures.
+* :class:`BareAgentWaiting` asks the model once (:class:`BareAgentModel`: the ``openai``
+  client archmax's model activity uses, streamed, against the same scripted model), keeps the
+  conversation and waits on a signal: a parked session's activity pattern (one model call,
+  then the wait), the floor its parking rate, CPU and memory are held to.
 * :class:`BareLoad` (bench.load) waits until an update releases it; the update runs one
   activity, the model call's stand-in, and returns its result.
 
@@ -19,12 +23,20 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import Any
 
 from temporalio import activity, workflow
 from temporalio.worker import UnsandboxedWorkflowRunner
 
 BARE_STEP_ACTIVITY = "bench.history.step"
 BARE_MODEL_ACTIVITY = "bench.history.model"
+BARE_AGENT_MODEL_ACTIVITY = "bench.history.agent_model"
+PARK_CONVERSATION: list[dict[str, Any]] = [
+    {"role": "system", "content": "## Current state: `wait`"},
+    {"role": "user", "content": "park"},
+]
+"""What the bare agent sends (bench.history's playbook answers it with ``archmax_wait``, as
+it answers a parked session's first call)."""
 STEP_TIMEOUT = timedelta(seconds=60)
 
 
@@ -124,6 +136,89 @@ class BareWaiting:
 
     @workflow.update
     def ready(self) -> bool:
+        return True
+
+
+class BareAgentModel:
+    """The bare agent's model call: one streamed chat completion of the conversation through
+    the ``openai`` client (no retries), to the scripted model at ``url``; the answer as the
+    assistant message (its text and tool calls). The client is made on first use, in the
+    worker's event loop."""
+
+    def __init__(self, url: str, api_key: str, model: str) -> None:
+        self._url, self._api_key, self._model = url, api_key, model
+        self._client: Any = None
+
+    @activity.defn(name=BARE_AGENT_MODEL_ACTIVITY)
+    async def call(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                base_url=self._url, api_key=self._api_key, max_retries=0
+            )
+        stream = await self._client.chat.completions.create(
+            model=self._model,
+            messages=[],  # sent in extra_body, plain JSON, as archmax sends the conversation
+            extra_body={"messages": messages},
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        async for chunk in stream:
+            delta = chunk.choices[0].delta if chunk.choices else None
+            if delta is None:
+                continue
+            if delta.content:
+                text.append(delta.content)
+            for call in delta.tool_calls or ():
+                held = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+                held["id"] += call.id or ""
+                if call.function is not None:
+                    held["name"] += call.function.name or ""
+                    held["arguments"] += call.function.arguments or ""
+        answer: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+        if calls:
+            answer["tool_calls"] = [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c["arguments"]},
+                }
+                for _, c in sorted(calls.items())
+            ]
+        return answer
+
+
+@workflow.defn(name="BenchHistoryBareAgentWaiting")
+class BareAgentWaiting:
+    """A bare agent parked after one model call: it asks the model (:class:`BareAgentModel`),
+    keeps the conversation and waits on a signal until ``release``; ``ready`` (an update)
+    answers once it waits."""
+
+    def __init__(self) -> None:
+        self._messages = [dict(m) for m in PARK_CONVERSATION]
+        self._parked = False
+        self._released = False
+
+    @workflow.run
+    async def run(self) -> int:
+        answer: dict[str, Any] = await workflow.execute_activity(
+            BARE_AGENT_MODEL_ACTIVITY, self._messages, start_to_close_timeout=STEP_TIMEOUT
+        )
+        self._messages.append(answer)
+        self._parked = True
+        await workflow.wait_condition(lambda: self._released)
+        return len(self._messages)
+
+    @workflow.signal
+    def release(self) -> None:
+        self._released = True
+
+    @workflow.update
+    async def ready(self) -> bool:
+        await workflow.wait_condition(lambda: self._parked)
         return True
 
 

@@ -4,6 +4,10 @@
 (the bare waiting workflow), built like archmax's worker (unsandboxed, as archmax's runs
 its sessions), on ``TEMPORAL_ADDRESS`` / ``ARCHMAX_TASK_QUEUE``, with ``--cache`` cached workflows.
 
+``python -m bench.history_worker bare-agent``: the same for
+:class:`bench.history_bare.BareAgentWaiting` (a bare agent parked after one model call), its
+model activity calling ``ARCHMAX_API_BASE_URL`` as archmax's worker does.
+
 ``python -m bench.history_worker archmax --cache N``: archmax's worker, from
 ``archmax_temporal.worker.build_worker``, configured from the same environment variables as
 ``archmax worker`` (``ARCHMAX_STORE``, ``ARCHMAX_ROOT``, ``ARCHMAX_API_BASE_URL``, ...), but
@@ -26,7 +30,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
-from bench.history_bare import BareWaiting, bare_runner
+from bench.history_bare import BareAgentModel, BareAgentWaiting, BareWaiting, bare_runner
 
 
 def _worker(kind: str, client: Client, queue: str, cache: int) -> Worker:
@@ -35,6 +39,20 @@ def _worker(kind: str, client: Client, queue: str, cache: int) -> Worker:
             client,
             task_queue=queue,
             workflows=[BareWaiting],
+            workflow_runner=bare_runner(),
+            max_cached_workflows=cache,
+        )
+    if kind == "bare-agent":
+        model = BareAgentModel(
+            os.environ["ARCHMAX_API_BASE_URL"],
+            os.environ["ARCHMAX_API_KEY"],
+            os.environ["ARCHMAX_MODEL"],
+        )
+        return Worker(
+            client,
+            task_queue=queue,
+            workflows=[BareAgentWaiting],
+            activities=[model.call],
             workflow_runner=bare_runner(),
             max_cached_workflows=cache,
         )
@@ -75,7 +93,7 @@ async def _serve(kind: str, cache: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.history_worker")
-    parser.add_argument("kind", choices=("bare", "archmax"))
+    parser.add_argument("kind", choices=("bare", "bare-agent", "archmax"))
     parser.add_argument("--cache", type=int, default=1000, help="max_cached_workflows (1000)")
     args = parser.parse_args()
     code = 0

@@ -13,6 +13,7 @@ from temporalio.client import Client
 from bench.history import (
     ARCHMAX,
     BARE,
+    BARE_AGENT,
     BARE_ONE,
     BARE_WAITING,
     PARKED_SESSION,
@@ -96,15 +97,24 @@ async def test_parking_and_listing_interleaved_and_repeated(client: Client) -> N
     text = render(report)
     assert not report.failures, text
     kinds = {p.label: p for p in report.parking}
-    assert set(kinds) == {BARE_WAITING, PARKED_SESSION}, text
+    assert set(kinds) == {BARE_WAITING, BARE_AGENT, PARKED_SESSION}, text
     for parked in kinds.values():
         assert parked.error is None, text
         (point,) = parked.points
         assert point.n == 4 and len(point.chunk_rates) == 4 and point.cpu_ms_each > 0, text
+    # the same activity pattern: one model call per parked session and per bare agent
+    assert kinds[PARKED_SESSION].points[0].model_calls_each == 1, text
+    assert kinds[BARE_AGENT].points[0].model_calls_each == 1, text
+    assert kinds[BARE_WAITING].points[0].model_calls_each == 0, text
     listing = report.listing
     assert listing is not None and listing.error is None, text
     assert listing.agent_listed == listing.bare_listed == listing.cli_lines == 5, text
     for times in (listing.agent_list_ms, listing.bare_list_ms, listing.cli_ms, listing.help_ms):
         assert len(times) == 2
-    assert "archmax ÷ bare, worker CPU per park" in text and "(a process: the floor)" in text
-    assert "| worker CPU ms per park, N = 4 |" in text and "| list 5, ms (median of 2) |" in text
+    assert "| archmax ÷ | N | KiB each | parked/s | worker CPU per park |" in text, text
+    assert "(a process: the floor)" in text
+    assert f"| worker CPU ms per park, N = 4 (vs the {BARE_AGENT}) |" in text, text
+    assert f"| worker CPU ms per park, N = 4 (vs the {BARE_WAITING}) |" in text, text
+    assert "| list 5, ms (median of 2) |" in text
+    # the parking targets are held to the floor with a parked session's activity pattern
+    assert "≥ 0.6x bare agent" in text and "≤ 2x bare agent" in text, text
