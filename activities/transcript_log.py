@@ -61,7 +61,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final
 
 from temporalio.exceptions import ApplicationError
 
@@ -71,10 +71,13 @@ from archmax_temporal.activities.store_errors import (
     StoreConflictError,
     WorkspaceError,
 )
+from archmax_temporal.workflows.known_texts import KNOWN_TEXTS, Kept
 from archmax_temporal.workflows.models import Message, ToolSchema, TranscriptLog
 from archmax_temporal.workflows.transcript import (
+    LOG_DIVERGED,
     PROMPT_MISSING,
     RESULT_MISSING,
+    UNHELD_LOG,
     digest_of,
     schemas_text,
 )
@@ -115,22 +118,12 @@ CACHED_RESULT_CHARS: Final = 100_000
 CACHED_SESSIONS: Final = 64
 """How many conversations a worker process keeps in memory (the hot ones)."""
 
-LOG_DIVERGED: Final = "TranscriptLogDiverged"
-"""The error type of a log that does not hold what the workflow says it does (final)."""
-
 
 REPAIR_HINT: Final = (
     "run `archmax repair {session_id}` (or agent.sessions.repair) to rebuild it from the "
     "workflow history"
 )
 """What a damaged log's error says to do (the session id filled in)."""
-
-UNHELD_LOG: Final = "log"
-UNHELD_PROMPT: Final = "prompt"
-"""The detail of a ``TranscriptLogDiverged`` error: the log did not hold the call's base (the
-call wrote nothing), or (in histories of earlier versions, which raised this where a
-``PromptMissing`` is raised now) a prompt it names was missing (its messages were written
-first)."""
 
 
 def chain(previous: str, message: Message) -> str:
@@ -283,38 +276,6 @@ def _parse_legacy(data: bytes) -> tuple[list[Message], list[str]]:
     return messages, digests
 
 
-K = TypeVar("K")
-V = TypeVar("V")
-
-
-class _Kept(Generic[K, V]):
-    """What a worker process keeps in memory of content-addressed things (never stale): at
-    most ``size`` entries, the least recently used dropped first. Model calls run in worker
-    threads side by side, so every read and write takes the lock (one thread evicting an
-    entry while another moves it to the end would raise ``KeyError``)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[K, V] = OrderedDict()
-
-    def get(self, key: K) -> V | None:
-        """The entry (now the most recently used), or None."""
-        with self._lock:
-            found = self._entries.get(key)
-            if found is not None:
-                self._entries.move_to_end(key)
-            return found
-
-    def put(self, key: K, value: V) -> None:
-        """Keep ``value`` as the most recently used entry."""
-        with self._lock:
-            self._entries[key] = value
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._size:
-                self._entries.popitem(last=False)
-
-
 class TranscriptLogs:
     """The conversations of the sessions in one store."""
 
@@ -325,14 +286,14 @@ class TranscriptLogs:
         """Per session: the last chain read or written (any branch of the log)."""
         self.reads = 0
         """Segments (and legacy files) this process read: what a cache miss cost."""
-        self._prompts: _Kept[tuple[str, str], str] = _Kept(CACHED_PROMPTS)
+        self._prompts: Kept[tuple[str, str], str] = Kept(CACHED_PROMPTS)
         """Prompts this process wrote or read, by session and digest, so a call that names
         one reads nothing."""
         self._bounds: dict[str, list[int]] = {}
         """Per cached session: where the segments of its cached chain end (for compaction)."""
-        self._results: _Kept[tuple[str, str], str] = _Kept(CACHED_RESULTS)
+        self._results: Kept[tuple[str, str], str] = Kept(CACHED_RESULTS)
         """Tool results this process kept or read, by session and digest."""
-        self._schemas: _Kept[str, tuple[ToolSchema, ...]] = _Kept(CACHED_PROMPTS)
+        self._schemas: Kept[str, tuple[ToolSchema, ...]] = Kept(CACHED_PROMPTS)
         """Tool schema lists parsed, by digest (alike in every session), so a call that
         names one parses nothing."""
 
@@ -496,22 +457,29 @@ class TranscriptLogs:
         """The conversation's messages up to where ``log`` stands."""
         return self.chain(session_id, log)[0]
 
-    def prompt(self, session_id: str, digest: str, text: str | None) -> str:
+    def prompt(
+        self, session_id: str, digest: str, text: str | None, *, shared: bool = False
+    ) -> str:
         """The prompt (or schema text) with ``digest``: ``text`` is kept when given, else
-        read from where an earlier call kept it."""
+        read from where an earlier call kept it. A ``shared`` text (a tool list: alike in
+        every session) the process knows (:data:`KNOWN_TEXTS`) is kept in the session's store
+        as if the call carried it, and every shared text read or carried joins them."""
         path = f"{PROMPTS_DIR}/{digest}"
         known = self._prompts.get((session_id, digest))
         if known is not None:
             return known
+        if text is None and shared:
+            text = KNOWN_TEXTS.get(digest)
         if text is not None:
             # no fsync: a prompt the store lost is a PromptMissing, and the call is sent
             # again with the text (the call that carried it holds it in the history)
             with contextlib.suppress(StoreConflictError):
                 write_if_unsynced(self._store, session_id, path, text.encode("utf-8"), version=None)
-            self._keep_prompt(session_id, digest, text)
-            return text
-        text = self._read_named(session_id, path, digest, "prompt", PROMPT_MISSING)
+        else:
+            text = self._read_named(session_id, path, digest, "prompt", PROMPT_MISSING)
         self._keep_prompt(session_id, digest, text)
+        if shared:
+            KNOWN_TEXTS.put(digest, text)
         return text
 
     def _keep_prompt(self, session_id: str, digest: str, text: str) -> None:
@@ -525,7 +493,7 @@ class TranscriptLogs:
         """The tool schemas a call offers: sent, or kept under their digest."""
         if digest is None:
             return tools
-        text = self.prompt(session_id, digest, schemas_text(tools) if tools else None)
+        text = self.prompt(session_id, digest, schemas_text(tools) if tools else None, shared=True)
         parsed = self._schemas.get(digest)
         if parsed is None:
             loaded: list[Any] = json.loads(text)

@@ -214,6 +214,9 @@ class TallyingModel:
     def __init__(self) -> None:
         self.server = TimedModelServer(Playbook.from_yaml(PLAYBOOK))
         self.tally: Counter[str] = Counter()
+        self._draining = threading.Lock()
+        """Held by a drain: the tally thread's and a caller's (``calls``) would otherwise both
+        take the same requests, and each delete as many, newer ones among them."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._drain, name="tally", daemon=True)
 
@@ -235,12 +238,13 @@ class TallyingModel:
             self.drain()
 
     def drain(self) -> None:
-        requests = self.server.requests
-        count = len(requests)
-        if count:
-            batch = requests[:count]
-            del requests[:count]  # appends land after ``count``: nothing is lost
-            self.tally.update(record.rule or "default" for record in batch)
+        with self._draining:
+            requests = self.server.requests
+            count = len(requests)
+            if count:
+                batch = requests[:count]
+                del requests[:count]  # appends land after ``count``: nothing is lost
+                self.tally.update(record.rule or "default" for record in batch)
 
     def steps(self) -> int:
         """Tool results the model has answered so far (every one, all contenders)."""

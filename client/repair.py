@@ -53,11 +53,9 @@ from archmax_temporal.activities.session_store import SessionStore
 from archmax_temporal.activities.store_errors import FileNotFoundInWorkspaceError
 from archmax_temporal.activities.transcript_log import (
     LEGACY_LOG_FILE,
-    LOG_DIVERGED,
     PROMPTS_DIR,
     RESULTS_DIR,
     SEGMENTS_DIR,
-    UNHELD_PROMPT,
     TranscriptLogs,
     advance,
     holds,
@@ -76,7 +74,12 @@ from archmax_temporal.workflows.models import (
     SessionInput,
     TranscriptLog,
 )
-from archmax_temporal.workflows.transcript import digest_of, schemas_text
+from archmax_temporal.workflows.transcript import (
+    LOG_DIVERGED,
+    UNHELD_PROMPT,
+    digest_of,
+    schemas_text,
+)
 
 LogFound = Literal["fine", "damaged", "missing"]
 """How ``archmax repair`` found the store's log: the history's (left alone), another or an

@@ -58,6 +58,16 @@ def kept_prompts(s: SessionState, digests: list[str | None]) -> None:
     s.prompts_kept = kept[-PROMPTS_KEPT:]
 
 
+LOG_DIVERGED: Final = "TranscriptLogDiverged"
+"""The error type of a log that does not hold what the workflow says it does (final)."""
+
+UNHELD_LOG: Final = "log"
+UNHELD_PROMPT: Final = "prompt"
+"""The detail of a ``TranscriptLogDiverged`` error: the log did not hold the call's base (the
+call wrote nothing), or (raised by workers of versions before ``PromptMissing``, which still
+answer in a fleet that is being upgraded) a prompt it names was missing (its messages were
+written first)."""
+
 PROMPT_MISSING: Final = "PromptMissing"
 """The error type of a model call naming a system prompt or a tool schema list by a digest
 the store does not give back (final: the workflow sends the call again with the texts). The

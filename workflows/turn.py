@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from archmax_temporal.workflows.firing import FiringRefused
     from archmax_temporal.workflows.hook_runner import HookRunner, ScriptDispatcher, journal_entry
+    from archmax_temporal.workflows.known_texts import KNOWN_TEXTS
     from archmax_temporal.workflows.models import (
         DecidedBy,
         DecideInput,
@@ -92,6 +93,12 @@ itself (``ModelCallInput.log_answer``), so the next call does not carry it again
 RESULT_REFS_PATCH = "archmax-tool-result-refs"
 """``workflow.patched`` id: a model call names the tool results the store keeps by digest
 instead of carrying them (``ModelCallInput.refs``)."""
+
+UNHELD_PROMPT_PATCH = "archmax-unheld-prompt-sent-again"
+"""``workflow.patched`` id: a model call a worker of a version before ``PromptMissing`` failed
+for a prompt its store lacks (``TranscriptLogDiverged``, detail ``prompt``) is sent again with
+the texts, as a ``PromptMissing`` is (such a history may end the turn there instead). Asked only
+on that failure, so no other run carries it."""
 
 
 class ContinueMidTurn(Exception):
@@ -417,7 +424,12 @@ class TurnEngine:
         )
         offered = self.surface(slug)
         system_digest = transcript.digest_of(system)
-        tools_digest = transcript.digest_of(transcript.schemas_text(offered)) if offered else None
+        tools_digest = None
+        if offered:
+            tools_text = transcript.schemas_text(offered)
+            tools_digest = transcript.digest_of(tools_text)
+            # for this worker's model activity (known_texts); nothing here reads it back
+            KNOWN_TEXTS.put(tools_digest, tools_text)
         messages, refs = transcript.unlogged(s), dict[int, str]()
         if s.result_refs and workflow.patched(RESULT_REFS_PATCH):
             messages, refs = transcript.unlogged_by_ref(s)
@@ -427,7 +439,7 @@ class TurnEngine:
             state=slug,
             model=state.model or ctx.spec.settings.model,
             messages=messages,
-            tools=offered if tools_digest not in s.prompts_kept else [],
+            tools=[],  # named by digest (tools_digest), from a session's first call on
             tool_choice="none" if handoff else "auto",
             budget_ms=state.budget.timeout_ms,
             log=transcript.log_of(s),
@@ -488,8 +500,10 @@ class TurnEngine:
             return call.model_copy(
                 update={"messages": transcript.unlogged(self._ctx.session), "refs": {}}
             )
-        if _is_error(failure, transcript.PROMPT_MISSING) and (
-            call.system is None or (offered and not call.tools)
+        if not (call.system is None or (offered and not call.tools)):
+            return None  # the call carries its texts: nothing the store lost is named
+        if _is_error(failure, transcript.PROMPT_MISSING) or (
+            _unheld_prompt(failure) and workflow.patched(UNHELD_PROMPT_PATCH)
         ):
             return call.model_copy(update={"system": system, "tools": offered})
         return None
@@ -854,6 +868,16 @@ def _is_error(failure: ActivityError, error_type: str) -> bool:
     """Whether an activity failed for good with an ``ApplicationError`` of ``error_type``."""
     cause = failure.cause
     return isinstance(cause, ApplicationError) and cause.type == error_type
+
+
+def _unheld_prompt(failure: ActivityError) -> bool:
+    """Whether a model activity of a version before ``PromptMissing`` (a worker not yet
+    upgraded) failed the call for a prompt it names that its store does not hold: a
+    ``TranscriptLogDiverged`` whose detail is :data:`transcript.UNHELD_PROMPT`."""
+    cause = failure.cause
+    if not isinstance(cause, ApplicationError) or cause.type != transcript.LOG_DIVERGED:
+        return False
+    return bool(cause.details) and cause.details[0] == transcript.UNHELD_PROMPT
 
 
 def _stopped(tool: str, reason: str) -> ToolAnswer:

@@ -19,7 +19,6 @@ from archmax_temporal.activities.memory_store import MemorySessionStore
 from archmax_temporal.activities.transcript_log import (
     COMPACT_EVERY,
     LEGACY_LOG_FILE,
-    LOG_DIVERGED,
     SEGMENTS_DIR,
     TranscriptLogs,
     chain,
@@ -35,7 +34,7 @@ from archmax_temporal.workflows.models import (
     ToolSchema,
     TranscriptLog,
 )
-from archmax_temporal.workflows.transcript import HELD_TEXT_CHARS
+from archmax_temporal.workflows.transcript import HELD_TEXT_CHARS, LOG_DIVERGED
 
 SID = "transcript-log-1"
 

@@ -32,7 +32,6 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from archmax_temporal.activities.folder_store import FilesystemSessionStore, session_folder
 from archmax_temporal.activities.transcript_log import (
-    LOG_DIVERGED,
     PROMPTS_DIR,
     SEGMENTS_DIR,
     TranscriptLogs,
@@ -45,7 +44,7 @@ from archmax_temporal.workflows.errors import (
     TranscriptLogUnrecoverableError,
 )
 from archmax_temporal.workflows.models import Message, ModelCallInput, TranscriptLog
-from archmax_temporal.workflows.transcript import PROMPT_MISSING
+from archmax_temporal.workflows.transcript import LOG_DIVERGED, PROMPT_MISSING
 from tests.support.activity_events import failed_activities
 from tests.support.agents import Scripted, running_agent, write_workflow
 
@@ -167,10 +166,12 @@ class TestRepair:
     async def test_lost_prompts_are_rebuilt_too(
         self, client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
     ) -> None:
-        """The prompts a run sent once and named after: deleted, rebuilt from the call that
-        carried them. Deleted again, the next call of the same run (on a worker new to the
-        session, which has not kept them) fails as PromptMissing and is sent again with the
-        texts: the session needs no repair for them, and keeps them again."""
+        """The system prompt a run sent once and named after: deleted, rebuilt from the call
+        that carried it (the tool list, which every call names by digest alone, is not in the
+        history: the next call that needs it is sent it). Deleted again, the next call of the
+        same run (on a worker new to the session, which has not kept them) fails as
+        PromptMissing and is sent again with the texts: the session needs no repair for them,
+        and keeps them again."""
         write_workflow(tmp_path, "reader", READER)
         store = tmp_path / "sessions"
         sid = "repair-prompts"
@@ -188,8 +189,10 @@ class TestRepair:
             client, task_queue, tmp_path, "reader", scripted(BOOK), store=store, idle_close=None
         ) as agent:
             report = await agent.sessions.repair(sid)
-            assert (report.log, report.prompts, report.prompts_rebuilt) == ("fine", 2, 2)
-            assert {p.name: p.read_bytes() for p in prompts.iterdir()} == kept
+            assert (report.log, report.prompts, report.prompts_rebuilt) == ("fine", 1, 1)
+            (rebuilt,) = prompts.iterdir()
+            assert kept[rebuilt.name] == rebuilt.read_bytes()
+            assert not rebuilt.read_bytes().startswith(b"[")  # the system prompt, not the list
             for prompt in prompts.iterdir():
                 prompt.unlink()
             await _turns(agent, sid, 1, 1)

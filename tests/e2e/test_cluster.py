@@ -41,9 +41,10 @@ from temporalio.client import Client
 
 from archmax_temporal.activities.effects import EFFECTS, PAUSE_AFTER_EFFECT_ENV
 from archmax_temporal.activities.object_store import open_store
-from archmax_temporal.activities.transcript_log import LOG_DIVERGED, TranscriptLogs
+from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows.models import Outcome, TranscriptLog
+from archmax_temporal.workflows.transcript import LOG_DIVERGED
 from tests.support.activity_events import activities_run
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call

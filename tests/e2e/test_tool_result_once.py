@@ -32,20 +32,26 @@ from archmax_temporal.activities.workspace import WorkspaceActivities
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.repair import session_runs
 from archmax_temporal.worker import DATA_CONVERTER, build_worker
+from archmax_temporal.workflows import turn as turn_module
 from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import WorkspaceToolInput
+from archmax_temporal.workflows.known_texts import KNOWN_TEXTS, KNOWN_TEXTS_SIZE, Kept
 from archmax_temporal.workflows.models import (
     Message,
     ModelCallInput,
     ToolCall,
+    ToolSchema,
     TranscriptLog,
 )
 from archmax_temporal.workflows.transcript import (
+    LOG_DIVERGED,
     PROMPT_MISSING,
     RESULT_MISSING,
+    UNHELD_PROMPT,
     digest_of,
     schemas_text,
 )
+from archmax_temporal.workflows.turn import UNHELD_PROMPT_PATCH
 from tests.support.activity_events import failed_activities
 from tests.support.agents import Scripted, model_config, running_agent, tool_call, write_workflow
 
@@ -123,6 +129,15 @@ async def _read_chain(agent: Agent, sid: str, markers: list[str]) -> WorkflowHis
     return await agent.handle(sid).fetch_history()
 
 
+def _kept_tools(root: Path, sid: str, digest: str | None) -> list[str]:
+    """The names of the tool list the session's store keeps under ``digest`` (which the
+    file's bytes hash to)."""
+    assert digest is not None
+    text = FilesystemSessionStore(root / "sessions").read_text(sid, f"{PROMPTS_DIR}/{digest}")
+    assert digest_of(text) == digest
+    return [schema["name"] for schema in json.loads(text)]
+
+
 def _sent(server: Any) -> str:
     """Everything the model was sent, as one text."""
     return json.dumps([request.body for request in server.requests])
@@ -158,9 +173,10 @@ async def test_a_tool_result_is_in_the_real_history_once(
 async def test_a_prompt_is_sent_once_and_named_by_its_digest_after(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
-    """The run's first model call carries the system prompt and the tool schemas, each named
-    by its SHA-256; the later calls carry those names alone, and the model is sent the whole
-    prompt and every schema on each (read back from the store)."""
+    """The run's first model call carries the system prompt, named by its SHA-256, and names
+    the tool schemas by theirs alone (alike in every session: the worker knows them, and keeps
+    them in the session's store); the later calls carry the names alone, and the model is sent
+    the whole prompt and every schema on each."""
     write_workflow(tmp_path, "reader", READER)
     markers = [f"MARK-{uuid.uuid4().hex}" for _ in range(2)]
     server = scripted(_chain(markers))
@@ -168,18 +184,107 @@ async def test_a_prompt_is_sent_once_and_named_by_its_digest_after(
     async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
         history = await _read_chain(agent, sid, markers)
     first, *later = _model_inputs(history)
-    assert first.system is not None and first.tools
+    assert first.system is not None and first.tools == []
     assert first.system_digest == digest_of(first.system)
-    assert first.tools_digest == digest_of(schemas_text(first.tools))
+    names = _kept_tools(tmp_path, sid, first.tools_digest)
+    assert "read_file" in names
     assert len(later) == 2
     for call in later:
         assert (call.system, call.tools) == (None, [])
         assert (call.system_digest, call.tools_digest) == (first.system_digest, first.tools_digest)
+    assert not failed_activities(history.events)  # the worker knew the list: no fallback
     sent = [request.body for request in server.requests]
     assert len(sent) == 3
     for body in sent:
         assert body["messages"][0] == {"role": "system", "content": first.system}
-        assert [t["function"]["name"] for t in body["tools"]] == [t.name for t in first.tools]
+        assert [t["function"]["name"] for t in body["tools"]] == names
+
+
+async def test_a_worker_that_does_not_know_a_tool_list_has_the_call_sent_with_it(
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first call of a session whose workflow task ran on another worker (the tool list
+    is in that worker's memory, not this one's, nor in the session's store): it fails once
+    as PromptMissing, the workflow sends it again with the schemas, the model gets them, and
+    the worker knows the list from then on."""
+    elsewhere: Kept[str, str] = Kept(KNOWN_TEXTS_SIZE)
+    monkeypatch.setattr(turn_module, "KNOWN_TEXTS", elsewhere)  # the workflow's worker
+    KNOWN_TEXTS.clear()  # this worker's model activity knows nothing
+    write_workflow(tmp_path, "reader", READER)
+    markers = [f"MARK-{uuid.uuid4().hex}"]
+    server = scripted(_chain(markers))
+    sid = f"unknown-tools-{uuid.uuid4().hex[:8]}"
+    async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
+        history = await _read_chain(agent, sid, markers)
+    failures = failed_activities(history.events)
+    assert [f.application_failure_info.type for f in failures] == [PROMPT_MISSING]
+    named, again, *later = _model_inputs(history)
+    assert named.tools == [] and named.tools_digest is not None
+    assert again.tools and digest_of(schemas_text(again.tools)) == named.tools_digest
+    assert again.messages == named.messages and again.log == named.log
+    assert [call.tools for call in later] == [[]]  # named by digest again: the store keeps it
+    names = [t.name for t in again.tools]
+    assert _kept_tools(tmp_path, sid, named.tools_digest) == names
+    assert KNOWN_TEXTS.get(named.tools_digest) == schemas_text(again.tools)
+    sent = [request.body for request in server.requests]
+    assert len(sent) == 2  # the failed call never reached the model
+    assert all([t["function"]["name"] for t in body["tools"]] == names for body in sent)
+
+
+async def test_a_worker_of_an_earlier_version_that_lacks_a_prompt_has_the_call_sent_with_it(
+    client: Client,
+    task_queue: str,
+    scripted: Scripted,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fleet being upgraded: a model activity of a version before PromptMissing, handed a
+    call that names a tool list its store lacks, fails it as TranscriptLogDiverged (detail
+    ``prompt``), as those versions did; the workflow sends the call again with the texts, as
+    for a PromptMissing, and the turn completes."""
+    real_tools = TranscriptLogs.tools
+    refused: list[str] = []
+
+    def earlier_version(
+        self: TranscriptLogs, session_id: str, digest: str | None, tools: list[ToolSchema]
+    ) -> list[ToolSchema]:
+        if digest is not None and not tools and not refused:
+            refused.append(digest)
+            raise ApplicationError(
+                f"prompt {digest[:12]}… of session {session_id!r} is not in the store",
+                UNHELD_PROMPT,
+                type=LOG_DIVERGED,
+                non_retryable=True,
+            )
+        return real_tools(self, session_id, digest, tools)
+
+    monkeypatch.setattr(TranscriptLogs, "tools", earlier_version)
+    write_workflow(tmp_path, "reader", READER)
+    markers = [f"MARK-{uuid.uuid4().hex}"]
+    server = scripted(_chain(markers))
+    sid = f"earlier-{uuid.uuid4().hex[:8]}"
+    async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
+        history = await _read_chain(agent, sid, markers)
+    failures = failed_activities(history.events)
+    assert [f.application_failure_info.type for f in failures] == [LOG_DIVERGED]
+    named, again, _ = _model_inputs(history)
+    assert refused == [named.tools_digest]
+    assert named.tools == [] and again.tools
+    assert (again.system, again.system_digest) == (named.system, named.system_digest)
+    assert len(server.requests) == 2
+    markers_of = [
+        e.marker_recorded_event_attributes
+        for e in history.events
+        if e.HasField("marker_recorded_event_attributes")
+    ]
+    patches = [
+        m.details["patch-data"].payloads[0].data for m in markers_of if "patch-data" in m.details
+    ]
+    assert any(UNHELD_PROMPT_PATCH.encode() in data for data in patches)
 
 
 async def test_a_new_run_names_the_prompts_an_earlier_run_sent(
@@ -206,15 +311,14 @@ async def test_a_new_run_names_the_prompts_an_earlier_run_sent(
         ]
     assert len(runs) == 3 and len(calls) == 5
     first, *later = calls
-    assert first.system is not None and first.tools
+    assert first.system is not None and first.tools == []
     for call in later:
         assert (call.system, call.tools) == (None, [])
         assert (call.system_digest, call.tools_digest) == (first.system_digest, first.tools_digest)
+    names = _kept_tools(tmp_path, sid, first.tools_digest)
     for request in server.requests:
         assert request.body["messages"][0] == {"role": "system", "content": first.system}
-        assert [t["function"]["name"] for t in request.body["tools"]] == [
-            t.name for t in first.tools
-        ]
+        assert [t["function"]["name"] for t in request.body["tools"]] == names
 
 
 async def test_a_model_call_failed_over_to_another_worker_reads_the_result_from_the_store(
@@ -360,17 +464,18 @@ async def test_a_prompt_the_store_lost_is_sent_again_with_its_text(
     failures = failed_activities(history.events)
     assert [f.application_failure_info.type for f in failures] == [PROMPT_MISSING]
     first, named, again = _model_inputs(history)
-    assert first.system is not None and first.tools
+    assert first.system is not None and first.tools == []
     assert sorted(wiped) == sorted(d for d in (first.system_digest, first.tools_digest) if d)
     assert (named.system, named.tools) == (None, [])
-    assert (again.system, again.tools) == (first.system, first.tools)
+    assert again.system == first.system
+    assert again.tools and digest_of(schemas_text(again.tools)) == first.tools_digest
     assert (again.system_digest, again.tools_digest) == (first.system_digest, first.tools_digest)
     assert again.messages == named.messages and again.log == named.log
     sent = [request.body for request in server.requests]
     assert len(sent) == 2  # the failed call never reached the model
     for body in sent:
         assert body["messages"][0] == {"role": "system", "content": first.system}
-        assert [t["function"]["name"] for t in body["tools"]] == [t.name for t in first.tools]
+        assert [t["function"]["name"] for t in body["tools"]] == [t.name for t in again.tools]
     assert sorted(store.walk(sid, PROMPTS_DIR)) == sorted(wiped)  # kept again
 
 
@@ -471,6 +576,28 @@ def test_a_prompt_the_store_lost_or_damaged_is_a_final_error(store: SessionStore
         TranscriptLogs(store).prompt(sid, digest, None)
     for error in (missing.value, damaged.value):
         assert (error.type, error.non_retryable) == (PROMPT_MISSING, True)
+
+
+def test_a_tool_list_the_process_knows_is_kept_in_the_session_store(store: SessionStore) -> None:
+    """A tool list named by digest that the session's store lacks but the worker process knows
+    (its workflow code rendered it, or another session's call carried it) is served from
+    memory and kept in the session's store for any other worker; a system prompt (one
+    session's) is never looked up there."""
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    text = json.dumps(
+        [{"name": f"tool_{uuid.uuid4().hex[:6]}", "description": "", "parameters": {}}]
+    )
+    digest = digest_of(text)
+    KNOWN_TEXTS.put(digest, text)
+    assert TranscriptLogs(store).prompt(sid, digest, None, shared=True) == text
+    assert store.read_text(sid, f"{PROMPTS_DIR}/{digest}") == text
+    other = f"s-{uuid.uuid4().hex[:8]}"
+    with pytest.raises(ApplicationError) as missing:
+        TranscriptLogs(store).prompt(other, digest, None)  # not shared: the store only
+    assert missing.value.type == PROMPT_MISSING
+    carried = json.dumps([{"name": "carried", "description": "", "parameters": {}}])
+    TranscriptLogs(store).prompt(other, digest_of(carried), carried, shared=True)
+    assert KNOWN_TEXTS.get(digest_of(carried)) == carried  # a carried list is known after
 
 
 async def test_repair_rebuilds_a_log_whose_calls_name_results(

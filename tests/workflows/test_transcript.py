@@ -84,8 +84,8 @@ async def test_every_message_is_carried_by_exactly_one_model_call(
 ) -> None:
     """Across a 20-step turn, the model calls' inputs carry each message once, but for the
     model's own answers, which no call carries (each is its call's result, and that call
-    logs it), the system prompt and the tool list once, and the whole conversation is there
-    for the host to read."""
+    logs it), the system prompt once and the tool list never (every call names it by
+    digest), and the whole conversation is there for the host to read."""
     write_workflow(tmp_path, "reader", READER)
     inputs, _, largest, total = await _one_turn(client, task_queue, scripted, tmp_path, 20)
     assert len(inputs) == 21
@@ -96,7 +96,8 @@ async def test_every_message_is_carried_by_exactly_one_model_call(
         sum(len(c.messages) + 1 for c in inputs[:n]) for n in range(len(inputs))
     ]
     assert sum(1 for call in inputs if call.system is not None) == 1
-    assert sum(1 for call in inputs if call.tools) == 1
+    assert sum(1 for call in inputs if call.tools) == 0
+    assert len({call.tools_digest for call in inputs}) == 1 and inputs[0].tools_digest
     assert largest < 16 * 1024
 
 
