@@ -472,7 +472,7 @@ class TranscriptLogs:
             text = KNOWN_TEXTS.get(digest)
         if text is not None:
             # no fsync: a prompt the store lost is a PromptMissing, and the call is sent
-            # again with the text (the call that carried it holds it in the history)
+            # again with the text (which the workflow renders again)
             with contextlib.suppress(StoreConflictError):
                 write_if_unsynced(self._store, session_id, path, text.encode("utf-8"), version=None)
         else:

@@ -1210,22 +1210,18 @@ async def section_parked(
     workers: list[WorkerProcess] = []
     listing = ListResult(n=total)
     try:
-        # bare waiting workflows, on a worker process of the same kind
-        bare = start_worker(
-            "bare",
-            ["-m", "bench.history_worker", "bare", "--cache", str(cache)],
-            {**base_env, "ARCHMAX_TASK_QUEUE": bare_queue},
-            scratch,
-        )
-        workers.append(bare)
-        # bare agents parked after one model call (a parked session's activity pattern)
-        bare_agent = start_worker(
-            "bare-agent",
-            ["-m", "bench.history_worker", "bare-agent", "--cache", str(cache)],
-            {**base_env, "ARCHMAX_TASK_QUEUE": agent_queue},
-            scratch,
-        )
-        workers.append(bare_agent)
+        # bare waiting workflows, and bare agents parked after one model call (a parked
+        # session's activity pattern), each on a worker process of the same kind
+        for kind, queue in (("bare", bare_queue), ("bare-agent", agent_queue)):
+            workers.append(  # listed at once: stopped in the end even if the next fails
+                start_worker(
+                    kind,
+                    ["-m", "bench.history_worker", kind, "--cache", str(cache)],
+                    {**base_env, "ARCHMAX_TASK_QUEUE": queue},
+                    scratch,
+                )
+            )
+        bare, bare_agent = workers
         # archmax sessions parked by archmax_wait
         if use_cli:
             argv = ["-m", "archmax_temporal", "worker"]

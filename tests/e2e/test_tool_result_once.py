@@ -138,6 +138,20 @@ def _kept_tools(root: Path, sid: str, digest: str | None) -> list[str]:
     return [schema["name"] for schema in json.loads(text)]
 
 
+async def _one_read(
+    client: Client, task_queue: str, scripted: Scripted, root: Path
+) -> tuple[str, WorkflowHistory, Any]:
+    """A new session of the reader that reads one file and answers: its id, its history and
+    the scripted model it ran against."""
+    write_workflow(root, "reader", READER)
+    markers = [f"MARK-{uuid.uuid4().hex}"]
+    server = scripted(_chain(markers))
+    sid = f"one-read-{uuid.uuid4().hex[:8]}"
+    async with running_agent(client, task_queue, root, "reader", server) as agent:
+        history = await _read_chain(agent, sid, markers)
+    return sid, history, server
+
+
 def _sent(server: Any) -> str:
     """Everything the model was sent, as one text."""
     return json.dumps([request.body for request in server.requests])
@@ -214,12 +228,7 @@ async def test_a_worker_that_does_not_know_a_tool_list_has_the_call_sent_with_it
     elsewhere: Kept[str, str] = Kept(KNOWN_TEXTS_SIZE)
     monkeypatch.setattr(turn_module, "KNOWN_TEXTS", elsewhere)  # the workflow's worker
     KNOWN_TEXTS.clear()  # this worker's model activity knows nothing
-    write_workflow(tmp_path, "reader", READER)
-    markers = [f"MARK-{uuid.uuid4().hex}"]
-    server = scripted(_chain(markers))
-    sid = f"unknown-tools-{uuid.uuid4().hex[:8]}"
-    async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
-        history = await _read_chain(agent, sid, markers)
+    sid, history, server = await _one_read(client, task_queue, scripted, tmp_path)
     failures = failed_activities(history.events)
     assert [f.application_failure_info.type for f in failures] == [PROMPT_MISSING]
     named, again, *later = _model_inputs(history)
@@ -263,12 +272,7 @@ async def test_a_worker_of_an_earlier_version_that_lacks_a_prompt_has_the_call_s
         return real_tools(self, session_id, digest, tools)
 
     monkeypatch.setattr(TranscriptLogs, "tools", earlier_version)
-    write_workflow(tmp_path, "reader", READER)
-    markers = [f"MARK-{uuid.uuid4().hex}"]
-    server = scripted(_chain(markers))
-    sid = f"earlier-{uuid.uuid4().hex[:8]}"
-    async with running_agent(client, task_queue, tmp_path, "reader", server) as agent:
-        history = await _read_chain(agent, sid, markers)
+    _, history, server = await _one_read(client, task_queue, scripted, tmp_path)
     failures = failed_activities(history.events)
     assert [f.application_failure_info.type for f in failures] == [LOG_DIVERGED]
     named, again, _ = _model_inputs(history)
