@@ -119,6 +119,17 @@ CACHED_SESSIONS: Final = 64
 """How many conversations a worker process keeps in memory (the hot ones)."""
 
 
+NOT_IN_STORE: Final = "is not in the store: the workers must share the store (ARCHMAX_STORE)"
+"""Why a text a call names by digest is missing, when the session's store should hold it."""
+
+NOT_KNOWN: Final = (
+    "is neither known to this worker nor kept in the session's store yet (the first call "
+    "naming it on a worker that has not seen it)"
+)
+"""Why a tool list a call names by digest is missing: a worker new to the list, or a store the
+workers do not share."""
+
+
 REPAIR_HINT: Final = (
     "run `archmax repair {session_id}` (or agent.sessions.repair) to rebuild it from the "
     "workflow history"
@@ -476,7 +487,8 @@ class TranscriptLogs:
             with contextlib.suppress(StoreConflictError):
                 write_if_unsynced(self._store, session_id, path, text.encode("utf-8"), version=None)
         else:
-            text = self._read_named(session_id, path, digest, "prompt", PROMPT_MISSING)
+            what, not_found = ("tool list", NOT_KNOWN) if shared else ("prompt", NOT_IN_STORE)
+            text = self._read_named(session_id, path, digest, what, PROMPT_MISSING, not_found)
         self._keep_prompt(session_id, digest, text)
         if shared:
             KNOWN_TEXTS.put(digest, text)
@@ -540,14 +552,23 @@ class TranscriptLogs:
         self._keep_result(session_id, digest, text)
         return text
 
-    def _read_named(self, session_id: str, path: str, digest: str, what: str, missing: str) -> str:
+    def _read_named(
+        self,
+        session_id: str,
+        path: str,
+        digest: str,
+        what: str,
+        missing: str,
+        not_found: str = NOT_IN_STORE,
+    ) -> str:
         """The text a store file named by its digest holds; the final ``missing`` error (the
-        workflow then sends the call again with the text) when the file is not there or its
-        bytes do not hash to ``digest``, as after a crash cut an unsynced write short."""
+        workflow then sends the call again with the text) when the file is not there (saying
+        ``not_found``) or its bytes do not hash to ``digest``, as after a crash cut an unsynced
+        write short."""
         try:
             data = self._store.read_bytes(session_id, path)
         except FileNotFoundInWorkspaceError:
-            raise named_missing(what, missing, session_id, digest, "is not in the store") from None
+            raise named_missing(what, missing, session_id, digest, not_found) from None
         except WorkspaceError as exc:
             raise exc.to_application_error() from None
         text = data.decode("utf-8", errors="replace")
@@ -588,8 +609,8 @@ def named_missing(
     a system prompt or tool list: ``PromptMissing``) that the store cannot give: the workflow
     sends the call again with the text."""
     return ApplicationError(
-        f"{what} {digest[:12]}… of session {session_id!r} {why}: the workers must share the "
-        "store (ARCHMAX_STORE); the call is sent again with the text",
+        f"{what} {digest[:12]}… of session {session_id!r} {why}; the call is sent again with "
+        "the text",
         type=error_type,
         non_retryable=True,
     )

@@ -231,6 +231,9 @@ async def test_a_worker_that_does_not_know_a_tool_list_has_the_call_sent_with_it
     sid, history, server = await _one_read(client, task_queue, scripted, tmp_path)
     failures = failed_activities(history.events)
     assert [f.application_failure_info.type for f in failures] == [PROMPT_MISSING]
+    # what the Temporal UI shows: a worker new to the list, not a store to fix
+    assert "tool list" in failures[0].message and "known to this worker" in failures[0].message
+    assert "must share" not in failures[0].message
     named, again, *later = _model_inputs(history)
     assert named.tools == [] and named.tools_digest is not None
     assert again.tools and digest_of(schemas_text(again.tools)) == named.tools_digest
