@@ -44,8 +44,8 @@ from archmax_temporal.activities.object_store import open_store
 from archmax_temporal.activities.transcript_log import TranscriptLogs
 from archmax_temporal.client.host import Agent
 from archmax_temporal.workflows.models import Outcome, TranscriptLog
-from archmax_temporal.workflows.transcript import LOG_DIVERGED
-from tests.support.activity_events import activities_run
+from archmax_temporal.workflows.transcript import LOG_DIVERGED, PROMPT_MISSING
+from tests.support.activity_events import activities_run, failed_activities
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call
 from tests.support.s3server import S3Server
@@ -542,9 +542,20 @@ async def test_three_workers_killed_at_random_lose_nothing(
     assert LOG_DIVERGED not in failures
 
     # every session ran the same activities (regular or local): a kill adds attempts, never
-    # a call
-    shapes = Counter(tuple(activities_run(events)) for events in histories.values())
+    # a call; but for a model call a fresh worker refused as PromptMissing because it had not
+    # seen the tool list the call names (it reached no model, applied nothing, and was sent
+    # again with the list): never a prompt the store lost
+    shapes = Counter(
+        tuple(activities_run(events, skipping=PROMPT_MISSING)) for events in histories.values()
+    )
     assert len(shapes) == 1, shapes
+    missing = [
+        f.message
+        for events in histories.values()
+        for f in failed_activities(events)
+        if f.application_failure_info.type == PROMPT_MISSING
+    ]
+    assert all(m.startswith("tool list ") and "known to this worker" in m for m in missing), missing
 
     # no worker's folder (cwd, HOME, TMPDIR, root) holds anything of a session
     for worker in cluster.workers:

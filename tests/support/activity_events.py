@@ -42,13 +42,25 @@ def scheduled_activities(events: Iterable[HistoryEvent]) -> list[str]:
     ]
 
 
-def activities_run(events: Iterable[HistoryEvent]) -> list[str]:
+def activities_run(events: Iterable[HistoryEvent], *, skipping: str | None = None) -> list[str]:
     """Every activity call a history records, regular or local, in order, once each: a local
-    activity that failed went on as the regular one (the same call), counted there."""
+    activity that failed went on as the regular one (the same call), counted there.
+    ``skipping``: leave out the regular calls that failed for good with that error type (a
+    ``PromptMissing``: a call that did nothing, sent again)."""
+    events = list(events)
+    skipped = {
+        e.activity_task_failed_event_attributes.scheduled_event_id
+        for e in events
+        if skipping is not None
+        and e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
+        and e.activity_task_failed_event_attributes.failure.application_failure_info.type
+        == skipping
+    }
     found = []
     for e in events:
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-            found.append(e.activity_task_scheduled_event_attributes.activity_type.name)
+            if e.event_id not in skipped:
+                found.append(e.activity_task_scheduled_event_attributes.activity_type.name)
         elif (marker := local_marker(e)) is not None and not (
             e.marker_recorded_event_attributes.HasField("failure")
         ):
