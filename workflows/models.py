@@ -347,10 +347,11 @@ class SessionState(_Model):
     """Unlogged tool results the store keeps by digest (conversation index → SHA-256 of the
     text): the next model call names them instead of carrying them again."""
     prompts_kept: list[str] = Field(default_factory=list, exclude_if=lambda value: not value)
-    """Digests of the system prompts and tool lists a model call carried in full, this run or
-    an earlier one (newest last, at most :data:`PROMPTS_KEPT`): the store keeps them, so a
-    call names them by digest, a new run's first call too (one the store lost is a
-    ``PromptMissing``, and the call is sent again with the text)."""
+    """Digests of the system prompts a model call carried in full, this run or an earlier one
+    (newest last, at most :data:`PROMPTS_KEPT`): the store keeps them, so a call names them by
+    digest, a new run's first call too (one the store lost is a ``PromptMissing``, and the
+    call is sent again with the text). Tool lists are named by digest always (histories of
+    earlier versions hold their digests here too)."""
     last_reply: str | None = None
     """The agent's latest text (None: read it off ``transcript``, a state carried by an
     older version)."""
@@ -419,7 +420,7 @@ class InflightTurn(_Model):
 
 
 PROMPTS_KEPT = 8
-"""How many prompt and tool list digests a session carries from run to run."""
+"""How many system prompt digests a session carries from run to run."""
 
 RECENT_FIRINGS = 32
 """How many firings' outcomes a session remembers by idempotency key."""

@@ -51,8 +51,8 @@ the workflow sends the call again with the text)."""
 
 
 def kept_prompts(s: SessionState, digests: list[str | None]) -> None:
-    """Record that the store keeps the prompts and tool lists named by ``digests`` (a call
-    that named or carried them succeeded): later calls, and the next run's, name them."""
+    """Record that the store keeps the prompts named by ``digests`` (a call that named or
+    carried them succeeded): later calls, and the next run's, name them."""
     kept = [d for d in s.prompts_kept if d not in digests]
     kept += [d for d in digests if d]
     s.prompts_kept = kept[-PROMPTS_KEPT:]

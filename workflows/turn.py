@@ -472,7 +472,8 @@ class TurnEngine:
             self._last_model_failure = f"model call failed in state '{slug}': {detail}"
             return None
         s.usage = s.usage.plus(result.usage)
-        transcript.kept_prompts(s, [system_digest, tools_digest])
+        # a tool list is always named by digest (known_texts): only the system prompt's counts
+        transcript.kept_prompts(s, [system_digest])
         answer = Message(
             role="assistant", content=result.content, tool_calls=result.tool_calls, state=slug
         )
