@@ -139,6 +139,44 @@ class BareWaiting:
         return True
 
 
+async def stream_answer(client: Any, model: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A bare agent's model call: one streamed chat completion of ``messages`` through the
+    ``openai`` client ``client`` (the conversation sent in ``extra_body``, plain JSON, as
+    archmax sends it); the answer as the assistant message (its text and tool calls)."""
+    stream = await client.chat.completions.create(
+        model=model,
+        messages=[],
+        extra_body={"messages": messages},
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    text: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    async for chunk in stream:
+        delta = chunk.choices[0].delta if chunk.choices else None
+        if delta is None:
+            continue
+        if delta.content:
+            text.append(delta.content)
+        for call in delta.tool_calls or ():
+            held = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
+            held["id"] += call.id or ""
+            if call.function is not None:
+                held["name"] += call.function.name or ""
+                held["arguments"] += call.function.arguments or ""
+    answer: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+    if calls:
+        answer["tool_calls"] = [
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {"name": c["name"], "arguments": c["arguments"]},
+            }
+            for _, c in sorted(calls.items())
+        ]
+    return answer
+
+
 class BareAgentModel:
     """The bare agent's model call: one streamed chat completion of the conversation through
     the ``openai`` client (no retries), to the scripted model at ``url``; the answer as the
@@ -157,38 +195,7 @@ class BareAgentModel:
             self._client = openai.AsyncOpenAI(
                 base_url=self._url, api_key=self._api_key, max_retries=0
             )
-        stream = await self._client.chat.completions.create(
-            model=self._model,
-            messages=[],  # sent in extra_body, plain JSON, as archmax sends the conversation
-            extra_body={"messages": messages},
-            stream=True,
-            stream_options={"include_usage": True},
-        )
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        async for chunk in stream:
-            delta = chunk.choices[0].delta if chunk.choices else None
-            if delta is None:
-                continue
-            if delta.content:
-                text.append(delta.content)
-            for call in delta.tool_calls or ():
-                held = calls.setdefault(call.index, {"id": "", "name": "", "arguments": ""})
-                held["id"] += call.id or ""
-                if call.function is not None:
-                    held["name"] += call.function.name or ""
-                    held["arguments"] += call.function.arguments or ""
-        answer: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
-        if calls:
-            answer["tool_calls"] = [
-                {
-                    "id": c["id"],
-                    "type": "function",
-                    "function": {"name": c["name"], "arguments": c["arguments"]},
-                }
-                for _, c in sorted(calls.items())
-            ]
-        return answer
+        return await stream_answer(self._client, self._model, messages)
 
 
 @workflow.defn(name="BenchHistoryBareAgentWaiting")

@@ -74,7 +74,7 @@ with workflow.unsafe.imports_passed_through():
     from archmax_temporal.worker import DATA_CONVERTER, build_worker
     from archmax_temporal.workflows.contracts import MODEL_ACTIVITY
     from bench.counters import bytes_written, fsyncs, install_fsync_counter
-    from bench.history_bare import bare_runner, chain_file, chain_name, numbered
+    from bench.history_bare import bare_runner, chain_file, chain_name, numbered, stream_answer
 
 T = TypeVar("T")
 
@@ -189,18 +189,8 @@ class BareModel:
 
     @activity.defn(name=MODEL_CALL_ACTIVITY)
     async def call(self, messages: list[dict[str, str]]) -> str:
-        stream = await self._model.chat.completions.create(
-            model="scripted",
-            messages=[],  # sent in extra_body, plain JSON, as archmax sends the conversation
-            extra_body={"messages": messages},
-            stream=True,
-            stream_options={"include_usage": True},
-        )
-        text = []
-        async for chunk in stream:
-            if chunk.choices and chunk.choices[0].delta.content:
-                text.append(chunk.choices[0].delta.content)
-        return "".join(text)
+        answer = await stream_answer(self._model, "scripted", list(messages))
+        return str(answer["content"])
 
     async def close(self) -> None:
         await self._model.close()
