@@ -79,6 +79,7 @@ from archmax_temporal.workflows.transcript import (
     RESULT_MISSING,
     UNHELD_LOG,
     digest_of,
+    names,
     schemas_text,
 )
 
@@ -563,8 +564,9 @@ class TranscriptLogs:
     ) -> str:
         """The text a store file named by its digest holds; the final ``missing`` error (the
         workflow then sends the call again with the text) when the file is not there (saying
-        ``not_found``) or its bytes do not hash to ``digest``, as after a crash cut an unsynced
-        write short."""
+        ``not_found``) or its bytes' SHA-256 is not ``digest`` (:func:`~archmax_temporal.workflows.
+        transcript.names`: whole, or its first 128 bits), as after a crash cut an unsynced write
+        short."""
         try:
             data = self._store.read_bytes(session_id, path)
         except FileNotFoundInWorkspaceError:
@@ -572,7 +574,7 @@ class TranscriptLogs:
         except WorkspaceError as exc:
             raise exc.to_application_error() from None
         text = data.decode("utf-8", errors="replace")
-        if digest_of(text) != digest:
+        if not names(digest, text):
             raise named_missing(what, missing, session_id, digest, "does not match its digest")
         return text
 

@@ -58,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
         contracts,
         governance,
         matching,
+        patches,
         signatures,
         telemetry,
     )
@@ -335,7 +336,7 @@ class Delegations:
         dispatched = await self._dispatch(caller, arguments)
         if dispatched.parked:
             return None
-        if dispatched.terminal is not None and workflow.patched(SCRIPT_TERMINAL_PATCH):
+        if dispatched.terminal is not None and patches.patched(SCRIPT_TERMINAL_PATCH):
             raise governance.TerminalBlock(dispatched.terminal)  # as for the agent's own call
         if dispatched.terminal is not None and not answers:
             return f"{tool} refused: {dispatched.terminal}", "blocked"

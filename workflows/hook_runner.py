@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         governance,
         hooks,
         matching,
+        patches,
         sandbox,
         telemetry,
         variables,
@@ -495,7 +496,7 @@ agent could answer forever."""
 
 def _bounded(verdict: HookVerdict) -> bool:
     """Whether ``verdict`` is a grader's unreadable reply that spends the rubric's budget."""
-    return verdict.unreadable and workflow.patched(UNREADABLE_VERDICT_PATCH)
+    return verdict.unreadable and patches.patched(UNREADABLE_VERDICT_PATCH)
 
 
 def _agent_run_args(s: SessionState, slug: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from archmax_temporal.workflows import signatures, variables
+    from archmax_temporal.workflows import patches, signatures, variables
     from archmax_temporal.workflows.context import SessionContext, ToolAnswer
     from archmax_temporal.workflows.durations import InvalidUntilError, resolve_until
     from archmax_temporal.workflows.errors import PayloadTooLargeError
@@ -214,7 +214,7 @@ def _growth_refusal(ctx: SessionContext, writes: dict[str, Any], lock: bool) -> 
     try:
         variables.check_agent_growth(ctx.input.limits, ctx.session.variables, writes, lock)
     except PayloadTooLargeError as refusal:
-        if workflow.patched(VARIABLE_LIMITS_PATCH):
+        if patches.patched(VARIABLE_LIMITS_PATCH):
             return str(refusal)
     return None
 

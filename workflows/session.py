@@ -41,6 +41,7 @@ with workflow.unsafe.imports_passed_through():
         deadlines,
         delegation,
         firing,
+        patches,
         projections,
         signatures,
         store_binding,
@@ -157,6 +158,7 @@ class ArchmaxSession:
     async def run(self, input: SessionInput) -> SessionSummary:
         """Serve the session's firings forever; continue as new when the history grows."""
         limit = input.requests_per_run or contracts.DEFAULT_REQUESTS_PER_RUN
+        patches.generation()  # first thing: see its docstring
         for handed_on in list(self._ctx.session.outbox):  # in flight when the last run ended
             self._start_sending(handed_on.model_copy(update={"resent": True}))
         while True:
@@ -224,7 +226,7 @@ class ArchmaxSession:
             wakes
             and survives
             and workflow.info().is_target_worker_deployment_version_changed()
-            and workflow.patched(UPGRADE_PATCH)
+            and patches.patched(UPGRADE_PATCH)
         )
 
     def _continue_onto_current_version(self) -> NoReturn:
@@ -282,7 +284,7 @@ class ArchmaxSession:
             s.status == "new"
             and not self._queue
             and self._ctx.input.parent is None
-            and workflow.patched(FIRST_FIRING_PATCH)
+            and patches.patched(FIRST_FIRING_PATCH)
         ):
             return await self._await_first_firing()
         while True:
@@ -384,7 +386,7 @@ class ArchmaxSession:
             and self._ctx.input.parent is None
             and not s.pending_delegations
             and not self._queue
-            and workflow.patched(IDLE_CLOSE_PATCH)
+            and patches.patched(IDLE_CLOSE_PATCH)
         )
 
     async def _close_idle(self) -> bool:
@@ -478,7 +480,7 @@ class ArchmaxSession:
             send = await self._turn.place_files(send)
         if self._ctx.session.status != "awaiting_input":
             turn_spec = firing.spec_to_adopt(self._admission(), send)
-            if turn_spec is not None and workflow.patched(TURN_SPEC_PATCH):
+            if turn_spec is not None and patches.patched(TURN_SPEC_PATCH):
                 self._ctx.adopt(turn_spec)  # the turn runs under the host's workflow
             self._turn.open_turn(send)
             return "turn"
@@ -616,7 +618,7 @@ class ArchmaxSession:
                 extra=telemetry.log_extra(self._ctx),
             )
             telemetry.signal_refused(self._ctx, refusal.type or "ApplicationError")
-            if workflow.patched(REFUSED_SIGNAL_PATCH):
+            if patches.patched(REFUSED_SIGNAL_PATCH):
                 workflow.upsert_memo(
                     {
                         REFUSED_SIGNAL_MEMO: {

@@ -47,6 +47,7 @@ from temporalio.worker import (
 )
 
 with workflow.unsafe.imports_passed_through():
+    from archmax_temporal.workflows import patches
     from archmax_temporal.workflows.errors import StoreMismatchError
     from archmax_temporal.workflows.models import SessionInput
 
@@ -146,7 +147,7 @@ class _StoreBoundHandle(workflow.ActivityHandle[Any]):
             try:
                 return await self._current
             except ActivityError as failure:
-                if not refused_by_store(failure) or not workflow.patched(STORE_WAIT_PATCH):
+                if not refused_by_store(failure) or not patches.patched(STORE_WAIT_PATCH):
                     raise
                 workflow.logger.warning(
                     "activity %s refused by a worker of another store; scheduled again: %s",

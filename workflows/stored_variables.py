@@ -22,7 +22,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from archmax_temporal.workflows import contracts, variables
+    from archmax_temporal.workflows import contracts, patches, variables
     from archmax_temporal.workflows.context import SessionContext
     from archmax_temporal.workflows.contracts.store import VARIABLES_PER_CALL
     from archmax_temporal.workflows.models import LoadVariablesInput, StoreVariablesInput
@@ -37,7 +37,7 @@ async def keep(ctx: SessionContext) -> None:
     it by reference from now on."""
     s = ctx.session
     moved, texts = variables.by_reference(s.variables)
-    if not texts or not workflow.patched(VARIABLES_BY_REFERENCE_PATCH):
+    if not texts or not patches.patched(VARIABLES_BY_REFERENCE_PATCH):
         return
     refs = sorted(texts)
     for start in range(0, len(refs), VARIABLES_PER_CALL):

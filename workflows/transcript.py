@@ -218,6 +218,26 @@ def digest_of(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def name_of(text: str, *, short: bool) -> str:
+    """The name a model call gives a system prompt or a tool list it names rather than carries:
+    its SHA-256 (:func:`digest_of`), or the first 128 bits of it (``short``: a run of
+    :func:`~archmax_temporal.workflows.patches.generation`; 64 bytes less in every model call's
+    input). The model activity keeps a text under the name it is given and reads one back when
+    the name is its digest or the digest's start (:func:`names`), so either serves either."""
+    digest = digest_of(text)
+    return digest[:SHORT_NAME] if short else digest
+
+
+SHORT_NAME: Final = 32
+"""Hex digits of a short name: 128 bits, no collision among a session's texts to fear."""
+
+
+def names(name: str, text: str) -> bool:
+    """Whether ``name`` names ``text``: its SHA-256 whole, or its first
+    :data:`SHORT_NAME` hex digits or more."""
+    return len(name) >= SHORT_NAME and digest_of(text).startswith(name)
+
+
 def schemas_text(tools: list[ToolSchema]) -> str:
     """The canonical text of a tool schema list (what its digest is taken of): each schema's
     fields as JSON, keys sorted. Built from the fields directly, not through ``model_dump``,

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         deadlines,
         delegation,
         governance,
+        patches,
         projections,
         prompt,
         runtime_calls,
@@ -393,8 +394,8 @@ class TurnEngine:
             return False  # a new run makes progress before it hands on again
         limit = self._ctx.input.model_calls_per_run
         if limit is not None and self._calls_this_run >= limit:
-            return workflow.patched(MID_TURN_PATCH)
-        return workflow.info().is_continue_as_new_suggested() and workflow.patched(MID_TURN_PATCH)
+            return patches.patched(MID_TURN_PATCH)
+        return workflow.info().is_continue_as_new_suggested() and patches.patched(MID_TURN_PATCH)
 
     async def call_model(self, *, handoff: bool) -> ModelCallResult | None:
         """One model call as an activity; None (with the reason kept) when it failed for good.
@@ -423,17 +424,18 @@ class TurnEngine:
             ]
         )
         offered = self.surface(slug)
-        system_digest = transcript.digest_of(system)
+        short = patches.generation()
+        system_digest = transcript.name_of(system, short=short)
         tools_digest = None
         if offered:
             tools_text = transcript.schemas_text(offered)
-            tools_digest = transcript.digest_of(tools_text)
+            tools_digest = transcript.name_of(tools_text, short=short)
             # for this worker's model activity (known_texts); nothing here reads it back
             KNOWN_TEXTS.put(tools_digest, tools_text)
         messages, refs = transcript.unlogged(s), dict[int, str]()
-        if s.result_refs and workflow.patched(RESULT_REFS_PATCH):
+        if s.result_refs and patches.patched(RESULT_REFS_PATCH):
             messages, refs = transcript.unlogged_by_ref(s)
-        log_answer = not handoff and workflow.patched(ANSWER_LOGGED_PATCH)
+        log_answer = not handoff and patches.patched(ANSWER_LOGGED_PATCH)
         call = ModelCallInput(
             session_id=ctx.session_id,
             state=slug,
@@ -504,7 +506,7 @@ class TurnEngine:
         if not (call.system is None or (offered and not call.tools)):
             return None  # the call carries its texts: nothing the store lost is named
         if _is_error(failure, transcript.PROMPT_MISSING) or (
-            _unheld_prompt(failure) and workflow.patched(UNHELD_PROMPT_PATCH)
+            _unheld_prompt(failure) and patches.patched(UNHELD_PROMPT_PATCH)
         ):
             return call.model_copy(update={"system": system, "tools": offered})
         return None
@@ -860,7 +862,7 @@ class TurnEngine:
             projections.current_details(ctx.session, ctx.input, self._delegation.current())
         )
         listed = projections.listed(ctx.session, ctx.input, self._delegation.current())
-        if listed != self._listed and workflow.patched(LISTED_MEMO_PATCH):
+        if listed != self._listed and patches.patched(LISTED_MEMO_PATCH):
             workflow.upsert_memo({contracts.LISTED_MEMO: listed.model_dump(mode="json")})
             self._listed = listed
 

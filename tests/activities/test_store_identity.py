@@ -42,7 +42,8 @@ from archmax_temporal.workflows.contracts.model import MODEL_ACTIVITY
 from archmax_temporal.workflows.contracts.workspace import PLACE_FILES_ACTIVITY
 from archmax_temporal.workflows.errors import StoreIdentityError, StoreMismatchError
 from archmax_temporal.workflows.models import SessionInput, SessionSummary
-from tests.support.activity_events import failed_activities
+from archmax_temporal.workflows.patches import BEFORE_GENERATION, GENERATION_PATCH
+from tests.support.activity_events import failed_activities, patch_ids
 from tests.support.agents import Scripted, model_config, running_agent, write_workflow
 from tests.support.golden import replayer
 
@@ -483,14 +484,9 @@ class TestSessionsKeepToTheirStore:
             assert later.retry_policy.initial_interval.ToTimedelta() == timedelta(seconds=1)
             assert later.retry_policy.maximum_attempts == again[0].retry_policy.maximum_attempts
         assert again[0].retry_policy.maximum_attempts == quick.maximum_attempts
-        patches = [
-            payload.data.decode()
-            for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-            and e.marker_recorded_event_attributes.marker_name == "core_patch"
-            for payload in e.marker_recorded_event_attributes.details["patch-data"].payloads
-        ]
-        assert [p for p in patches if store_binding.STORE_WAIT_PATCH in p], patches
+        # the wait is patched: a run of this code takes it under the generation
+        assert store_binding.STORE_WAIT_PATCH in BEFORE_GENERATION
+        assert patch_ids(history.events) == [GENERATION_PATCH]
         result = await replayer().replay_workflow(history, raise_on_replay_failure=False)
         assert result.replay_failure is None
 

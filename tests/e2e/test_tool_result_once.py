@@ -43,16 +43,18 @@ from archmax_temporal.workflows.models import (
     ToolSchema,
     TranscriptLog,
 )
+from archmax_temporal.workflows.patches import BEFORE_GENERATION, GENERATION_PATCH
 from archmax_temporal.workflows.transcript import (
     LOG_DIVERGED,
     PROMPT_MISSING,
     RESULT_MISSING,
+    SHORT_NAME,
     UNHELD_PROMPT,
     digest_of,
     schemas_text,
 )
 from archmax_temporal.workflows.turn import UNHELD_PROMPT_PATCH
-from tests.support.activity_events import failed_activities
+from tests.support.activity_events import failed_activities, patch_ids
 from tests.support.agents import Scripted, model_config, running_agent, tool_call, write_workflow
 
 READER = """
@@ -130,11 +132,11 @@ async def _read_chain(agent: Agent, sid: str, markers: list[str]) -> WorkflowHis
 
 
 def _kept_tools(root: Path, sid: str, digest: str | None) -> list[str]:
-    """The names of the tool list the session's store keeps under ``digest`` (which the
-    file's bytes hash to)."""
+    """The names of the tool list the session's store keeps under ``digest`` (the first 128
+    bits of the file's SHA-256)."""
     assert digest is not None
     text = FilesystemSessionStore(root / "sessions").read_text(sid, f"{PROMPTS_DIR}/{digest}")
-    assert digest_of(text) == digest
+    assert digest == digest_of(text)[:SHORT_NAME]
     return [schema["name"] for schema in json.loads(text)]
 
 
@@ -187,10 +189,10 @@ async def test_a_tool_result_is_in_the_real_history_once(
 async def test_a_prompt_is_sent_once_and_named_by_its_digest_after(
     client: Client, task_queue: str, scripted: Scripted, tmp_path: Path
 ) -> None:
-    """The run's first model call carries the system prompt, named by its SHA-256, and names
-    the tool schemas by theirs alone (alike in every session: the worker knows them, and keeps
-    them in the session's store); the later calls carry the names alone, and the model is sent
-    the whole prompt and every schema on each."""
+    """The run's first model call carries the system prompt, named by the first 128 bits of
+    its SHA-256, and names the tool schemas by theirs alone (alike in every session: the
+    worker knows them, and keeps them in the session's store); the later calls carry the names
+    alone, and the model is sent the whole prompt and every schema on each."""
     write_workflow(tmp_path, "reader", READER)
     markers = [f"MARK-{uuid.uuid4().hex}" for _ in range(2)]
     server = scripted(_chain(markers))
@@ -199,7 +201,7 @@ async def test_a_prompt_is_sent_once_and_named_by_its_digest_after(
         history = await _read_chain(agent, sid, markers)
     first, *later = _model_inputs(history)
     assert first.system is not None and first.tools == []
-    assert first.system_digest == digest_of(first.system)
+    assert first.system_digest == digest_of(first.system)[:SHORT_NAME]
     names = _kept_tools(tmp_path, sid, first.tools_digest)
     assert "read_file" in names
     assert len(later) == 2
@@ -236,7 +238,7 @@ async def test_a_worker_that_does_not_know_a_tool_list_has_the_call_sent_with_it
     assert "must share" not in failures[0].message
     named, again, *later = _model_inputs(history)
     assert named.tools == [] and named.tools_digest is not None
-    assert again.tools and digest_of(schemas_text(again.tools)) == named.tools_digest
+    assert again.tools and digest_of(schemas_text(again.tools))[:SHORT_NAME] == named.tools_digest
     assert again.messages == named.messages and again.log == named.log
     assert [call.tools for call in later] == [[]]  # named by digest again: the store keeps it
     names = [t.name for t in again.tools]
@@ -283,15 +285,9 @@ async def test_a_worker_of_an_earlier_version_that_lacks_a_prompt_has_the_call_s
     assert named.tools == [] and again.tools
     assert (again.system, again.system_digest) == (named.system, named.system_digest)
     assert len(server.requests) == 2
-    markers_of = [
-        e.marker_recorded_event_attributes
-        for e in history.events
-        if e.HasField("marker_recorded_event_attributes")
-    ]
-    patches = [
-        m.details["patch-data"].payloads[0].data for m in markers_of if "patch-data" in m.details
-    ]
-    assert any(UNHELD_PROMPT_PATCH.encode() in data for data in patches)
+    # the path is patched: a run of this code takes it under the generation, no marker more
+    assert UNHELD_PROMPT_PATCH in BEFORE_GENERATION
+    assert patch_ids(history.events) == [GENERATION_PATCH]
 
 
 async def test_a_new_run_names_the_prompts_an_earlier_run_sent(
@@ -475,7 +471,7 @@ async def test_a_prompt_the_store_lost_is_sent_again_with_its_text(
     assert sorted(wiped) == sorted(d for d in (first.system_digest, first.tools_digest) if d)
     assert (named.system, named.tools) == (None, [])
     assert again.system == first.system
-    assert again.tools and digest_of(schemas_text(again.tools)) == first.tools_digest
+    assert again.tools and digest_of(schemas_text(again.tools))[:SHORT_NAME] == first.tools_digest
     assert (again.system_digest, again.tools_digest) == (first.system_digest, first.tools_digest)
     assert again.messages == named.messages and again.log == named.log
     sent = [request.body for request in server.requests]

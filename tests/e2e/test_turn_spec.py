@@ -12,13 +12,14 @@ import json
 import os
 from pathlib import Path
 
-from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from archmax_temporal.client.host import Agent
 from archmax_temporal.client.testing.scripted_model import ScriptedModelServer
 from archmax_temporal.workflows.models import Message, TrailStep
+from archmax_temporal.workflows.patches import BEFORE_GENERATION, GENERATION_PATCH
 from archmax_temporal.workflows.session import TURN_SPEC_PATCH
+from tests.support.activity_events import patch_ids
 from tests.support.agents import Scripted, running_agent, write_workflow
 from tests.support.agents import tool_call as call
 from tests.support.golden import replayer
@@ -164,14 +165,9 @@ async def test_an_edited_workflow_reaches_the_next_turn_of_a_session(
         assert (store / "_specs" / f"{spec_hash}.json").is_file(), spec_hash
     metadata = json.loads((store / sid / "artifacts" / "metadata.json").read_text())
     assert metadata["specHash"] == v3
-    patches = [
-        payload.data.decode()
-        for e in history.events
-        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-        and e.marker_recorded_event_attributes.marker_name == "core_patch"
-        for payload in e.marker_recorded_event_attributes.details["patch-data"].payloads
-    ]
-    assert [p for p in patches if TURN_SPEC_PATCH in p], patches  # adoption is patched
+    # adoption is patched: a run of this code takes it under the generation, no marker more
+    assert TURN_SPEC_PATCH in BEFORE_GENERATION
+    assert patch_ids(history.events) == [GENERATION_PATCH]
     replayed = await replayer().replay_workflow(history, raise_on_replay_failure=False)
     assert replayed.replay_failure is None
 

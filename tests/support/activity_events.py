@@ -75,3 +75,18 @@ def failed_activities(events: Iterable[HistoryEvent]) -> list[Failure]:
         for e in events
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED
     ]
+
+
+PATCH_MARKER = "core_patch"
+"""The marker name Temporal's SDKs record a ``workflow.patched`` id under."""
+
+
+def patch_ids(events: Iterable[HistoryEvent]) -> list[str]:
+    """The ``workflow.patched`` ids a history records markers for, in order."""
+    return [
+        str(json.loads(payload.data)["id"])
+        for e in events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and e.marker_recorded_event_attributes.marker_name == PATCH_MARKER
+        for payload in e.marker_recorded_event_attributes.details["patch-data"].payloads
+    ]

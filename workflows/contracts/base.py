@@ -13,6 +13,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, CancelledError, FailureError
 
+from archmax_temporal.workflows import patches
 from archmax_temporal.workflows.errors import StoreMismatchError
 
 HEARTBEAT_EVERY: Final = timedelta(seconds=2)
@@ -78,6 +79,26 @@ def local_retry(policy: RetryPolicy) -> RetryPolicy:
     )
 
 
+def local_activity_id() -> str:
+    """A new local activity's id, unique in the run: ``l`` and its place among the run's local
+    activities (``l7``) in a run of :func:`~archmax_temporal.workflows.patches.generation`,
+    else ``local-`` and 32 hex digits from the workflow's random (30 bytes more in every short
+    tool's marker). The order local activities are scheduled in is the workflow's, so a replay
+    counts the same. The idempotency key adds the run's id
+    (:func:`archmax_temporal.activities.effects.idempotency_key`), so the next run of a
+    continue-as-new chain, counting from ``l1`` again, reuses no key."""
+    if not patches.generation():
+        return f"local-{workflow.uuid4().hex}"
+    instance = workflow.instance()
+    n = int(getattr(instance, _COUNTED, 0)) + 1
+    setattr(instance, _COUNTED, n)
+    return f"l{n}"
+
+
+_COUNTED: Final = "_archmax_local_activities"
+"""The workflow instance's attribute that counts its run's local activities."""
+
+
 async def local_first(
     activity: str,
     arg: BaseModel,
@@ -94,14 +115,14 @@ async def local_first(
     ``heartbeat_timeout``, ``retry_policy``), which fails as it always did (an
     ``ActivityError``) if it fails too. Only a cancellation is raised as it is.
 
-    Both carry the same activity id (unique in the run, from the workflow's deterministic random),
+    Both carry the same activity id (unique in the run: :func:`local_activity_id`),
     so both have the same idempotency key
     (:func:`archmax_temporal.activities.effects.idempotency_key`): a local attempt that applied its
     change before it timed out, or whose worker died before the workflow task completed (the next
     worker runs it again, the same id, on replay), is answered from the effect journal, never
     applied twice.
     """
-    activity_id = f"local-{workflow.uuid4().hex}"
+    activity_id = local_activity_id()
     try:
         return await workflow.execute_local_activity(
             activity,

@@ -11,6 +11,7 @@ from typing import Final
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from archmax_temporal.workflows import patches
 from archmax_temporal.workflows.contracts.base import (
     HEARTBEAT_TIMEOUT,
     LOCAL_PATCH,
@@ -55,7 +56,7 @@ async def persist_turn(turn: PersistTurnInput, *, summary: str, local: bool = Fa
     local activity not yet recorded runs again if the worker dies before the workflow task
     completes, where it needs its journal entry. Otherwise the save is a regular activity,
     whose scheduling records them first."""
-    if local and workflow.patched(LOCAL_PATCH):
+    if local and patches.patched(LOCAL_PATCH):
         stamped = turn.model_copy(update={"scheduled_at": workflow.now()})
         await local_first(
             PERSIST_ACTIVITY,

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from archmax_temporal.workflows import patches
 from archmax_temporal.workflows.contracts.base import (
     HEARTBEAT_TIMEOUT,
     LOCAL_PATCH,
@@ -245,7 +246,7 @@ async def run_tool(call: WorkspaceToolInput, *, summary: str) -> WorkspaceToolRe
     """Run the workspace tool ``call.tool`` on its own activity and wait for its answer (an
     ``ActivityError`` when it failed for good): a local one first when it is short
     (:func:`runs_local`), else a regular one."""
-    if runs_local(call) and workflow.patched(LOCAL_PATCH):
+    if runs_local(call) and patches.patched(LOCAL_PATCH):
         answer: WorkspaceToolResult = await local_first(
             TOOL_ACTIVITIES[call.tool],
             call,
