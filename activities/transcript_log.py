@@ -35,8 +35,10 @@ written without an fsync, like tool results: one that is not in the store, or wh
 not hash to its name (a machine crash cut it short), is the final ``PromptMissing``, and the
 workflow sends the call again with the texts.
 
-Tool results are kept the same way, under ``checkpoints/results/<sha256>``
-(:data:`RESULTS_DIR`): the activity that ran a workspace or host tool puts a result of at
+Tool results are kept the same way, under ``checkpoints/results/<name>``
+(:data:`RESULTS_DIR`, the name the first 128 bits of the result's SHA-256; before 0.2.0's
+generation all 256, and a call naming a result by its whole digest finds it under either):
+the activity that ran a workspace or host tool puts a result of at
 least :data:`KEEP_RESULT_BYTES` there (put-if-absent, before it completes; not fsync'd,
 since the history holds the result and a lost one is only sent again) and says so
 (``kept``); the workflow then hands the next model call the result's digest instead of its
@@ -77,6 +79,7 @@ from archmax_temporal.workflows.transcript import (
     LOG_DIVERGED,
     PROMPT_MISSING,
     RESULT_MISSING,
+    SHORT_NAME,
     UNHELD_LOG,
     digest_of,
     names,
@@ -489,7 +492,7 @@ class TranscriptLogs:
                 write_if_unsynced(self._store, session_id, path, text.encode("utf-8"), version=None)
         else:
             what, not_found = ("tool list", NOT_KNOWN) if shared else ("prompt", NOT_IN_STORE)
-            text = self._read_named(session_id, path, digest, what, PROMPT_MISSING, not_found)
+            text = self._read_named(session_id, [path], digest, what, PROMPT_MISSING, not_found)
         self._keep_prompt(session_id, digest, text)
         if shared:
             KNOWN_TEXTS.put(digest, text)
@@ -523,14 +526,14 @@ class TranscriptLogs:
         (a store that cannot take it now: not kept, and the call carries the text)."""
         if len(text.encode("utf-8")) < KEEP_RESULT_BYTES:
             return False
-        digest = digest_of(text)
-        if self._results.get((session_id, digest)) is not None:
+        name = digest_of(text)[:SHORT_NAME]
+        if self._results.get((session_id, name)) is not None:
             return True
         try:  # no fsync: a result the store lost is a ToolResultMissing, sent again whole
             write_if_unsynced(
                 self._store,
                 session_id,
-                f"{RESULTS_DIR}/{digest}",
+                f"{RESULTS_DIR}/{name}",
                 text.encode("utf-8"),
                 version=None,
             )
@@ -538,41 +541,47 @@ class TranscriptLogs:
             pass  # there already: the same bytes
         except WorkspaceError:
             return False  # the store cannot take it now: the call carries the text
-        self._keep_result(session_id, digest, text)
+        self._keep_result(session_id, name, text)
         return True
 
     def result(self, session_id: str, digest: str) -> str:
         """The tool result kept under ``digest``: from memory, or read from the store and
         checked against its digest; the final ``ToolResultMissing`` when it is not there or
         does not hash to its name."""
-        known = self._results.get((session_id, digest))
-        if known is not None:
+        known = self._results.get((session_id, digest[:SHORT_NAME]))
+        if known is not None:  # kept by the first 128 bits of a text checked against them
             return known
-        path = f"{RESULTS_DIR}/{digest}"
-        text = self._read_named(session_id, path, digest, "tool result", RESULT_MISSING)
-        self._keep_result(session_id, digest, text)
+        paths = [f"{RESULTS_DIR}/{digest}"]
+        if len(digest) > SHORT_NAME:  # a whole digest: kept under it before the generation
+            paths.append(f"{RESULTS_DIR}/{digest[:SHORT_NAME]}")
+        text = self._read_named(session_id, paths, digest, "tool result", RESULT_MISSING)
+        self._keep_result(session_id, digest[:SHORT_NAME], text)
         return text
 
     def _read_named(
         self,
         session_id: str,
-        path: str,
+        paths: list[str],
         digest: str,
         what: str,
         missing: str,
         not_found: str = NOT_IN_STORE,
     ) -> str:
-        """The text a store file named by its digest holds; the final ``missing`` error (the
-        workflow then sends the call again with the text) when the file is not there (saying
-        ``not_found``) or its bytes' SHA-256 is not ``digest`` (:func:`~archmax_temporal.workflows.
-        transcript.names`: whole, or its first 128 bits), as after a crash cut an unsynced write
-        short."""
-        try:
-            data = self._store.read_bytes(session_id, path)
-        except FileNotFoundInWorkspaceError:
-            raise named_missing(what, missing, session_id, digest, not_found) from None
-        except WorkspaceError as exc:
-            raise exc.to_application_error() from None
+        """The text the first of ``paths`` the store has holds (files named by ``digest``); the
+        final ``missing`` error (the workflow then sends the call again with the text) when none
+        is there (saying ``not_found``) or its bytes' SHA-256 is not ``digest`` (whole, or its
+        first 128 bits: :func:`~archmax_temporal.workflows.transcript.names`), as after a crash
+        cut an unsynced write short."""
+        for path in paths:  # the first that is there
+            try:
+                data = self._store.read_bytes(session_id, path)
+                break
+            except FileNotFoundInWorkspaceError:
+                continue
+            except WorkspaceError as exc:
+                raise exc.to_application_error() from None
+        else:
+            raise named_missing(what, missing, session_id, digest, not_found)
         text = data.decode("utf-8", errors="replace")
         if not names(digest, text):
             raise named_missing(what, missing, session_id, digest, "does not match its digest")

@@ -76,8 +76,10 @@ from archmax_temporal.workflows.models import (
 )
 from archmax_temporal.workflows.transcript import (
     LOG_DIVERGED,
+    SHORT_NAME,
     UNHELD_PROMPT,
     digest_of,
+    names,
     schemas_text,
 )
 
@@ -176,8 +178,8 @@ def rebuild(
     out = Rebuilt()
     kept: dict[str, str] = {}
     for item in recorded:
-        if isinstance(item, KeptResult):
-            kept[item.digest] = item.text
+        if isinstance(item, KeptResult):  # named in full, or by 128 bits (the generation)
+            kept[item.digest] = kept[item.digest[:SHORT_NAME]] = item.text
             continue
         if isinstance(item, RunStarted):
             out.runs += 1
@@ -239,7 +241,7 @@ def _resolved(
         text = kept.get(digest)
         if text is None:
             text = stored(digest)
-            if text is not None and digest_of(text) != digest:
+            if text is not None and not names(digest, text):
                 text = None
         else:
             out.results[digest] = text
@@ -257,12 +259,14 @@ def stored_result(store: SessionStore, session_id: str) -> Callable[[str], str |
     """The tool results the store keeps for the session, by digest (None: not there)."""
 
     def read(digest: str) -> str | None:
-        try:
-            return store.read_bytes(session_id, f"{RESULTS_DIR}/{digest}").decode(
-                "utf-8", errors="replace"
-            )
-        except FileNotFoundInWorkspaceError:
-            return None
+        for name in dict.fromkeys([digest, digest[:SHORT_NAME]]):  # see TranscriptLogs.result
+            try:
+                return store.read_bytes(session_id, f"{RESULTS_DIR}/{name}").decode(
+                    "utf-8", errors="replace"
+                )
+            except FileNotFoundInWorkspaceError:
+                continue
+        return None
 
     return read
 

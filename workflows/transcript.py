@@ -20,6 +20,7 @@ import hashlib
 import json
 from typing import Final
 
+from archmax_temporal.workflows import patches
 from archmax_temporal.workflows.hooks import MESSAGE_TEXT_LIMIT
 from archmax_temporal.workflows.models import (
     PROMPTS_KEPT,
@@ -96,10 +97,12 @@ def unlogged_by_ref(s: SessionState) -> tuple[list[Message], dict[int, str]]:
 
 
 def kept(s: SessionState, message: Message) -> None:
-    """Append a tool result the store keeps under its digest (its activity put it there)."""
+    """Append a tool result the store keeps under its digest (its activity put it there),
+    named as :func:`name_of` names texts (workflow code: the run's generation decides)."""
     append(s, message)
     if message.content:
-        s.result_refs[total(s) - 1] = digest_of(message.content)
+        short = patches.generation()
+        s.result_refs[total(s) - 1] = name_of(message.content, short=short)
 
 
 def log_of(s: SessionState) -> TranscriptLog:
@@ -219,11 +222,12 @@ def digest_of(text: str) -> str:
 
 
 def name_of(text: str, *, short: bool) -> str:
-    """The name a model call gives a system prompt or a tool list it names rather than carries:
-    its SHA-256 (:func:`digest_of`), or the first 128 bits of it (``short``: a run of
-    :func:`~archmax_temporal.workflows.patches.generation`; 64 bytes less in every model call's
-    input). The model activity keeps a text under the name it is given and reads one back when
-    the name is its digest or the digest's start (:func:`names`), so either serves either."""
+    """The name a model call gives a text it names rather than carries (a system prompt, a
+    tool list, a tool result the store keeps): its SHA-256 (:func:`digest_of`), or the first
+    128 bits of it (``short``: a run of :func:`~archmax_temporal.workflows.patches.generation`;
+    32 bytes less a name in every model call's input). The model activity reads a text back
+    when the name is its digest or the digest's start (:func:`names`), so either serves
+    either."""
     digest = digest_of(text)
     return digest[:SHORT_NAME] if short else digest
 

@@ -184,6 +184,9 @@ async def test_a_tool_result_is_in_the_real_history_once(
     named = [call for call in _model_inputs(history) if call.refs]
     assert len(named) == 3
     assert all(call.messages[i].content is None for call in named for i in call.refs)
+    names = [name for call in named for name in call.refs.values()]  # 128 bits, kept so
+    kept = FilesystemSessionStore(tmp_path / "sessions").walk(sid, RESULTS_DIR)
+    assert sorted(names) == sorted(kept) and {len(name) for name in names} == {SHORT_NAME}
 
 
 async def test_a_prompt_is_sent_once_and_named_by_its_digest_after(
@@ -514,10 +517,11 @@ async def test_a_tool_activity_keeps_a_long_result_for_any_worker(
     assert long.kept and not short.kept
     assert len(long.content.encode()) >= KEEP_RESULT_BYTES
     digest = digest_of(long.content)
-    assert store.walk(sid, RESULTS_DIR) == [digest]
-    assert store.read_bytes(sid, f"{RESULTS_DIR}/{digest}") == long.content.encode()
+    name = digest[:SHORT_NAME]
+    assert store.walk(sid, RESULTS_DIR) == [name]
+    assert store.read_bytes(sid, f"{RESULTS_DIR}/{name}") == long.content.encode()
     assert (await read("scratchpad/long.txt")).kept  # again: nothing new written
-    assert store.walk(sid, RESULTS_DIR) == [digest]
+    assert store.walk(sid, RESULTS_DIR) == [name]
 
     server = scripted(json.dumps({"rules": [], "default": {"content": "ok"}}))
     other = ModelActivities(model_config(server), logs=TranscriptLogs(store))
@@ -533,7 +537,7 @@ async def test_a_tool_activity_keeps_a_long_result_for_any_worker(
         log=TranscriptLog(),
         system="be brief",
         system_digest=digest_of("be brief"),
-        refs={2: digest},
+        refs={2: digest},  # in full, as a run begun before the generation names it
     )
     first = await env.run(other.complete, call)
     retried = ModelActivities(model_config(server), logs=TranscriptLogs(store))
@@ -556,11 +560,34 @@ def test_a_result_the_store_lost_or_damaged_is_a_final_error(store: SessionStore
     assert TranscriptLogs(store).result(sid, digest) == text
     with pytest.raises(ApplicationError) as missing:
         TranscriptLogs(store).result(sid, digest_of("never kept"))
-    store.write_bytes(sid, f"{RESULTS_DIR}/{digest}", b"y" * KEEP_RESULT_BYTES)
+    store.write_bytes(sid, f"{RESULTS_DIR}/{digest[:SHORT_NAME]}", b"y" * KEEP_RESULT_BYTES)
     with pytest.raises(ApplicationError) as damaged:
         TranscriptLogs(store).result(sid, digest)
-    for error in (missing.value, damaged.value):
+    with pytest.raises(ApplicationError) as damaged_short:
+        TranscriptLogs(store).result(sid, digest[:SHORT_NAME])
+    for error in (missing.value, damaged.value, damaged_short.value):
         assert (error.type, error.non_retryable) == (RESULT_MISSING, True)
+
+
+def test_a_result_is_found_by_either_name_and_where_earlier_versions_kept_it(
+    store: SessionStore,
+) -> None:
+    """A result is kept under the first 128 bits of its SHA-256 and read by those or by its
+    whole digest (a run begun before the generation names it so). One an earlier version kept
+    under its whole digest is read by that name; a short name does not find it (a fleet being
+    upgraded): the final ToolResultMissing, and the call is sent again with the text."""
+    sid = f"s-{uuid.uuid4().hex[:8]}"
+    text, earlier = "x" * KEEP_RESULT_BYTES, "e" * KEEP_RESULT_BYTES
+    assert TranscriptLogs(store).keep_result(sid, text)
+    digest = digest_of(text)
+    assert store.walk(sid, RESULTS_DIR) == [digest[:SHORT_NAME]]
+    for name in (digest, digest[:SHORT_NAME]):
+        assert TranscriptLogs(store).result(sid, name) == text  # a fresh worker: from the store
+    store.write_bytes(sid, f"{RESULTS_DIR}/{digest_of(earlier)}", earlier.encode())
+    assert TranscriptLogs(store).result(sid, digest_of(earlier)) == earlier
+    with pytest.raises(ApplicationError) as short:
+        TranscriptLogs(store).result(sid, digest_of(earlier)[:SHORT_NAME])
+    assert short.value.type == RESULT_MISSING
 
 
 def test_a_prompt_the_store_lost_or_damaged_is_a_final_error(store: SessionStore) -> None:

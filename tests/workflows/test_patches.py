@@ -16,7 +16,18 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client
 
-from archmax_temporal.workflows import patches
+from archmax_temporal.client.host import Agent
+from archmax_temporal.workflows import (
+    delegation,
+    hook_runner,
+    patches,
+    runtime_calls,
+    session,
+    store_binding,
+    stored_variables,
+    turn,
+)
+from archmax_temporal.workflows.contracts import base
 from archmax_temporal.workflows.patches import BEFORE_GENERATION, GENERATION_PATCH
 from tests.support.activity_events import local_marker, patch_ids
 from tests.support.agents import Scripted, running_agent
@@ -25,6 +36,18 @@ from tests.support.paths import EXAMPLES
 
 INBOX = EXAMPLES / "support-inbox"
 PLAYBOOK = INBOX / "workflows" / "support-inbox" / "playbook.yaml"
+
+PATCHING = (
+    base,
+    delegation,
+    hook_runner,
+    runtime_calls,
+    session,
+    store_binding,
+    stored_variables,
+    turn,
+)
+"""The modules whose constants name the patches of the workflow code."""
 
 
 def _change_versions(events: Iterable[HistoryEvent]) -> list[list[str]]:
@@ -39,6 +62,22 @@ def _change_versions(events: Iterable[HistoryEvent]) -> list[list[str]]:
             := e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields
         )
     ]
+
+
+async def _park(agent: Agent, sid: str) -> None:
+    """A support-inbox session that parks in clarify for the customer's reply."""
+    parked = await agent.workflow.send(
+        None, "About my order", trigger="email_received", variables={"conversation_id": sid}
+    )
+    assert parked.status == "awaiting_input"
+
+
+async def _deliver(agent: Agent, sid: str) -> None:
+    """The reply delivered: the session answers."""
+    answered = await agent.workflow.deliver(
+        sid, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
+    )
+    assert answered.status != "awaiting_input" and answered.reply
 
 
 def _local_ids(events: Iterable[HistoryEvent]) -> list[str]:
@@ -56,14 +95,8 @@ async def test_a_new_session_records_the_generation_alone(
     async with running_agent(
         client, task_queue, INBOX, "support-inbox", server, store=tmp_path / "store"
     ) as agent:
-        parked = await agent.workflow.send(
-            None, "About my order", trigger="email_received", variables={"conversation_id": sid}
-        )
-        assert parked.status == "awaiting_input"
-        answered = await agent.workflow.deliver(
-            sid, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
-        )
-        assert answered.status != "awaiting_input"
+        await _park(agent, sid)
+        await _deliver(agent, sid)
         history = await agent.handle(sid).fetch_history()
     events = list(history.events)
     assert patch_ids(events) == [GENERATION_PATCH]
@@ -103,22 +136,12 @@ async def test_a_session_begun_before_the_generation_goes_on_down_each_patch(
     ) as agent:
         with monkeypatch.context() as before:
             before.setattr(patches, "generation", lambda: False)
-            parked = await agent.workflow.send(
-                None,
-                "About my order",
-                trigger="email_received",
-                variables={"conversation_id": sid},
-            )
-            assert parked.status == "awaiting_input"
+            await _park(agent, sid)
             earlier = list((await agent.handle(sid).fetch_history()).events)
         assert GENERATION_PATCH not in patch_ids(earlier)
         asked_before = patch_ids(earlier)
         assert asked_before and set(asked_before) <= BEFORE_GENERATION
-        answered = await agent.workflow.deliver(
-            sid, trigger="email_reply", variables={"reply_body": "It's ORD-1001."}
-        )
-        assert answered.status != "awaiting_input"
-        assert answered.reply
+        await _deliver(agent, sid)
         history = await agent.handle(sid).fetch_history()
     events = list(history.events)
     asked = patch_ids(events)
@@ -134,30 +157,9 @@ async def test_a_session_begun_before_the_generation_goes_on_down_each_patch(
 def test_the_generation_stands_for_patches_the_code_defines() -> None:
     """Each id the generation stands for is a patch the workflow code defines (a misspelt one
     would be asked on its own in every run, and its path taken without it in none)."""
-    from archmax_temporal.workflows import (
-        delegation,
-        hook_runner,
-        runtime_calls,
-        session,
-        store_binding,
-        stored_variables,
-        turn,
-    )
-    from archmax_temporal.workflows.contracts import base
-
-    modules = (
-        base,
-        delegation,
-        hook_runner,
-        runtime_calls,
-        session,
-        store_binding,
-        stored_variables,
-        turn,
-    )
     defined = {
         value
-        for module in modules
+        for module in PATCHING
         for name, value in vars(module).items()
         if name.endswith("_PATCH") and isinstance(value, str)
     }
