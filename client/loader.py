@@ -33,7 +33,13 @@ from yaml.reader import ReaderError
 from archmax_temporal.workflows.delegation import granted_targets
 from archmax_temporal.workflows.errors import SpecValidationError, UnknownWorkflowError
 from archmax_temporal.workflows.hooks import script_path_problem, source_key
-from archmax_temporal.workflows.models import DelegateSpec, PromptParts, SessionInput, TurnSpec
+from archmax_temporal.workflows.models import (
+    DelegateSpec,
+    PromptParts,
+    SessionInput,
+    TurnSpec,
+    spec_on_the_wire,
+)
 from archmax_temporal.workflows.spec import (
     MAX_SLUG_LENGTH,
     SLUG,
@@ -506,7 +512,7 @@ def session_start_sizes(
     )
     return {
         "total": len(to_json(start)),
-        "spec": len(to_json(loaded.spec)),
+        "spec": len(to_json(spec_on_the_wire(loaded.spec))),
         "prompt": len(to_json(loaded.prompt)),
         "hooks": len(to_json(loaded.hook_sources)),
         "delegates": len(to_json(delegates or {})),

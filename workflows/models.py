@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializationInfo,
     SerializerFunctionWrapHandler,
     field_serializer,
     model_serializer,
@@ -535,6 +536,21 @@ class SessionInput(_Model):
     store_description: str | None = None
     """Where that store was, as the host that created the session named it (a folder, or a
     URL without credentials): for the message of a worker that refuses its activities."""
+
+    @field_serializer("spec", mode="wrap")
+    def _spec_without_defaults(
+        self, spec: WorkflowSpec, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
+        """On the wire (every run's start, every continue-as-new, every checkpoint) the spec
+        leaves out each field at its default: it reads back equal, with the same
+        :func:`~archmax_temporal.client.loader.spec_hash` (a spec's defaults are archmax's
+        format, never changed), and a session's history carries about half the bytes of it."""
+        return spec_on_the_wire(spec) if info.mode_is_json() else handler(spec)
+
+
+def spec_on_the_wire(spec: WorkflowSpec) -> dict[str, Any]:
+    """``spec`` as a run's input carries it: JSON, without the fields at their defaults."""
+    return spec.model_dump(mode="json", by_alias=True, exclude_defaults=True)
 
 
 class FileUpload(_Model):

@@ -31,6 +31,7 @@ from archmax_temporal.client.loader import (
     load_workflow,
     read_yaml,
     session_start_sizes,
+    spec_hash,
 )
 from archmax_temporal.client.testing.case_issues import CaseSchemaError
 from archmax_temporal.client.testing.case_model import CaseDocument
@@ -108,11 +109,12 @@ def _starts(loaded: LoadedWorkflow, delegates: dict[str, DelegateSpec]) -> None:
     [payload] = pydantic_data_converter.payload_converter.to_payloads([start])
     assert len(payload.data) <= SESSION_START_MAX_BYTES < TEMPORAL_PAYLOAD_LIMIT
     [back] = pydantic_data_converter.payload_converter.from_payloads([payload], [SessionInput])
-    assert (back.spec.states, back.prompt, back.hook_sources) == (
-        start.spec.states,
+    assert (back.spec, back.prompt, back.hook_sources) == (
+        start.spec,
         start.prompt,
         start.hook_sources,
-    )
+    )  # the spec without its defaults on the wire reads back equal, and hashes the same
+    assert spec_hash(back.spec) == loaded.spec_hash
     assert back.delegates.keys() == start.delegates.keys()
 
 

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -16,7 +17,9 @@ from pydantic import BaseModel
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from archmax_temporal.client.loader import load_workflow, spec_hash
 from archmax_temporal.client.testing import case_model, steps
+from archmax_temporal.connection import DATA_CONVERTER
 from archmax_temporal.workflows import models, spec
 from archmax_temporal.workflows.contracts import host_tools, sandbox, workspace
 from archmax_temporal.workflows.models import (
@@ -25,6 +28,7 @@ from archmax_temporal.workflows.models import (
     Outcome,
     PendingInput,
     SendInput,
+    SessionInput,
     SessionState,
     SessionSummary,
     SessionView,
@@ -33,6 +37,7 @@ from archmax_temporal.workflows.models import (
     TrailStep,
     Variable,
 )
+from tests.support.paths import EXAMPLES
 
 CONVERTER = pydantic_data_converter.payload_converter
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -177,3 +182,26 @@ def test_importing_the_wire_models_builds_none_and_a_worker_builds_them_all() ->
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "['SessionState', 'SessionSummary'] []"
+
+
+@pytest.mark.parametrize(
+    "slug_path", sorted(EXAMPLES.glob("*/workflows/*/workflow.yaml")), ids=lambda p: p.parent.name
+)
+def test_a_session_input_carries_its_spec_without_defaults(slug_path: Path) -> None:
+    """A run's input (its start, a continue-as-new, a checkpoint) carries the spec without
+    the fields at their defaults: about half the bytes, read back equal with the same hash."""
+    loaded = load_workflow(slug_path.parents[2], slug_path.parent.name)
+    start = SessionInput(
+        session_id="s", workflow=loaded.slug, spec=loaded.spec, spec_hash=loaded.spec_hash
+    )
+    [payload] = DATA_CONVERTER.payload_converter.to_payloads([start])
+    whole = loaded.spec.model_dump_json(by_alias=True).encode()
+    sent = json.dumps(json.loads(payload.data)["spec"], separators=(",", ":")).encode()
+    assert len(sent) < 0.7 * len(whole)
+    [back] = DATA_CONVERTER.payload_converter.from_payloads([payload], [SessionInput])
+    assert back == start and spec_hash(back.spec) == loaded.spec_hash
+    edited = loaded.spec.model_copy(update={"disabled": True})  # off its default: carried
+    [payload] = DATA_CONVERTER.payload_converter.to_payloads(
+        [start.model_copy(update={"spec": edited})]
+    )
+    assert json.loads(payload.data)["spec"]["disabled"] is True
