@@ -104,8 +104,19 @@ PROMPTS_DIR: Final = "checkpoints/prompts"
 """Where prompts and tool schemas are kept by digest, relative to a session's folder."""
 
 RESULTS_DIR: Final = "checkpoints/results"
-"""Where tool results a model call names by digest are kept (``<sha256>``), relative to a
-session's folder."""
+"""Where tool results a model call names by digest are kept (``<name>``: the first 128 bits of
+the SHA-256, or all of it before 0.2.0's generation), relative to a session's folder."""
+
+
+def result_paths(name: str) -> list[str]:
+    """Where a tool result a call names ``name`` may be kept, in the order to look: under the
+    name, and, for a whole digest (a run begun before the generation, whose result a worker
+    of this version kept), under its first 128 bits."""
+    paths = [f"{RESULTS_DIR}/{name}"]
+    if len(name) > SHORT_NAME:
+        paths.append(f"{RESULTS_DIR}/{name[:SHORT_NAME]}")
+    return paths
+
 
 KEEP_RESULT_BYTES: Final = 512
 """A tool result at least this long (UTF-8) is kept in the store by its activity and named
@@ -551,9 +562,7 @@ class TranscriptLogs:
         known = self._results.get((session_id, digest[:SHORT_NAME]))
         if known is not None:  # kept by the first 128 bits of a text checked against them
             return known
-        paths = [f"{RESULTS_DIR}/{digest}"]
-        if len(digest) > SHORT_NAME:  # a whole digest: kept under it before the generation
-            paths.append(f"{RESULTS_DIR}/{digest[:SHORT_NAME]}")
+        paths = result_paths(digest)
         text = self._read_named(session_id, paths, digest, "tool result", RESULT_MISSING)
         self._keep_result(session_id, digest[:SHORT_NAME], text)
         return text

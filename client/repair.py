@@ -59,6 +59,7 @@ from archmax_temporal.activities.transcript_log import (
     TranscriptLogs,
     advance,
     holds,
+    result_paths,
     segment_bytes,
     segment_name,
 )
@@ -259,11 +260,9 @@ def stored_result(store: SessionStore, session_id: str) -> Callable[[str], str |
     """The tool results the store keeps for the session, by digest (None: not there)."""
 
     def read(digest: str) -> str | None:
-        for name in dict.fromkeys([digest, digest[:SHORT_NAME]]):  # see TranscriptLogs.result
+        for path in result_paths(digest):
             try:
-                return store.read_bytes(session_id, f"{RESULTS_DIR}/{name}").decode(
-                    "utf-8", errors="replace"
-                )
+                return store.read_bytes(session_id, path).decode("utf-8", errors="replace")
             except FileNotFoundInWorkspaceError:
                 continue
         return None
